@@ -1,0 +1,254 @@
+// Package plan resolves a validated lab into a deterministic, runtime-neutral plan: node
+// names, namespaces, interfaces, segments, addresses, routes, policy rules and the hop order
+// of every chain. It is pure: no system calls, the same lab always gives the same plan.
+package plan
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/netip"
+
+	"github.com/sfclab/sfclab/spec"
+)
+
+// Node roles.
+const (
+	RoleClient   = "client"
+	RoleServer   = "server"
+	RoleFunction = "function"
+)
+
+// NetnsPrefix starts the name of every network namespace sfclab creates; the lab name and a
+// dot follow, so a lab's namespaces are found by prefix without the lab file.
+const NetnsPrefix = "sfc."
+
+// Plan is everything a runtime needs to build a lab.
+type Plan struct {
+	Lab      string `json:"lab"`
+	Runtime  string `json:"runtime"`
+	Steering string `json:"steering"`
+	MTU      int    `json:"mtu"`
+	// Fabric is the namespace that holds the lab's bridges ("" when the lab has none).
+	Fabric   string     `json:"fabric,omitempty"`
+	Nodes    []*Node    `json:"nodes"`
+	Segments []*Segment `json:"segments"`
+	Chains   []*Chain   `json:"chains"`
+}
+
+// Node is one namespace or container: an endpoint instance or a function instance (a port pair).
+type Node struct {
+	Name string `json:"name"`
+	Role string `json:"role"`
+	// Kind is the function kind, or the endpoint kind.
+	Kind string `json:"kind"`
+	// Group is the endpoint or function this node is an instance of (its port pair group).
+	Group    string `json:"group"`
+	Instance int    `json:"instance"`
+	Weight   int    `json:"weight"`
+	Netns    string `json:"netns"`
+	// Chain is the chain a function node serves ("" for endpoints, which may be in several).
+	Chain      string       `json:"chain,omitempty"`
+	Interfaces []*Interface `json:"interfaces"`
+	Routes     []Route      `json:"routes,omitempty"`
+	Rules      []Rule       `json:"rules,omitempty"`
+	Sysctls    []Sysctl     `json:"sysctls,omitempty"`
+	Run        []string     `json:"run,omitempty"`
+	// Function is set on function nodes: what the function kind needs to set itself up.
+	Function *Function `json:"function,omitempty"`
+}
+
+// Interface is one network interface of a node, on one segment.
+type Interface struct {
+	Name    string       `json:"name"`
+	Segment string       `json:"segment"`
+	Address netip.Prefix `json:"address"`
+	// Side is "ingress" or "egress" on function nodes (the port pair), "" on endpoints.
+	Side string `json:"side,omitempty"`
+	// Peer is where the other end of this interface's veth is: "node/ifname", or
+	// "fabric/port" when the segment is a bridge.
+	Peer string `json:"peer"`
+}
+
+// Segment is one L2 network: a veth pair between two members or a bridge for more.
+type Segment struct {
+	Name   string       `json:"name"`
+	Chain  string       `json:"chain"`
+	Index  int          `json:"index"`
+	Subnet netip.Prefix `json:"subnet"`
+	// Bridge is the bridge's name in the fabric namespace ("" for a plain veth pair).
+	Bridge string `json:"bridge,omitempty"`
+	// Members are "node/ifname" in address order.
+	Members []string `json:"members"`
+	// Ports are the bridge-side veth names in the fabric namespace, parallel to Members.
+	Ports []string `json:"ports,omitempty"`
+}
+
+// Route is a route in a node.
+type Route struct {
+	Dst      netip.Prefix `json:"dst"`
+	NextHops []NextHop    `json:"via"`
+	Table    int          `json:"table,omitempty"`
+}
+
+// NextHop is one gateway of a route; several make a weighted multipath route.
+type NextHop struct {
+	Via    netip.Addr `json:"addr"`
+	Dev    string     `json:"dev"`
+	Weight int        `json:"weight"`
+}
+
+// Rule is a policy routing rule: the routed-steering form of a flow classifier.
+type Rule struct {
+	Priority int            `json:"priority"`
+	Table    int            `json:"table"`
+	Protocol string         `json:"protocol,omitempty"`
+	SrcPort  spec.PortRange `json:"sport,omitempty"`
+	DstPort  spec.PortRange `json:"dport,omitempty"`
+	Src      netip.Prefix   `json:"from,omitempty"`
+	Dst      netip.Prefix   `json:"to,omitempty"`
+}
+
+// Sysctl is a kernel setting inside a node, key in dotted form.
+type Sysctl struct {
+	Key   string `json:"key"`
+	Value string `json:"value"`
+}
+
+// Function is what a function kind needs to set up one instance.
+type Function struct {
+	Kind string `json:"kind"`
+	// Params are the kind's parameters, with defaults applied (spec's *XParams types).
+	Params  any    `json:"params"`
+	Ingress string `json:"ingress"`
+	Egress  string `json:"egress"`
+	// IngressAddr and EgressAddr are the port pair's addresses.
+	IngressAddr netip.Addr `json:"ingress_addr"`
+	EgressAddr  netip.Addr `json:"egress_addr"`
+	// Port is the port a proxy listens on (l4lb).
+	Port uint16 `json:"port,omitempty"`
+	// Backends are the chain destination's instances (l4lb) as the function reaches them.
+	Backends []Backend `json:"backends,omitempty"`
+	// DNAT are nat rules with their targets resolved to addresses.
+	DNAT []DNAT `json:"dnat,omitempty"`
+}
+
+// Backend is one destination instance behind a load balancer.
+type Backend struct {
+	Name   string     `json:"name"`
+	Addr   netip.Addr `json:"addr"`
+	Port   uint16     `json:"port"`
+	Weight int        `json:"weight"`
+}
+
+// DNAT is a resolved destination NAT rule.
+type DNAT struct {
+	Protocol string     `json:"protocol"`
+	Port     uint16     `json:"port"`
+	To       netip.Addr `json:"to"`
+	ToPort   uint16     `json:"to_port"`
+}
+
+// Chain is a resolved port chain.
+type Chain struct {
+	Name       string          `json:"name"`
+	From       string          `json:"from"`
+	To         string          `json:"to"`
+	Classifier spec.Classifier `json:"classifier"`
+	// Hops are the port pair groups in order.
+	Hops []Hop `json:"hops"`
+	// Path is the node sequence of the first instance of every hop, from source to destination.
+	Path []string `json:"path"`
+	// Target is the address the source sends to: the first proxy's service address, or the
+	// destination's first instance.
+	Target netip.Addr `json:"target"`
+	// TargetNode is the node that owns Target.
+	TargetNode string `json:"target_node"`
+	// Port is the destination port traffic uses, when one is known (the proxy's port or the
+	// classifier's single destination port); 0 otherwise.
+	Port uint16 `json:"port,omitempty"`
+	// Table is the routing table holding the chain's routes at its ends.
+	Table int `json:"table"`
+	// Segments are the chain's segments in order.
+	Segments []string `json:"segments"`
+}
+
+// Hop is one port pair group of a chain.
+type Hop struct {
+	Group     string   `json:"group"`
+	Kind      string   `json:"kind"`
+	Instances []string `json:"instances"`
+}
+
+// Node returns the node called name, or nil.
+func (p *Plan) Node(name string) *Node {
+	for _, n := range p.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Segment returns the segment called name, or nil.
+func (p *Plan) Segment(name string) *Segment {
+	for _, s := range p.Segments {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
+
+// Chain returns the chain called name, or nil.
+func (p *Plan) Chain(name string) *Chain {
+	for _, c := range p.Chains {
+		if c.Name == name {
+			return c
+		}
+	}
+	return nil
+}
+
+// Interface returns the node's interface called name, or nil.
+func (n *Node) Interface(name string) *Interface {
+	for _, i := range n.Interfaces {
+		if i.Name == name {
+			return i
+		}
+	}
+	return nil
+}
+
+// NetnsName is the namespace of a lab's node.
+func NetnsName(lab, node string) string { return NetnsPrefix + lab + "." + node }
+
+// FabricName is the namespace that holds a lab's bridges.
+func FabricName(lab string) string { return NetnsPrefix + lab }
+
+// IsProxy reports whether a function kind terminates or rewrites the destination of the
+// chain's traffic, so that the source addresses the function instead of the destination.
+func IsProxy(kind string) bool { return kind == spec.KindL4LB }
+
+// UnmarshalJSON decodes a stored function, its params into the kind's own type.
+func (f *Function) UnmarshalJSON(data []byte) error {
+	type plain Function
+	var raw struct {
+		plain
+		Params json.RawMessage `json:"params"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*f = Function(raw.plain)
+	p, ok := spec.NewParams(f.Kind)
+	if !ok {
+		return fmt.Errorf("decode function: unknown kind %q", f.Kind)
+	}
+	if len(raw.Params) > 0 && string(raw.Params) != "null" {
+		if err := json.Unmarshal(raw.Params, p); err != nil {
+			return fmt.Errorf("decode %s params: %w", f.Kind, err)
+		}
+	}
+	f.Params = p
+	return nil
+}

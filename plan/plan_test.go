@@ -1,0 +1,181 @@
+package plan
+
+import (
+	"bytes"
+	"encoding/json"
+	"flag"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sfclab/sfclab/spec"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+func build(t *testing.T, path string) *Plan {
+	t.Helper()
+	lab, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// TestGolden pins the plan of every example: a change to resolution shows up as a diff.
+func TestGolden(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	for _, f := range files {
+		name := strings.TrimSuffix(filepath.Base(f), ".yaml")
+		t.Run(name, func(t *testing.T) {
+			p := build(t, f)
+			var buf bytes.Buffer
+			if err := p.WriteText(&buf); err != nil {
+				t.Fatal(err)
+			}
+			golden := filepath.Join("testdata", name+".plan.txt")
+			if *update {
+				if err := os.WriteFile(golden, buf.Bytes(), 0o644); err != nil {
+					t.Fatal(err)
+				}
+			}
+			want, err := os.ReadFile(golden)
+			if err != nil {
+				t.Fatalf("%v (run go test ./plan -update)", err)
+			}
+			if buf.String() != string(want) {
+				t.Errorf("plan of %s differs from %s:\n%s", f, golden, buf.String())
+			}
+			// Same input, same plan.
+			var again bytes.Buffer
+			build(t, f).WriteText(&again)
+			if again.String() != buf.String() {
+				t.Error("plan is not deterministic")
+			}
+		})
+	}
+}
+
+// TestJSONRoundTrip checks a stored plan decodes to the same plan, params typed by kind.
+func TestJSONRoundTrip(t *testing.T) {
+	p := build(t, "../examples/fw-lb.yaml")
+	data, err := json.Marshal(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var back Plan
+	if err := json.Unmarshal(data, &back); err != nil {
+		t.Fatal(err)
+	}
+	again, err := json.Marshal(&back)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(again) != string(data) {
+		t.Errorf("round trip differs:\n%s\n%s", data, again)
+	}
+	if _, ok := back.Node("fw").Function.Params.(*spec.FirewallParams); !ok {
+		t.Errorf("fw params decoded as %T", back.Node("fw").Function.Params)
+	}
+}
+
+func TestRoutesAndTargets(t *testing.T) {
+	tests := []struct {
+		file, chain, target string
+		port                uint16
+		node                string
+		routes              int
+	}{
+		{"../examples/baseline.yaml", "direct", "198.18.0.2", 0, "client", 0},
+		{"../examples/fw.yaml", "web", "198.18.1.2", 0, "client", 1},
+		{"../examples/fw-lb.yaml", "web", "198.18.1.2", 5201, "server", 2},
+		{"../examples/chain-6.yaml", "long", "198.18.6.2", 0, "f3", 5},
+		{"../examples/lb-3.yaml", "spread", "198.18.0.2", 5201, "web-2", 1},
+	}
+	for _, tt := range tests {
+		p := build(t, tt.file)
+		c := p.Chain(tt.chain)
+		if c.Target.String() != tt.target || c.Port != tt.port {
+			t.Errorf("%s: target %s:%d, want %s:%d", tt.file, c.Target, c.Port, tt.target, tt.port)
+		}
+		if n := len(p.Node(tt.node).Routes); n != tt.routes {
+			t.Errorf("%s: node %s has %d routes, want %d", tt.file, tt.node, n, tt.routes)
+		}
+	}
+}
+
+func TestGroupMultipath(t *testing.T) {
+	lab, err := spec.Decode([]byte(`name: mp
+endpoints:
+  client: {}
+  server: {}
+functions:
+  a: {kind: forwarder}
+  b: {kind: forwarder, instances: 2, weights: [1, 3]}
+chains:
+  - {from: client, to: server, hops: [a, b]}
+`), "mp.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	a := p.Node("a")
+	if len(a.Routes) != 1 || len(a.Routes[0].NextHops) != 2 || a.Routes[0].NextHops[1].Weight != 3 {
+		t.Fatalf("a's routes = %+v", a.Routes)
+	}
+	found := false
+	for _, s := range a.Sysctls {
+		found = found || s.Key == "net.ipv4.fib_multipath_hash_policy"
+	}
+	if !found {
+		t.Error("multipath node lacks L4 hashing")
+	}
+	if p.Segment("chain0.1").Bridge == "" || p.Segment("chain0.2").Bridge == "" {
+		t.Error("segments with three members must be bridges")
+	}
+}
+
+func TestPlanErrors(t *testing.T) {
+	tests := []struct{ name, yaml, want string }{
+		{"lb without port", `name: e1
+endpoints: {client: {}, server: {}}
+functions: {lb: {kind: l4lb}}
+chains: [{from: client, to: server, hops: [lb]}]
+`, "l4lb needs a port"},
+		{"pool too small", `name: e2
+addressing: {pool: 198.18.0.0/24, prefix: 25}
+endpoints: {client: {}, server: {}}
+functions: {a: {kind: forwarder}, b: {kind: forwarder}}
+chains: [{from: client, to: server, hops: [a, b]}]
+`, "no free /25"},
+		{"unused endpoint", `name: e3
+endpoints: {client: {}, server: {}, other: {}}
+chains: [{from: client, to: server}]
+`, `endpoint "other" is in no chain`},
+		{"dnat to nowhere", `name: e4
+endpoints: {client: {}, server: {}}
+functions: {n: {kind: nat, params: {dnat: [{protocol: tcp, port: 80, to: elsewhere}]}}}
+chains: [{from: client, to: server, hops: [n]}]
+`, "neither chain"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			lab, err := spec.Decode([]byte(tt.yaml), "e.yaml")
+			if err != nil {
+				t.Fatal(err)
+			}
+			_, err = Build(lab)
+			if err == nil || !strings.Contains(err.Error(), tt.want) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
+	}
+}

@@ -1,0 +1,358 @@
+package spec
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
+
+// Error is one problem in a lab file, at a place.
+type Error struct {
+	File string
+	Pos  Pos
+	Msg  string
+}
+
+func (e *Error) Error() string {
+	file := e.File
+	if file == "" {
+		file = "<lab>"
+	}
+	switch {
+	case e.Pos.Line > 0 && e.Pos.Col > 0:
+		return fmt.Sprintf("%s:%d:%d: %s", file, e.Pos.Line, e.Pos.Col, e.Msg)
+	case e.Pos.Line > 0:
+		return fmt.Sprintf("%s:%d: %s", file, e.Pos.Line, e.Msg)
+	}
+	return fmt.Sprintf("%s: %s", file, e.Msg)
+}
+
+// Errors is every problem found in one file, in file order.
+type Errors []*Error
+
+func (es Errors) Error() string {
+	msgs := make([]string, len(es))
+	for i, e := range es {
+		msgs[i] = e.Error()
+	}
+	return strings.Join(msgs, "\n")
+}
+
+// Load reads, decodes and validates a lab file.
+func Load(path string) (*Lab, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, fmt.Errorf("read lab file: %s does not exist", path)
+		}
+		return nil, fmt.Errorf("read lab file: %w", err)
+	}
+	lab, err := Decode(data, path)
+	if err != nil {
+		return nil, err
+	}
+	lab.Dir = filepath.Dir(path)
+	return lab, nil
+}
+
+// Decode decodes and validates a lab from YAML. Unknown fields, type mismatches and invalid
+// values are all reported, each with file:line:col. file names the source in messages.
+func Decode(data []byte, file string) (*Lab, error) {
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, yamlError(file, err)
+	}
+	if root.Kind == 0 || len(root.Content) == 0 {
+		return nil, &Error{File: file, Msg: "the lab file is empty; see docs/lab-file.md"}
+	}
+	doc := root.Content[0]
+	var errs Errors
+	checkKnown(file, doc, reflect.TypeOf(Lab{}), "lab", &errs)
+	if len(errs) > 0 {
+		return nil, errs
+	}
+	lab := &Lab{File: file}
+	if err := doc.Decode(lab); err != nil {
+		return nil, yamlError(file, err)
+	}
+	lab.File = file
+	if errs := Validate(lab); len(errs) > 0 {
+		return nil, errs
+	}
+	return lab, nil
+}
+
+var yamlLine = regexp.MustCompile(`line (\d+): `)
+
+// yamlError turns a yaml.v3 error into file:line messages.
+func yamlError(file string, err error) error {
+	var te *yaml.TypeError
+	if errors.As(err, &te) {
+		var errs Errors
+		for _, m := range te.Errors {
+			errs = append(errs, lineError(file, m))
+		}
+		return errs
+	}
+	var pe *Error
+	if errors.As(err, &pe) {
+		pe.File = file
+		return pe
+	}
+	msg := strings.TrimPrefix(err.Error(), "yaml: ")
+	return lineError(file, msg)
+}
+
+func lineError(file, msg string) *Error {
+	e := &Error{File: file, Msg: msg}
+	if m := yamlLine.FindStringSubmatchIndex(msg); m != nil {
+		e.Pos.Line, _ = strconv.Atoi(msg[m[2]:m[3]])
+		e.Msg = msg[:m[0]] + msg[m[1]:]
+	}
+	e.Msg = strings.TrimSpace(e.Msg)
+	return e
+}
+
+func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
+
+// checkKnown walks a YAML node against a Go type and reports keys the type does not have.
+func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Errors) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	if n.Kind == yaml.AliasNode {
+		n = n.Alias
+	}
+	switch t.Kind() {
+	case reflect.Struct:
+		if n.Kind != yaml.MappingNode || t == reflect.TypeOf(Ref{}) || t == reflect.TypeOf(PortRange{}) {
+			return // type errors are the decoder's to report
+		}
+		fields := yamlFields(t)
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			k, v := n.Content[i], n.Content[i+1]
+			if t == reflect.TypeOf(Function{}) && k.Value == "params" {
+				checkParams(file, n, v, errs)
+				continue
+			}
+			f, ok := fields[k.Value]
+			if !ok {
+				*errs = append(*errs, &Error{File: file, Pos: pos(k), Msg: fmt.Sprintf("unknown field %q in %s (known: %s)", k.Value, what, strings.Join(sortedKeys(fields), ", "))})
+				continue
+			}
+			checkKnown(file, v, f.Type, what+"."+k.Value, errs)
+		}
+	case reflect.Slice:
+		if n.Kind == yaml.SequenceNode {
+			for _, c := range n.Content {
+				checkKnown(file, c, t.Elem(), what+" item", errs)
+			}
+		}
+	case reflect.Map:
+		if n.Kind == yaml.MappingNode {
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				checkKnown(file, n.Content[i+1], t.Elem(), n.Content[i].Value, errs)
+			}
+		}
+	}
+}
+
+// checkParams checks a function's params against the parameter type of its kind.
+func checkParams(file string, fn, params *yaml.Node, errs *Errors) {
+	k, ok := kinds[mapValue(fn, "kind")]
+	if !ok {
+		return // the unknown kind is reported by validation
+	}
+	checkKnown(file, params, reflect.TypeOf(k.newParams()), mapValue(fn, "kind")+" params", errs)
+}
+
+func mapValue(n *yaml.Node, key string) string {
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == key {
+			return n.Content[i+1].Value
+		}
+	}
+	return ""
+}
+
+func yamlFields(t reflect.Type) map[string]reflect.StructField {
+	out := map[string]reflect.StructField{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		tag := f.Tag.Get("yaml")
+		name, _, _ := strings.Cut(tag, ",")
+		if name == "-" || !f.IsExported() {
+			continue
+		}
+		if name == "" {
+			name = strings.ToLower(f.Name)
+		}
+		out[name] = f
+	}
+	if t == reflect.TypeOf(Function{}) {
+		out["params"] = reflect.StructField{Name: "Params", Type: reflect.TypeOf(map[string]any{})}
+	}
+	return out
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	out := make([]string, 0, len(m))
+	for k := range m {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// UnmarshalYAML decodes an endpoint and remembers where it was.
+func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
+	type plain Endpoint
+	if err := n.Decode((*plain)(e)); err != nil {
+		return err
+	}
+	e.Pos = pos(n)
+	return nil
+}
+
+// UnmarshalYAML decodes a function: its kind first, then params into the kind's own type.
+func (f *Function) UnmarshalYAML(n *yaml.Node) error {
+	var raw struct {
+		Kind      string    `yaml:"kind"`
+		Instances int       `yaml:"instances"`
+		Weights   []int     `yaml:"weights"`
+		Params    yaml.Node `yaml:"params"`
+	}
+	if err := n.Decode(&raw); err != nil {
+		return err
+	}
+	f.Kind, f.Instances, f.Weights, f.Pos = raw.Kind, raw.Instances, raw.Weights, pos(n)
+	k, ok := kinds[raw.Kind]
+	if !ok {
+		return nil // reported by validation, with the list of kinds
+	}
+	f.Params = k.newParams()
+	if raw.Params.Kind != 0 {
+		if err := raw.Params.Decode(f.Params); err != nil {
+			return err
+		}
+	}
+	defaults(f.Params)
+	return nil
+}
+
+// UnmarshalYAML decodes a chain and remembers where it was.
+func (c *Chain) UnmarshalYAML(n *yaml.Node) error {
+	type plain Chain
+	if err := n.Decode((*plain)(c)); err != nil {
+		return err
+	}
+	c.Pos = pos(n)
+	return nil
+}
+
+// UnmarshalYAML decodes a classifier and remembers where it was.
+func (c *Classifier) UnmarshalYAML(n *yaml.Node) error {
+	type plain Classifier
+	if err := n.Decode((*plain)(c)); err != nil {
+		return err
+	}
+	c.Pos = pos(n)
+	return nil
+}
+
+// UnmarshalYAML decodes the addressing block and remembers where it was.
+func (a *Addressing) UnmarshalYAML(n *yaml.Node) error {
+	type plain Addressing
+	if err := n.Decode((*plain)(a)); err != nil {
+		return err
+	}
+	a.Pos = pos(n)
+	return nil
+}
+
+// UnmarshalYAML decodes a name reference.
+func (r *Ref) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &Error{Pos: pos(n), Msg: "expected a name here"}
+	}
+	r.Name, r.Pos = n.Value, pos(n)
+	return nil
+}
+
+// MarshalText encodes a reference as its name.
+func (r Ref) MarshalText() ([]byte, error) { return []byte(r.Name), nil }
+
+// UnmarshalYAML decodes a port (5201) or a range ("5000-5100").
+func (r *PortRange) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind != yaml.ScalarNode {
+		return &Error{Pos: pos(n), Msg: "expected a port like 5201 or a range like 5000-5100"}
+	}
+	pr, err := ParsePortRange(n.Value)
+	if err != nil {
+		return &Error{Pos: pos(n), Msg: err.Error()}
+	}
+	*r = pr
+	return nil
+}
+
+// MarshalText encodes a range as "A" or "A-B".
+func (r PortRange) MarshalText() ([]byte, error) { return []byte(r.String()), nil }
+
+func (r PortRange) String() string {
+	switch {
+	case r.IsZero():
+		return ""
+	case r.From == r.To:
+		return strconv.Itoa(int(r.From))
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// ParsePortRange parses "5201" or "5000-5100".
+func ParsePortRange(s string) (PortRange, error) {
+	a, b, isRange := strings.Cut(strings.TrimSpace(s), "-")
+	from, err := parsePort(a)
+	if err != nil {
+		return PortRange{}, err
+	}
+	to := from
+	if isRange {
+		if to, err = parsePort(b); err != nil {
+			return PortRange{}, err
+		}
+		if to < from {
+			return PortRange{}, fmt.Errorf("port range %q runs backwards", s)
+		}
+	}
+	return PortRange{From: from, To: to}, nil
+}
+
+func parsePort(s string) (uint16, error) {
+	n, err := strconv.Atoi(strings.TrimSpace(s))
+	if err != nil || n < 1 || n > 65535 {
+		return 0, fmt.Errorf("port %q is not a number from 1 to 65535", s)
+	}
+	return uint16(n), nil
+}
+
+// UnmarshalText decodes "A" or "A-B" ("" is any port), as stored plans write them.
+func (r *PortRange) UnmarshalText(b []byte) error {
+	if len(b) == 0 {
+		*r = PortRange{}
+		return nil
+	}
+	pr, err := ParsePortRange(string(b))
+	if err != nil {
+		return err
+	}
+	*r = pr
+	return nil
+}

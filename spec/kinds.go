@@ -1,0 +1,314 @@
+package spec
+
+import (
+	"fmt"
+	"net/netip"
+	"sort"
+)
+
+// Function kinds.
+const (
+	KindForwarder = "forwarder"
+	KindFirewall  = "firewall"
+	KindNAT       = "nat"
+	KindL4LB      = "l4lb"
+	KindCustom    = "custom"
+)
+
+// kind describes one function kind for the decoder: a fresh parameter value and its checks.
+type kind struct {
+	newParams func() any
+}
+
+// kinds is the registry of function kinds; adding a kind means adding a line here and a
+// package under vnf/.
+var kinds = map[string]kind{
+	KindForwarder: {func() any { return &ForwarderParams{} }},
+	KindFirewall:  {func() any { return &FirewallParams{} }},
+	KindNAT:       {func() any { return &NATParams{} }},
+	KindL4LB:      {func() any { return &L4LBParams{} }},
+	KindCustom:    {func() any { return &CustomParams{} }},
+}
+
+// Kinds lists the function kinds this build knows, sorted.
+func Kinds() []string {
+	out := make([]string, 0, len(kinds))
+	for k := range kinds {
+		out = append(out, k)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Firewall backends.
+const (
+	BackendNftables = "nftables"
+	BackendIptables = "iptables"
+)
+
+// ForwarderParams are the parameters of a forwarder: a plain L3 router. It has none.
+type ForwarderParams struct{}
+
+// FirewallParams are the parameters of a stateful firewall: established and related traffic
+// is accepted, then the rules apply in order, then the policy.
+type FirewallParams struct {
+	// Backend is "nftables" (default) or "iptables" (as study A used).
+	Backend string `yaml:"backend,omitempty" json:"backend"`
+	// Policy for forwarded packets no rule matched: "accept" (default) or "drop".
+	Policy string `yaml:"policy,omitempty" json:"policy"`
+	// Masquerade rewrites the source address of forwarded traffic to the egress address.
+	Masquerade bool `yaml:"masquerade,omitempty" json:"masquerade,omitempty"`
+	// Rules are tried in order on new connections.
+	Rules []FirewallRule `yaml:"rules,omitempty" json:"rules,omitempty"`
+}
+
+// FirewallRule allows, denies (drops) or rejects matching new connections.
+type FirewallRule struct {
+	// Action is "allow", "deny" (drop silently) or "reject".
+	Action string `yaml:"action" json:"action"`
+	// Protocol is "tcp", "udp", "icmp" or "" / "any".
+	Protocol string `yaml:"protocol,omitempty" json:"protocol,omitempty"`
+	// Source and Destination are CIDR prefixes or addresses.
+	Source      string `yaml:"source,omitempty" json:"source,omitempty"`
+	Destination string `yaml:"destination,omitempty" json:"destination,omitempty"`
+	// Port is the destination port or range; SourcePort the source port or range.
+	Port       PortRange `yaml:"port,omitempty" json:"port,omitempty"`
+	SourcePort PortRange `yaml:"source_port,omitempty" json:"source_port,omitempty"`
+}
+
+// NATParams are the parameters of a NAT function on its own.
+type NATParams struct {
+	// Backend is "nftables" (default) or "iptables".
+	Backend string `yaml:"backend,omitempty" json:"backend"`
+	// Masquerade rewrites sources to the egress address.
+	Masquerade bool `yaml:"masquerade,omitempty" json:"masquerade,omitempty"`
+	// SNAT rewrites sources to this address (instead of masquerade).
+	SNAT string `yaml:"snat,omitempty" json:"snat,omitempty"`
+	// DNAT rewrites destinations of matching traffic.
+	DNAT []DNATRule `yaml:"dnat,omitempty" json:"dnat,omitempty"`
+}
+
+// DNATRule sends traffic for one port of the function to another address.
+type DNATRule struct {
+	// Protocol is "tcp" or "udp".
+	Protocol string `yaml:"protocol" json:"protocol"`
+	// Port is the destination port matched (on any address the function receives).
+	Port uint16 `yaml:"port" json:"port"`
+	// To is an endpoint name (its first instance's address in this chain) or an address.
+	To string `yaml:"to" json:"to"`
+	// ToPort is the new destination port; default Port.
+	ToPort uint16 `yaml:"to_port,omitempty" json:"to_port,omitempty"`
+}
+
+// L4LB implementations.
+const (
+	ImplHAProxy = "haproxy"
+	ImplNft     = "nft"
+)
+
+// L4LBParams are the parameters of an L4 load balancer over the chain's destination instances.
+type L4LBParams struct {
+	// Impl is "haproxy" (TCP proxy in user space, default) or "nft" (kernel DNAT by hash).
+	Impl string `yaml:"impl,omitempty" json:"impl"`
+	// Protocol is "tcp" (default) or "udp" (nft only).
+	Protocol string `yaml:"protocol,omitempty" json:"protocol"`
+	// Port the balancer listens on; default the chain classifier's single destination port.
+	Port uint16 `yaml:"port,omitempty" json:"port"`
+	// BackendPort is the port on the backends; default Port.
+	BackendPort uint16 `yaml:"backend_port,omitempty" json:"backend_port"`
+	// Balance is the algorithm: haproxy "source" (default), "roundrobin", "leastconn";
+	// nft "source" (default, hash of the source address) or "flow" (hash of the 5-tuple).
+	Balance string `yaml:"balance,omitempty" json:"balance"`
+	// Splice turns on HAProxy's splice-request and splice-response (default true).
+	Splice *bool `yaml:"splice,omitempty" json:"splice,omitempty"`
+	// Threads is HAProxy's nbthread (default 1).
+	Threads int `yaml:"threads,omitempty" json:"threads"`
+	// MaxConn is HAProxy's maxconn (default 4096).
+	MaxConn int `yaml:"maxconn,omitempty" json:"maxconn"`
+	// Seed is the nft jhash seed (default 0x5fc1ab), fixed so spreading is reproducible.
+	Seed uint32 `yaml:"seed,omitempty" json:"seed"`
+}
+
+// SpliceOn reports whether HAProxy splicing is on (the default).
+func (p *L4LBParams) SpliceOn() bool { return p.Splice == nil || *p.Splice }
+
+// CustomParams are the parameters of a custom function: any commands in the node.
+type CustomParams struct {
+	// Setup commands run once, in order, and must exit 0.
+	Setup []string `yaml:"setup,omitempty" json:"setup,omitempty"`
+	// Run commands are started and kept running for the life of the lab.
+	Run []string `yaml:"run,omitempty" json:"run,omitempty"`
+	// Teardown commands run when the lab is destroyed (errors are reported, not fatal).
+	Teardown []string `yaml:"teardown,omitempty" json:"teardown,omitempty"`
+	// Forward turns IP forwarding on in the node (default true).
+	Forward *bool `yaml:"forward,omitempty" json:"forward,omitempty"`
+	// Requires lists programs that must be installed on the host.
+	Requires []string `yaml:"requires,omitempty" json:"requires,omitempty"`
+}
+
+// defaults fills in the defaults of a kind's parameters.
+func defaults(p any) {
+	switch p := p.(type) {
+	case *FirewallParams:
+		if p.Backend == "" {
+			p.Backend = BackendNftables
+		}
+		if p.Policy == "" {
+			p.Policy = "accept"
+		}
+	case *NATParams:
+		if p.Backend == "" {
+			p.Backend = BackendNftables
+		}
+		for i := range p.DNAT {
+			if p.DNAT[i].ToPort == 0 {
+				p.DNAT[i].ToPort = p.DNAT[i].Port
+			}
+		}
+	case *L4LBParams:
+		if p.Impl == "" {
+			p.Impl = ImplHAProxy
+		}
+		if p.Protocol == "" {
+			p.Protocol = "tcp"
+		}
+		if p.Balance == "" {
+			p.Balance = "source"
+		}
+		if p.Threads == 0 {
+			p.Threads = 1
+		}
+		if p.MaxConn == 0 {
+			p.MaxConn = 4096
+		}
+		if p.Seed == 0 {
+			p.Seed = 0x5fc1ab
+		}
+	}
+}
+
+// validateParams checks a kind's parameters; problems are reported through bad.
+func validateParams(fn *Function, bad func(Pos, string, ...any)) {
+	switch p := fn.Params.(type) {
+	case *FirewallParams:
+		oneOf(fn, bad, "backend", p.Backend, BackendNftables, BackendIptables)
+		oneOf(fn, bad, "policy", p.Policy, "accept", "drop")
+		for i, r := range p.Rules {
+			what := fmt.Sprintf("rule %d", i+1)
+			oneOf(fn, bad, what+" action", r.Action, "allow", "deny", "reject")
+			checkProto(fn, bad, what, r.Protocol, r.Port, r.SourcePort)
+			checkPrefix(fn, bad, what+" source", r.Source)
+			checkPrefix(fn, bad, what+" destination", r.Destination)
+		}
+	case *NATParams:
+		oneOf(fn, bad, "backend", p.Backend, BackendNftables, BackendIptables)
+		if p.SNAT != "" {
+			if a, err := netip.ParseAddr(p.SNAT); err != nil || !a.Is4() {
+				bad(fn.Pos, "function %q: snat %q is not an IPv4 address", fn.Name, p.SNAT)
+			}
+			if p.Masquerade {
+				bad(fn.Pos, "function %q: snat and masquerade exclude each other; pick one", fn.Name)
+			}
+		}
+		if !p.Masquerade && p.SNAT == "" && len(p.DNAT) == 0 {
+			bad(fn.Pos, "function %q: a nat function needs masquerade, snat or dnat", fn.Name)
+		}
+		for i, d := range p.DNAT {
+			what := fmt.Sprintf("dnat %d", i+1)
+			oneOf(fn, bad, what+" protocol", d.Protocol, "tcp", "udp")
+			if d.Port == 0 {
+				bad(fn.Pos, "function %q: %s needs a port (1-65535)", fn.Name, what)
+			}
+			if d.To == "" {
+				bad(fn.Pos, "function %q: %s needs to: an endpoint name or an address", fn.Name, what)
+			}
+		}
+	case *L4LBParams:
+		oneOf(fn, bad, "impl", p.Impl, ImplHAProxy, ImplNft)
+		oneOf(fn, bad, "protocol", p.Protocol, "tcp", "udp")
+		if p.Impl == ImplHAProxy {
+			oneOf(fn, bad, "balance", p.Balance, "source", "roundrobin", "leastconn")
+			if p.Protocol != "tcp" {
+				bad(fn.Pos, "function %q: impl haproxy balances tcp only; use impl: nft for udp", fn.Name)
+			}
+			if p.Threads < 1 || p.Threads > 64 {
+				bad(fn.Pos, "function %q: threads must be 1-64, got %d", fn.Name, p.Threads)
+			}
+		} else {
+			oneOf(fn, bad, "balance", p.Balance, "source", "flow")
+		}
+		if p.MaxConn < 1 {
+			bad(fn.Pos, "function %q: maxconn must be positive, got %d", fn.Name, p.MaxConn)
+		}
+		if fn.Instances > 1 {
+			bad(fn.Pos, "function %q: an l4lb is the service address of its chain; routed steering supports one instance", fn.Name)
+		}
+	case *CustomParams:
+		if len(p.Setup)+len(p.Run) == 0 {
+			bad(fn.Pos, "function %q: a custom function needs setup or run commands", fn.Name)
+		}
+	}
+}
+
+func oneOf(fn *Function, bad func(Pos, string, ...any), what, got string, allowed ...string) {
+	for _, a := range allowed {
+		if got == a {
+			return
+		}
+	}
+	bad(fn.Pos, "function %q: %s %q is not one of %v", fn.Name, what, got, allowed)
+}
+
+func checkProto(fn *Function, bad func(Pos, string, ...any), what, proto string, ports ...PortRange) {
+	switch proto {
+	case "", "any", "icmp":
+		for _, p := range ports {
+			if !p.IsZero() {
+				bad(fn.Pos, "function %q: %s has a port but protocol %q; ports need tcp or udp", fn.Name, what, proto)
+				return
+			}
+		}
+	case "tcp", "udp":
+	default:
+		bad(fn.Pos, "function %q: %s protocol %q is not one of tcp, udp, icmp, any", fn.Name, what, proto)
+	}
+}
+
+func checkPrefix(fn *Function, bad func(Pos, string, ...any), what, s string) {
+	if s == "" {
+		return
+	}
+	if _, err := ParsePrefix(s); err != nil {
+		bad(fn.Pos, "function %q: %s: %v", fn.Name, what, err)
+	}
+}
+
+// ParsePrefix parses an IPv4 CIDR prefix or a bare address (as a /32).
+func ParsePrefix(s string) (netip.Prefix, error) {
+	if a, err := netip.ParseAddr(s); err == nil {
+		if !a.Is4() {
+			return netip.Prefix{}, fmt.Errorf("%q is not IPv4 (sfclab labs are IPv4)", s)
+		}
+		return netip.PrefixFrom(a, 32), nil
+	}
+	p, err := netip.ParsePrefix(s)
+	if err != nil {
+		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix like 198.18.0.0/24", s)
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%q is not IPv4 (sfclab labs are IPv4)", s)
+	}
+	if p.Masked() != p {
+		return netip.Prefix{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
+	}
+	return p, nil
+}
+
+// NewParams returns a fresh, empty parameter value for a kind (for decoding stored plans).
+func NewParams(kind string) (any, bool) {
+	k, ok := kinds[kind]
+	if !ok {
+		return nil, false
+	}
+	return k.newParams(), true
+}

@@ -1,0 +1,153 @@
+// Package spec holds the lab file: its Go types, a strict YAML decoder that reports every
+// problem with file:line:col, defaults and validation. It does no I/O besides reading the file
+// and makes no system calls; the plan package turns a valid Lab into a deployable plan.
+package spec
+
+import (
+	"net/netip"
+)
+
+// Runtimes a lab may ask for.
+const (
+	RuntimeNetns  = "netns"
+	RuntimeDocker = "docker"
+)
+
+// Steering modes.
+const (
+	SteeringRouted = "routed"
+)
+
+// Endpoint kinds.
+const (
+	EndpointClient = "client"
+	EndpointServer = "server"
+)
+
+// DefaultPool is where segment subnets come from unless the file says otherwise: the
+// benchmarking range of RFC 2544, never routed on the Internet.
+var DefaultPool = netip.MustParsePrefix("198.18.0.0/15")
+
+// Pos is a place in the lab file.
+type Pos struct {
+	Line, Col int
+}
+
+// Lab is one lab file: endpoints, service functions and the chains that join them.
+type Lab struct {
+	// Name is the lab name; it is the owner tag of everything the lab creates.
+	Name string `yaml:"name" json:"name"`
+	// Runtime says where nodes live: "netns" (default) or "docker".
+	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
+	// Steering says how traffic is forced through the chain: "routed" (default).
+	Steering string `yaml:"steering,omitempty" json:"steering,omitempty"`
+	// Links is "auto" (default: a segment of two members is a veth pair, larger ones a bridge)
+	// or "bridge" (every segment is a Linux bridge, as a Docker network is).
+	Links string `yaml:"links,omitempty" json:"links,omitempty"`
+	// MTU of every lab interface; 0 means 1500.
+	MTU int `yaml:"mtu,omitempty" json:"mtu,omitempty"`
+	// Addressing says where segment subnets come from.
+	Addressing Addressing `yaml:"addressing,omitempty" json:"addressing,omitempty"`
+	// Endpoints are the traffic sources and sinks by name.
+	Endpoints map[string]*Endpoint `yaml:"endpoints" json:"endpoints"`
+	// Functions are the service functions (VNFs) by name.
+	Functions map[string]*Function `yaml:"functions,omitempty" json:"functions,omitempty"`
+	// Chains are the port chains: from an endpoint, through hops, to an endpoint.
+	Chains []*Chain `yaml:"chains" json:"chains"`
+
+	// File is the path the lab was read from ("" when decoded from bytes).
+	File string `yaml:"-" json:"-"`
+	// Dir is the directory of File, for resolving relative paths.
+	Dir string `yaml:"-" json:"-"`
+}
+
+// Addressing gives the address pool segment subnets are carved from.
+type Addressing struct {
+	// Pool is the prefix segment subnets are taken from (default 198.18.0.0/15).
+	Pool string `yaml:"pool,omitempty" json:"pool,omitempty"`
+	// Prefix is the length of each segment subnet (default 24).
+	Prefix int `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+
+	Pos Pos `yaml:"-" json:"-"`
+}
+
+// Endpoint is a traffic source or sink: one node, or several instances of one.
+type Endpoint struct {
+	// Kind is "client" or "server".
+	Kind string `yaml:"kind" json:"kind"`
+	// Instances is how many nodes this endpoint has (servers behind a load balancer); default 1.
+	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
+	// Weights are per-instance weights for load balancers in front of this endpoint.
+	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
+	// Run are commands started in every instance when the lab is deployed (through /bin/sh).
+	Run []string `yaml:"run,omitempty" json:"run,omitempty"`
+
+	Name string `yaml:"-" json:"-"`
+	Pos  Pos    `yaml:"-" json:"-"`
+}
+
+// Function is a service function: a kind, its parameters, and how many instances (port pairs)
+// its port pair group has.
+type Function struct {
+	// Kind is one of Kinds().
+	Kind string `yaml:"kind" json:"kind"`
+	// Instances is the number of port pairs in the group; default 1.
+	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
+	// Weights are per-instance weights for spreading flows over the group.
+	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
+	// Params are the kind's parameters, decoded into the kind's own type (see kinds.go).
+	Params any `yaml:"-" json:"params,omitempty"`
+
+	Name string `yaml:"-" json:"-"`
+	Pos  Pos    `yaml:"-" json:"-"`
+}
+
+// Chain is a port chain: a flow classifier and the ordered hops (port pair groups) between two
+// endpoints.
+type Chain struct {
+	// Name of the chain; default "chainN".
+	Name string `yaml:"name,omitempty" json:"name"`
+	// From is the endpoint traffic starts at.
+	From Ref `yaml:"from" json:"from"`
+	// To is the endpoint traffic ends at.
+	To Ref `yaml:"to" json:"to"`
+	// Classifier says which traffic enters the chain; empty matches everything.
+	Classifier Classifier `yaml:"classifier,omitempty" json:"classifier,omitempty"`
+	// Hops are function names in the order traffic crosses them.
+	Hops []Ref `yaml:"hops,omitempty" json:"hops"`
+	// Subnets optionally pins the subnet of each segment (len(Hops)+1 of them).
+	Subnets []string `yaml:"subnets,omitempty" json:"subnets,omitempty"`
+
+	Pos Pos `yaml:"-" json:"-"`
+}
+
+// Ref is a name in the file that refers to another entry, with its position.
+type Ref struct {
+	Name string
+	Pos  Pos
+}
+
+// Classifier is a flow classifier (networking-sfc's): which packets enter a chain.
+type Classifier struct {
+	// Protocol is "tcp", "udp", "icmp" or "" / "any".
+	Protocol string `yaml:"protocol,omitempty" json:"protocol,omitempty"`
+	// SourcePrefix and DestinationPrefix restrict addresses (CIDR).
+	SourcePrefix      string `yaml:"source_prefix,omitempty" json:"source_prefix,omitempty"`
+	DestinationPrefix string `yaml:"destination_prefix,omitempty" json:"destination_prefix,omitempty"`
+	// SourcePort and DestinationPort are a port or a range "A-B".
+	SourcePort      PortRange `yaml:"source_port,omitempty" json:"source_port,omitempty"`
+	DestinationPort PortRange `yaml:"destination_port,omitempty" json:"destination_port,omitempty"`
+
+	Pos Pos `yaml:"-" json:"-"`
+}
+
+// PortRange is a port or an inclusive range of ports; the zero value means any port.
+type PortRange struct {
+	From, To uint16
+}
+
+// IsZero reports whether the range matches any port.
+func (r PortRange) IsZero() bool { return r.From == 0 && r.To == 0 }
+
+// Single reports whether the range is exactly one port.
+func (r PortRange) Single() bool { return r.From != 0 && r.From == r.To }

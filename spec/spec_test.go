@@ -1,0 +1,146 @@
+package spec
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const good = `name: t1
+endpoints:
+  client: {kind: client}
+  server: {kind: server, instances: 2, weights: [1, 3]}
+functions:
+  fw:
+    kind: firewall
+    params:
+      masquerade: true
+      rules:
+        - {action: deny, protocol: tcp, port: 9999}
+        - {action: allow, protocol: udp, port: "5000-5100", source: 198.18.0.0/24}
+  lb: {kind: l4lb, params: {impl: nft, port: 80}}
+chains:
+  - from: client
+    to: server
+    classifier: {protocol: tcp, destination_port: 80}
+    hops: [fw, lb]
+`
+
+func TestDecodeGood(t *testing.T) {
+	lab, err := Decode([]byte(good), "good.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw := lab.Functions["fw"].Params.(*FirewallParams)
+	if fw.Backend != BackendNftables || fw.Policy != "accept" || !fw.Masquerade || len(fw.Rules) != 2 {
+		t.Errorf("firewall params = %+v", fw)
+	}
+	if r := fw.Rules[1].Port; r.From != 5000 || r.To != 5100 {
+		t.Errorf("port range = %+v", r)
+	}
+	lb := lab.Functions["lb"].Params.(*L4LBParams)
+	if lb.Impl != ImplNft || lb.Balance != "source" || lb.Seed == 0 || !lb.SpliceOn() {
+		t.Errorf("l4lb defaults = %+v", lb)
+	}
+	c := lab.Chains[0]
+	if c.Name != "chain0" || c.Hops[1].Name != "lb" || c.Hops[1].Pos.Line != 18 {
+		t.Errorf("chain = %+v", c)
+	}
+	if lab.Runtime != RuntimeNetns || lab.Addressing.Pool != "198.18.0.0/15" || lab.Addressing.Prefix != 24 || lab.MTU != 1500 {
+		t.Errorf("lab defaults = %+v", lab)
+	}
+}
+
+// TestDecodeBad checks that each kind of bad input gets one clear message at the right place.
+func TestDecodeBad(t *testing.T) {
+	base := func(repl ...string) string {
+		s := good
+		for i := 0; i+1 < len(repl); i += 2 {
+			if !strings.Contains(s, repl[i]) {
+				t.Fatalf("test setup: %q not in the good lab", repl[i])
+			}
+			s = strings.Replace(s, repl[i], repl[i+1], 1)
+		}
+		return s
+	}
+	tests := []struct {
+		name, yaml string
+		want       []string
+	}{
+		{"unknown top-level field", base("name: t1\n", "name: t1\nnodez: 3\n"), []string{"bad.yaml:2:1:", `unknown field "nodez" in lab`}},
+		{"unknown param field", base("masquerade: true", "masquerad: true"), []string{"bad.yaml:9:7:", `unknown field "masquerad" in firewall params`, "masquerade"}},
+		{"unknown rule field", base("{action: deny,", "{acton: deny,"), []string{"bad.yaml:11:12:", `unknown field "acton"`}},
+		{"yaml syntax error", base("  fw:\n", "  fw:\n   - : [\n"), []string{"bad.yaml:"}},
+		{"wrong type", base("instances: 2", "instances: two"), []string{"bad.yaml:4:", "cannot unmarshal"}},
+		{"unknown kind", base("kind: firewall", "kind: firewal"), []string{"bad.yaml:7:5:", `unknown kind "firewal"`, "forwarder"}},
+		{"hop names unknown function", base("hops: [fw, lb]", "hops: [fw, lbb]"), []string{"bad.yaml:18:16:", `unknown function "lbb"`}},
+		{"hop is an endpoint", base("hops: [fw, lb]", "hops: [fw, server]"), []string{`hop "server" is an endpoint`}},
+		{"from unknown", base("from: client", "from: cliente"), []string{"bad.yaml:15:11:", `unknown endpoint "cliente"`}},
+		{"duplicate name", base("  lb: {kind", "  server: {kind"), []string{"is already used by endpoint"}},
+		{"duplicate key", base("  lb: {kind", "  fw: {kind"), []string{"bad.yaml:13:", "already defined"}},
+		{"empty chains", base("chains:\n  - from: client\n    to: server\n    classifier: {protocol: tcp, destination_port: 80}\n    hops: [fw, lb]\n", "chains: []\n"), []string{"no chains"}},
+		{"empty chain entry", base("chains:\n", "chains:\n  - {}\n"), []string{`chain "chain0" is empty or incomplete`}},
+		{"bad cidr", base("source: 198.18.0.0/24", "source: 198.18.0.0/33"), []string{"not a CIDR prefix"}},
+		{"host bits", base("source: 198.18.0.0/24", "source: 198.18.0.1/24"), []string{"host bits set", "198.18.0.0/24"}},
+		{"bad port", base("port: 9999", "port: 70000"), []string{"bad.yaml:11:", "not a number from 1 to 65535"}},
+		{"port range backwards", base(`"5000-5100"`, `"5100-5000"`), []string{"runs backwards"}},
+		{"ports without protocol", base("{protocol: tcp, destination_port: 80}", "{destination_port: 80}"), []string{"ports but no protocol"}},
+		{"name too long", base("  lb: {kind", "  loadbalancer-one: {kind", "fw, lb]", "fw, loadbalancer-one]"), []string{"too long for an interface name", "IFNAMSIZ"}},
+		{"instance suffix too long", base("server: {kind: server, instances: 2", "servername-abcd: {kind: server, instances: 2", "to: server", "to: servername-abcd"), []string{`"servername-abcd-2" has 17 characters`}},
+		{"weights count", base("weights: [1, 3]", "weights: [1]"), []string{"1 weights for 2 instances"}},
+		{"overlapping subnets", base("hops: [fw, lb]\n", "hops: [fw, lb]\n    subnets: [198.18.0.0/24, 198.18.0.0/25, 198.18.2.0/24]\n"), []string{"overlaps 198.18.0.0/24"}},
+		{"subnet count", base("hops: [fw, lb]\n", "hops: [fw, lb]\n    subnets: [198.18.0.0/24]\n"), []string{"1 subnets for 3 segments"}},
+		{"unused function", base("hops: [fw, lb]", "hops: [fw]"), []string{`function "lb" is not a hop of any chain`}},
+		{"function in two places", base("hops: [fw, lb]", "hops: [fw, lb, fw]"), []string{`function "fw" is already a hop`}},
+		{"haproxy udp", base("{impl: nft, port: 80}", "{impl: haproxy, protocol: udp, port: 80}"), []string{"balances tcp only"}},
+		{"docker runtime not yet", base("name: t1\n", "name: t1\nruntime: docker\n"), []string{`runtime "docker" is not available`}},
+		{"lab name", base("name: t1", "name: T1"), []string{`lab name "T1"`}},
+		{"empty file", "", []string{"empty"}},
+		{"chain to itself", base("to: server", "to: client"), []string{"to itself"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(tt.yaml), "bad.yaml")
+			if err == nil {
+				t.Fatalf("no error for:\n%s", tt.yaml)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("error %q does not contain %q", err, w)
+				}
+			}
+		})
+	}
+}
+
+func TestLoadMissingFile(t *testing.T) {
+	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	if err == nil || !strings.Contains(err.Error(), "does not exist") {
+		t.Fatalf("err = %v", err)
+	}
+}
+
+func TestExamplesValid(t *testing.T) {
+	files, _ := filepath.Glob("../examples/*.yaml")
+	if len(files) < 5 {
+		t.Fatalf("found %d examples, want at least 5", len(files))
+	}
+	for _, f := range files {
+		if _, err := Load(f); err != nil {
+			t.Errorf("%s: %v", f, err)
+		}
+	}
+}
+
+func TestErrorsAreSpecErrors(t *testing.T) {
+	_, err := Decode([]byte("name: x\nendpoints: {}\nchains: []\n"), "x.yaml")
+	var es Errors
+	if !errors.As(err, &es) || len(es) < 2 {
+		t.Fatalf("want several spec errors, got %v", err)
+	}
+	if _, err := os.Stat("testdata"); err != nil {
+		t.Skip("no testdata")
+	}
+}
