@@ -311,6 +311,9 @@ func (b *builder) sysctls(n *Node) {
 	if forward {
 		set("net.ipv4.ip_forward", "1")
 	}
+	// Labs are IPv4: no IPv6 link-local chatter in the counters.
+	set("net.ipv6.conf.all.disable_ipv6", "1")
+	set("net.ipv6.conf.default.disable_ipv6", "1")
 	set("net.ipv4.conf.all.rp_filter", "0")
 	set("net.ipv4.conf.default.rp_filter", "0")
 	for _, r := range n.Routes {

@@ -1,0 +1,139 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+)
+
+// A setup that fails midway unwinds everything created before it.
+func TestFailureMidwayUnwinds(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := decodePlan(t, `name: t-fail
+endpoints: {client: {}, server: {run: ["sleep 30"]}}
+functions:
+  ok: {kind: forwarder}
+  bad: {kind: custom, params: {setup: ["echo going down >&2; false"]}}
+chains: [{from: client, to: server, hops: [ok, bad]}]
+`)
+	_, err := d.Deploy(context.Background(), p, "test")
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Fatal("deploy with a failing setup succeeded")
+	}
+	if !strings.Contains(err.Error(), "going down") {
+		t.Errorf("error does not carry the command's stderr: %v", err)
+	}
+	assertClean(t, d, p.Lab)
+}
+
+// Cancelling the context (Ctrl-C) during a deploy unwinds it.
+func TestCancelUnwinds(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := decodePlan(t, `name: t-cancel
+endpoints: {client: {}, server: {}}
+functions:
+  slow: {kind: custom, params: {setup: ["sleep 20"]}}
+chains: [{from: client, to: server, hops: [slow]}]
+`)
+	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+	defer cancel()
+	start := time.Now()
+	_, err := d.Deploy(ctx, p, "test")
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Fatal("cancelled deploy succeeded")
+	}
+	if time.Since(start) > 10*time.Second {
+		t.Errorf("cancelled deploy took %s to return", time.Since(start))
+	}
+	assertClean(t, d, p.Lab)
+}
+
+// Deploying a name that exists is refused and leaves the first lab intact; another name
+// deploys beside it.
+func TestNameClashAndSideBySide(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := loadPlan(t, "../examples/baseline.yaml", "t-clash")
+	deploy(t, d, p)
+	if _, err := d.Deploy(context.Background(), p, "again"); !errors.Is(err, ErrExists) {
+		t.Fatalf("second deploy of the same name: err = %v, want ErrExists", err)
+	}
+	// The first lab still works.
+	if bps := iperf3(t, d, p, p.Chains[0]); bps <= 0 {
+		t.Fatal("first lab broken by the refused deploy")
+	}
+	other := loadPlan(t, "../examples/baseline.yaml", "t-beside")
+	deploy(t, d, other)
+	if bps := iperf3(t, d, other, other.Chains[0]); bps <= 0 {
+		t.Fatal("second lab carries no traffic")
+	}
+}
+
+// Destroy is idempotent; a lab that is not there is ErrNotDeployed, and changes nothing.
+func TestDestroyTwice(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := loadPlan(t, "../examples/fw.yaml", "t-twice")
+	if _, err := d.Deploy(context.Background(), p, "test"); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Destroy(context.Background(), p.Lab); err != nil {
+		t.Fatal(err)
+	}
+	if err := d.Destroy(context.Background(), p.Lab); !errors.Is(err, ErrNotDeployed) {
+		t.Fatalf("second destroy: err = %v, want ErrNotDeployed", err)
+	}
+	assertClean(t, d, p.Lab)
+}
+
+// A missing program is reported before anything is created, with the package to install.
+func TestMissingProgram(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := loadPlan(t, "../examples/fw-lb.yaml", "t-missing")
+	t.Setenv("PATH", t.TempDir())
+	_, err := d.Deploy(context.Background(), p, "test")
+	if err == nil || !strings.Contains(err.Error(), "haproxy") || !strings.Contains(err.Error(), "apt-get install") {
+		t.Fatalf("err = %v, want haproxy missing with an install hint", err)
+	}
+	if _, err := os.Stat(d.Journal.Dir(p.Lab)); err == nil {
+		t.Error("journal created although preflight failed")
+	}
+	assertClean(t, d, p.Lab)
+}
+
+// Processes a lab starts run in their node's cgroup and die with the lab.
+func TestRunInCgroupAndDie(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := decodePlan(t, `name: t-run
+endpoints: {client: {}, server: {run: ["sleep 30"]}}
+chains: [{from: client, to: server}]
+`)
+	deploy(t, d, p)
+	n := node(t, d, p, "server")
+	pids, err := n.Cgroup.Procs()
+	if err != nil || len(pids) != 1 {
+		t.Fatalf("server cgroup procs = %v, %v; want the one sleep", pids, err)
+	}
+	comm, _ := os.ReadFile("/proc/" + itoa(pids[0]) + "/comm")
+	if strings.TrimSpace(string(comm)) != "sleep" {
+		t.Errorf("process in the cgroup is %q, want sleep", comm)
+	}
+	if err := d.Destroy(context.Background(), p.Lab); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat("/proc/" + itoa(pids[0])); err == nil {
+		t.Errorf("process %d survived destroy", pids[0])
+	}
+}
+
+func itoa(i int) string { return strconv.Itoa(i) }

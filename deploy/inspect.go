@@ -1,0 +1,117 @@
+package deploy
+
+import (
+	"context"
+	"fmt"
+	"net/netip"
+
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/vnf/firewall"
+)
+
+// LabInfo is what `sfclab inspect` shows of one lab: its journal, its plan and live counters.
+type LabInfo struct {
+	Lab    string      `json:"lab"`
+	Status string      `json:"status"`
+	File   string      `json:"file,omitempty"`
+	Nodes  []NodeInfo  `json:"nodes"`
+	Chains []ChainInfo `json:"chains"`
+	Plan   *plan.Plan  `json:"-"`
+	State  *State      `json:"-"`
+}
+
+// NodeInfo is one node with its interfaces as the kernel reports them now.
+type NodeInfo struct {
+	Name       string          `json:"name"`
+	Role       string          `json:"role"`
+	Kind       string          `json:"kind"`
+	Netns      string          `json:"netns"`
+	Interfaces []InterfaceInfo `json:"interfaces"`
+	// Rules are per-rule counters of a firewall.
+	Rules []firewall.Counter `json:"rules,omitempty"`
+	// Error says why the node could not be read (e.g. its namespace is gone).
+	Error string `json:"error,omitempty"`
+}
+
+// InterfaceInfo is one interface with its addresses and counters.
+type InterfaceInfo struct {
+	Name    string           `json:"name"`
+	Segment string           `json:"segment"`
+	Addrs   []netip.Prefix   `json:"addrs"`
+	Up      bool             `json:"up"`
+	Stats   netdev.LinkStats `json:"stats"`
+}
+
+// ChainInfo is one chain with its hops.
+type ChainInfo struct {
+	Name   string   `json:"name"`
+	Path   []string `json:"path"`
+	Hops   []string `json:"hops"`
+	Target string   `json:"target"`
+}
+
+// Inspect reads a deployed lab's plan and the live state of its nodes.
+func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
+	st, err := d.Journal.ReadState(lab)
+	if err != nil {
+		return nil, err
+	}
+	p, err := d.Journal.ReadPlan(lab)
+	if err != nil {
+		return nil, err
+	}
+	info := &LabInfo{Lab: lab, Status: st.Status, File: st.File, Plan: p, State: st}
+	for _, n := range p.Nodes {
+		ni := NodeInfo{Name: n.Name, Role: n.Role, Kind: n.Kind, Netns: n.Netns}
+		if err := readNode(ctx, d, p, n, &ni); err != nil {
+			ni.Error = err.Error()
+		}
+		info.Nodes = append(info.Nodes, ni)
+	}
+	for _, c := range p.Chains {
+		ci := ChainInfo{Name: c.Name, Path: c.Path, Target: c.Target.String()}
+		if c.Port != 0 {
+			ci.Target = fmt.Sprintf("%s:%d", c.Target, c.Port)
+		}
+		for _, h := range c.Hops {
+			ci.Hops = append(ci.Hops, fmt.Sprintf("%s(%s)x%d", h.Group, h.Kind, len(h.Instances)))
+		}
+		info.Chains = append(info.Chains, ci)
+	}
+	return info, nil
+}
+
+func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *NodeInfo) error {
+	ns, err := netdev.OpenNS(n.Netns)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	links, err := ns.Links()
+	if err != nil {
+		return err
+	}
+	byName := map[string]netdev.LinkInfo{}
+	for _, l := range links {
+		byName[l.Name] = l
+	}
+	for _, i := range n.Interfaces {
+		l, ok := byName[i.Name]
+		ii := InterfaceInfo{Name: i.Name, Segment: i.Segment}
+		if ok {
+			ii.Addrs, ii.Up, ii.Stats = l.Addrs, l.Up, l.Stats
+		}
+		ni.Interfaces = append(ni.Interfaces, ii)
+	}
+	if n.Function != nil && n.Function.Kind == "firewall" {
+		node, err := d.Node(p, n.Name)
+		if err != nil {
+			return err
+		}
+		if ni.Rules, err = firewall.Counters(ctx, node, n.Function); err != nil {
+			return err
+		}
+	}
+	return nil
+}

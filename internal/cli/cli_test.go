@@ -1,0 +1,198 @@
+package cli
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+)
+
+// TestMain lets a test run the real command line in a child process (for kill -9 tests).
+func TestMain(m *testing.M) {
+	if os.Getenv("SFCLAB_CLI_CHILD") == "1" {
+		os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	}
+	os.Exit(m.Run())
+}
+
+func requireRoot(t *testing.T) {
+	t.Helper()
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: the command line tests deploy real labs and need root")
+	}
+}
+
+// run runs sfclab in-process with a private journal and returns exit code and output.
+func run(t *testing.T, args ...string) (int, string, string) {
+	t.Helper()
+	var out, errOut bytes.Buffer
+	code := Main(context.Background(), args, &out, &errOut)
+	return code, out.String(), errOut.String()
+}
+
+func privateState(t *testing.T) string {
+	dir := t.TempDir()
+	t.Setenv("SFCLAB_STATE_DIR", dir)
+	return dir
+}
+
+func writeLabFile(t *testing.T, text string) string {
+	f := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	return f
+}
+
+func TestDryRunTouchesNothing(t *testing.T) {
+	privateState(t)
+	code, out, errOut := run(t, "deploy", "--dry-run", "../../examples/fw-lb.yaml")
+	if code != 0 {
+		t.Fatalf("exit %d: %s", code, errOut)
+	}
+	golden, err := os.ReadFile("../../plan/testdata/fw-lb.plan.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out != string(golden) {
+		t.Errorf("dry-run output differs from the plan golden file:\n%s", out)
+	}
+	if ns, _ := netdev.ListNetns("sfc.fw-lb"); len(ns) > 0 {
+		t.Errorf("dry run created namespaces %v", ns)
+	}
+	code, out, _ = run(t, "deploy", "--dry-run", "-o", "json", "../../examples/lb-3.yaml")
+	var v map[string]any
+	if code != 0 || json.Unmarshal([]byte(out), &v) != nil || v["lab"] != "lb-3" {
+		t.Errorf("json dry run: exit %d, %q", code, out)
+	}
+}
+
+func TestBadInputMessages(t *testing.T) {
+	privateState(t)
+	tests := []struct {
+		name, text string
+		want       string
+	}{
+		{"syntax", "name: x\nendpoints: [\n", "lab.yaml:"},
+		{"unknown field", "name: x\nendpointz: {}\n", `lab.yaml:2:1: unknown field "endpointz"`},
+	}
+	for _, tt := range tests {
+		code, _, errOut := run(t, "deploy", writeLabFile(t, tt.text))
+		if code != 1 || !strings.Contains(errOut, tt.want) {
+			t.Errorf("%s: exit %d, stderr %q, want %q", tt.name, code, errOut, tt.want)
+		}
+	}
+	code, _, errOut := run(t, "deploy", "/nonexistent/lab.yaml")
+	if code != 1 || !strings.Contains(errOut, "does not exist") {
+		t.Errorf("missing file: exit %d, %q", code, errOut)
+	}
+}
+
+func TestDeployExecInspectDestroy(t *testing.T) {
+	requireRoot(t)
+	privateState(t)
+	lab := writeLabFile(t, "name: t-cli\nendpoints: {client: {}, server: {}}\nfunctions: {fw: {kind: firewall}}\nchains: [{from: client, to: server, hops: [fw]}]\n")
+	code, out, errOut := run(t, "deploy", lab)
+	t.Cleanup(func() { run(t, "destroy", "t-cli") })
+	if code != 0 || !strings.Contains(out, "deployed lab t-cli") {
+		t.Fatalf("deploy: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, _, _ := run(t, "exec", "t-cli", "client", "--", "ping", "-c", "1", "-W", "2", "198.18.1.2"); code != 0 {
+		t.Errorf("ping through the firewall: exit %d", code)
+	}
+	if code, _, _ := run(t, "exec", "t-cli", "client", "--", "sh", "-c", "exit 7"); code != 7 {
+		t.Errorf("exec exit code = %d, want 7", code)
+	}
+	code, out, _ = run(t, "inspect", "t-cli", "--format", "json")
+	var infos []struct {
+		Lab   string
+		Nodes []struct {
+			Name       string
+			Interfaces []struct {
+				Name  string
+				Stats struct{ RxPackets uint64 } `json:"stats"`
+			}
+		}
+	}
+	if code != 0 || json.Unmarshal([]byte(out), &infos) != nil || len(infos) != 1 || len(infos[0].Nodes) != 3 {
+		t.Fatalf("inspect json: exit %d %q", code, out)
+	}
+	code, out, _ = run(t, "inspect")
+	if code != 0 || !strings.Contains(out, "t-cli") {
+		t.Errorf("inspect list: %q", out)
+	}
+	if code, out, _ := run(t, "destroy", lab); code != 0 || !strings.Contains(out, "destroyed lab t-cli") {
+		t.Errorf("destroy by file: exit %d %q", code, out)
+	}
+	if code, out, _ := run(t, "destroy", "t-cli"); code != 0 || !strings.Contains(out, "nothing to destroy") {
+		t.Errorf("second destroy: exit %d %q", code, out)
+	}
+}
+
+// After kill -9 of a deploy midway, destroy --all leaves nothing: no namespaces, no
+// processes, no cgroups.
+func TestKill9ThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	privateState(t)
+	lab := writeLabFile(t, `name: t-kill
+endpoints: {client: {}, server: {run: ["sleep 40"]}}
+functions:
+  a: {kind: forwarder}
+  slow: {kind: custom, params: {setup: ["sleep 41"]}}
+chains: [{from: client, to: server, hops: [a, slow]}]
+`)
+	child := exec.Command(os.Args[0], "deploy", lab)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	// Wait until the deploy is inside the slow setup: its sleep runs in the node.
+	deadline := time.Now().Add(10 * time.Second)
+	for !sleepRunning("41") {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never reached the slow setup")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	if ns, _ := netdev.ListNetns("sfc.t-kill"); len(ns) == 0 {
+		t.Fatal("test setup: the killed deploy left no namespaces to clean")
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab t-kill") {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if ns, _ := netdev.ListNetns("sfc.t-kill"); len(ns) > 0 {
+		t.Errorf("namespaces left: %v", ns)
+	}
+	if sleepRunning("41") {
+		t.Error("the setup's process survived destroy --all")
+	}
+	if _, err := cgroup.Open("labs/t-kill"); err == nil {
+		t.Error("cgroup left")
+	}
+}
+
+// sleepRunning reports whether a `sleep ARG` process exists.
+func sleepRunning(arg string) bool {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err == nil && string(cmd) == "sleep\x00"+arg+"\x00" {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,119 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/spf13/cobra"
+)
+
+func newInspect() *cobra.Command {
+	var format string
+	cmd := &cobra.Command{
+		Use:   "inspect [LAB]",
+		Short: "List labs, or show a lab's nodes, interfaces, addresses, chains and live counters",
+		Args:  cobra.MaximumNArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			if format != "table" && format != "json" {
+				return fmt.Errorf("format %q is not one of table, json", format)
+			}
+			if err := deploy.CheckRoot(); err != nil {
+				return err
+			}
+			d := deploy.New()
+			labs := args
+			if len(labs) == 0 {
+				var err error
+				if labs, err = d.Journal.Labs(); err != nil {
+					return err
+				}
+			}
+			var infos []*deploy.LabInfo
+			for _, l := range labs {
+				info, err := d.Inspect(cmd.Context(), l)
+				if err != nil {
+					return err
+				}
+				infos = append(infos, info)
+			}
+			out := cmd.OutOrStdout()
+			if format == "json" {
+				enc := json.NewEncoder(out)
+				enc.SetIndent("", "  ")
+				return enc.Encode(infos)
+			}
+			if len(infos) == 0 {
+				fmt.Fprintln(out, "no labs deployed")
+				return nil
+			}
+			if len(args) == 0 {
+				return writeLabList(out, infos)
+			}
+			return writeLab(out, infos[0])
+		},
+	}
+	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
+	return cmd
+}
+
+func writeLabList(w io.Writer, infos []*deploy.LabInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "LAB\tSTATUS\tNODES\tCHAINS\tFILE")
+	for _, i := range infos {
+		var chains []string
+		for _, c := range i.Chains {
+			chains = append(chains, c.Name+": "+strings.Join(c.Path, ">"))
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%d\t%s\t%s\n", i.Lab, i.Status, len(i.Nodes), strings.Join(chains, "; "), i.File)
+	}
+	return tw.Flush()
+}
+
+func writeLab(w io.Writer, i *deploy.LabInfo) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "lab %s (%s)\n\n", i.Lab, i.Status)
+	fmt.Fprintln(tw, "NODE\tROLE\tKIND\tIF\tADDRESS\tSEGMENT\tSTATE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES")
+	for _, n := range i.Nodes {
+		if n.Error != "" {
+			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\terror: %s\n", n.Name, n.Role, n.Kind, n.Error)
+			continue
+		}
+		for k, f := range n.Interfaces {
+			name, role, kind := n.Name, n.Role, n.Kind
+			if k > 0 {
+				name, role, kind = "", "", ""
+			}
+			var addrs []string
+			for _, a := range f.Addrs {
+				addrs = append(addrs, a.String())
+			}
+			state := "down"
+			if f.Up {
+				state = "up"
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", name, role, kind, f.Name, strings.Join(addrs, ","), f.Segment, state,
+				f.Stats.RxPackets, f.Stats.RxBytes, f.Stats.TxPackets, f.Stats.TxBytes)
+		}
+	}
+	if err := tw.Flush(); err != nil {
+		return err
+	}
+	for _, n := range i.Nodes {
+		if len(n.Rules) == 0 {
+			continue
+		}
+		fmt.Fprintf(tw, "\nfirewall %s rules:\n", n.Name)
+		for _, r := range n.Rules {
+			fmt.Fprintf(tw, "  %s\t%d pkts\t%d bytes\n", r.Rule, r.Packets, r.Bytes)
+		}
+	}
+	fmt.Fprintln(tw, "\nCHAIN\tPATH\tHOPS\tTARGET")
+	for _, c := range i.Chains {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, strings.Join(c.Path, " -> "), strings.Join(c.Hops, " "), c.Target)
+	}
+	return tw.Flush()
+}

@@ -1,0 +1,53 @@
+// Package cli is sfclab's command line: one file per subcommand, each a thin layer over the
+// library packages (spec, plan, deploy, ...).
+package cli
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+
+	"github.com/spf13/cobra"
+)
+
+// Version is sfclab's version, set at build time with -ldflags "-X ...cli.Version=...".
+var Version = "dev"
+
+// exitError carries an exit code that is not 1 (e.g. from `sfclab exec`).
+type exitError struct{ code int }
+
+func (e *exitError) Error() string { return fmt.Sprintf("exit status %d", e.code) }
+
+// Main runs the command line and returns the process exit code.
+func Main(ctx context.Context, args []string, stdout, stderr io.Writer) int {
+	root := newRoot(stdout, stderr)
+	root.SetArgs(args)
+	err := root.ExecuteContext(ctx)
+	var ee *exitError
+	switch {
+	case err == nil:
+		return 0
+	case errors.As(err, &ee):
+		return ee.code
+	}
+	fmt.Fprintf(stderr, "sfclab: %v\n", err)
+	return 1
+}
+
+func newRoot(stdout, stderr io.Writer) *cobra.Command {
+	root := &cobra.Command{
+		Use:   "sfclab",
+		Short: "Build service function chains on this host and measure what they cost",
+		Long: `sfclab turns a service function chain written as a YAML lab file into network namespaces,
+veths, bridges and real network functions (nftables/iptables firewalls, NAT, HAProxy or nft
+load balancers, any command), steers traffic through them and removes every trace again.`,
+		SilenceUsage:  true,
+		SilenceErrors: true,
+		Version:       Version,
+	}
+	root.SetOut(stdout)
+	root.SetErr(stderr)
+	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec())
+	return root
+}

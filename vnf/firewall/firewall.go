@@ -1,0 +1,195 @@
+// Package firewall is the stateful firewall function: established and related traffic is
+// accepted, invalid dropped, then the rules apply in order, then the policy; optionally the
+// egress traffic is masqueraded (study A's iptables NAT firewall). Backends: nftables
+// (default) or iptables.
+package firewall
+
+import (
+	"bufio"
+	"context"
+	"fmt"
+	"regexp"
+	"strconv"
+	"strings"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
+)
+
+// Names of what the firewall creates in its node.
+const (
+	NftTable    = "sfclab_fw"
+	NftNatTable = "sfclab_fw_nat"
+	IptChain    = "SFCLAB-FW"
+)
+
+// Firewall implements vnf.Function.
+type Firewall struct{}
+
+func params(f *plan.Function) *spec.FirewallParams { return f.Params.(*spec.FirewallParams) }
+
+// Requires lists nft or iptables-restore, by backend.
+func (Firewall) Requires(f *plan.Function) []string {
+	if params(f).Backend == spec.BackendIptables {
+		return []string{"iptables", "iptables-restore"}
+	}
+	return []string{"nft"}
+}
+
+// Setup loads the ruleset in one transaction.
+// Equivalent to: nft -f RULESET (or iptables-restore --noflush RULES)
+func (fw Firewall) Setup(ctx context.Context, env vnf.Env) error {
+	f := env.Plan.Function
+	if params(f).Backend == spec.BackendIptables {
+		if _, err := env.Node.Output(ctx, []byte(IptablesRules(f)), "iptables-restore", "-w", "--noflush"); err != nil {
+			return vnf.Errorf(env, "load iptables rules: %v", err)
+		}
+		return nil
+	}
+	if _, err := env.Node.Output(ctx, []byte(NftRuleset(f)), "nft", "-f", "-"); err != nil {
+		return vnf.Errorf(env, "load nftables ruleset: %v", err)
+	}
+	return nil
+}
+
+// Teardown deletes the firewall's tables or chains; what is already gone is skipped.
+func (Firewall) Teardown(ctx context.Context, env vnf.Env) error {
+	f := env.Plan.Function
+	if params(f).Backend == spec.BackendIptables {
+		var first error
+		for _, args := range [][]string{
+			{"-D", "FORWARD", "-j", IptChain}, {"-F", IptChain}, {"-X", IptChain},
+			{"-t", "nat", "-D", "POSTROUTING", "-o", f.Egress, "-j", "MASQUERADE"},
+		} {
+			_, err := env.Node.Output(ctx, nil, append([]string{"iptables", "-w"}, args...)...)
+			if err = vnf.IgnoreMissing(err); err != nil && first == nil {
+				first = err
+			}
+		}
+		return first
+	}
+	var first error
+	for _, t := range []string{"inet " + NftTable, "ip " + NftNatTable} {
+		_, err := env.Node.Output(ctx, nil, "nft", "delete", "table", strings.Fields(t)[0], strings.Fields(t)[1])
+		if err = vnf.IgnoreMissing(err); err != nil && first == nil {
+			first = err
+		}
+	}
+	return first
+}
+
+func ruleMatch(r spec.FirewallRule) vnf.Match {
+	return vnf.Match{Protocol: r.Protocol, Source: r.Source, Destination: r.Destination, SrcPort: r.SourcePort, DstPort: r.Port}
+}
+
+// RuleName is the comment that tags rule i (0-based) so its counter can be read back.
+func RuleName(i int) string { return fmt.Sprintf("rule-%d", i+1) }
+
+// NftRuleset renders the nftables ruleset of a firewall.
+func NftRuleset(f *plan.Function) string {
+	p := params(f)
+	var b strings.Builder
+	fmt.Fprintf(&b, "table inet %s {\n\tchain forward {\n", NftTable)
+	fmt.Fprintf(&b, "\t\ttype filter hook forward priority filter; policy %s;\n", p.Policy)
+	b.WriteString("\t\tct state established,related counter accept comment \"established\"\n")
+	b.WriteString("\t\tct state invalid counter drop comment \"invalid\"\n")
+	for i, r := range p.Rules {
+		verdict := map[string]string{"allow": "accept", "deny": "drop", "reject": "reject"}[r.Action]
+		if r.Action == "reject" && r.Protocol == "tcp" {
+			verdict = "reject with tcp reset"
+		}
+		m := ruleMatch(r).Nft()
+		if m != "" {
+			m += " "
+		}
+		fmt.Fprintf(&b, "\t\t%scounter %s comment %q\n", m, verdict, RuleName(i))
+	}
+	fmt.Fprintf(&b, "\t\tcounter comment \"policy\"\n\t}\n}\n")
+	if p.Masquerade {
+		fmt.Fprintf(&b, "table ip %s {\n\tchain postrouting {\n", NftNatTable)
+		b.WriteString("\t\ttype nat hook postrouting priority srcnat; policy accept;\n")
+		fmt.Fprintf(&b, "\t\toifname %q counter masquerade comment \"masquerade\"\n\t}\n}\n", f.Egress)
+	}
+	return b.String()
+}
+
+// IptablesRules renders the firewall as iptables-restore input (used with --noflush).
+func IptablesRules(f *plan.Function) string {
+	p := params(f)
+	var b strings.Builder
+	b.WriteString("*filter\n")
+	fmt.Fprintf(&b, ":%s - [0:0]\n", IptChain)
+	fmt.Fprintf(&b, "-A FORWARD -j %s\n", IptChain)
+	fmt.Fprintf(&b, "-A %s -m conntrack --ctstate ESTABLISHED,RELATED -m comment --comment established -j ACCEPT\n", IptChain)
+	fmt.Fprintf(&b, "-A %s -m conntrack --ctstate INVALID -m comment --comment invalid -j DROP\n", IptChain)
+	for i, r := range p.Rules {
+		target := map[string]string{"allow": "ACCEPT", "deny": "DROP", "reject": "REJECT"}[r.Action]
+		if r.Action == "reject" && r.Protocol == "tcp" {
+			target = "REJECT --reject-with tcp-reset"
+		}
+		m := ruleMatch(r).Iptables()
+		if m != "" {
+			m += " "
+		}
+		fmt.Fprintf(&b, "-A %s %s-m comment --comment %s -j %s\n", IptChain, m, RuleName(i), target)
+	}
+	policy := "ACCEPT"
+	if p.Policy == "drop" {
+		policy = "DROP"
+	}
+	fmt.Fprintf(&b, "-A %s -m comment --comment policy -j %s\n", IptChain, policy)
+	b.WriteString("COMMIT\n")
+	if p.Masquerade {
+		fmt.Fprintf(&b, "*nat\n-A POSTROUTING -o %s -j MASQUERADE\nCOMMIT\n", f.Egress)
+	}
+	return b.String()
+}
+
+// Counter is the packet and byte count of one tagged rule.
+type Counter struct {
+	Rule    string `json:"rule"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+var nftCounter = regexp.MustCompile(`counter packets (\d+) bytes (\d+).*comment "([^"]+)"`)
+
+// Counters reads the per-rule counters back from the node ("established", "rule-N", "policy").
+// Equivalent to: nft list table inet sfclab_fw (or iptables -L SFCLAB-FW -v -x -n)
+func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]Counter, error) {
+	var out []Counter
+	if params(f).Backend == spec.BackendIptables {
+		text, err := node.Output(ctx, nil, "iptables", "-w", "-L", IptChain, "-v", "-x", "-n")
+		if err != nil {
+			return nil, fmt.Errorf("read firewall counters: %w", err)
+		}
+		sc := bufio.NewScanner(strings.NewReader(string(text)))
+		for sc.Scan() {
+			fields := strings.Fields(sc.Text())
+			i := strings.Index(sc.Text(), "/* ")
+			if len(fields) < 2 || i < 0 {
+				continue
+			}
+			pk, err1 := strconv.ParseUint(fields[0], 10, 64)
+			by, err2 := strconv.ParseUint(fields[1], 10, 64)
+			if err1 != nil || err2 != nil {
+				continue
+			}
+			name := strings.TrimSuffix(strings.TrimSpace(sc.Text()[i+3:]), " */")
+			name, _, _ = strings.Cut(name, " */")
+			out = append(out, Counter{Rule: name, Packets: pk, Bytes: by})
+		}
+		return out, nil
+	}
+	text, err := node.Output(ctx, nil, "nft", "list", "table", "inet", NftTable)
+	if err != nil {
+		return nil, fmt.Errorf("read firewall counters: %w", err)
+	}
+	for _, m := range nftCounter.FindAllStringSubmatch(string(text), -1) {
+		pk, _ := strconv.ParseUint(m[1], 10, 64)
+		by, _ := strconv.ParseUint(m[2], 10, 64)
+		out = append(out, Counter{Rule: m[3], Packets: pk, Bytes: by})
+	}
+	return out, nil
+}
