@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"sort"
 	"strings"
 	"time"
@@ -296,7 +297,16 @@ func removeLabCgroup(lab string) error {
 	if err != nil {
 		return err
 	}
-	return g.Remove()
+	if err := g.Remove(); err != nil {
+		return err
+	}
+	// Leave no empty sfclab cgroups behind either; rmdir fails harmlessly while another lab
+	// still has groups there.
+	if root := cgroup.Root(); root != "" {
+		_ = os.Remove(filepath.Join(root, "labs"))
+		_ = os.Remove(root)
+	}
+	return nil
 }
 
 func (b *build) links(ctx context.Context) error {
@@ -426,4 +436,15 @@ func (b *build) processes(ctx context.Context) error {
 		}
 	}
 	return nil
+}
+
+// ErrNoCgroup is returned by CPU for a node whose cgroup is gone.
+var ErrNoCgroup = errors.New("node has no cgroup")
+
+// CPU returns the CPU time the node's processes used so far (user and system).
+func (n *Node) CPU() (cgroup.Usage, error) {
+	if n.Node.Cgroup == nil {
+		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, ErrNoCgroup)
+	}
+	return n.Node.Cgroup.CPU()
 }

@@ -272,6 +272,7 @@ type PortRange struct{ From, To uint16 }
 // IsZero reports whether p matches any port.
 func (p PortRange) IsZero() bool { return p.From == 0 && p.To == 0 }
 
+// String renders p as iproute2 does: "80" or "8000-8080".
 func (p PortRange) String() string {
 	if p.To == 0 || p.To == p.From {
 		return strconv.Itoa(int(p.From))

@@ -1,0 +1,66 @@
+package vnf_test
+
+import (
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/l4lb"
+	"github.com/sfclab/sfclab/vnf/nat"
+)
+
+var update = flag.Bool("update", false, "rewrite golden files")
+
+// TestRenderGolden pins the configuration every kind generates for the all-kinds lab.
+func TestRenderGolden(t *testing.T) {
+	lab, err := spec.Load("../spec/testdata/all-kinds.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw, nt, lb := p.Node("fw").Function, p.Node("nat").Function, p.Node("lb").Function
+	// The nftables form of the same firewall, and an nft load balancer with weights and a
+	// backend port that differs.
+	fwNft := *fw
+	fwp := *fw.Params.(*spec.FirewallParams)
+	fwp.Backend, fwp.Masquerade = spec.BackendNftables, true
+	fwNft.Params = &fwp
+	lbNft := *lb
+	lbp := *lb.Params.(*spec.L4LBParams)
+	lbp.Impl, lbp.Balance = spec.ImplNft, "flow"
+	lbNft.Params = &lbp
+	lbNft.Backends = append([]plan.Backend(nil), lb.Backends...)
+	lbNft.Backends[1].Port = 8080
+	natIpt := *nt
+	np := *nt.Params.(*spec.NATParams)
+	np.Backend = spec.BackendIptables
+	natIpt.Params = &np
+	cases := map[string]string{
+		"firewall.iptables": firewall.IptablesRules(fw),
+		"firewall.nft":      firewall.NftRuleset(&fwNft),
+		"nat.nft":           nat.NftRuleset(nt),
+		"nat.iptables":      nat.IptablesRules(&natIpt),
+		"l4lb.haproxy.cfg":  l4lb.HAProxyConfig(lb),
+		"l4lb.nft":          l4lb.NftRuleset(&lbNft),
+	}
+	for name, got := range cases {
+		golden := filepath.Join("testdata", name+".golden")
+		if *update {
+			os.WriteFile(golden, []byte(got), 0o644)
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (go test ./vnf -update)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s differs from %s:\n%s", name, golden, got)
+		}
+	}
+}
