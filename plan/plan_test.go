@@ -93,8 +93,8 @@ func TestRoutesAndTargets(t *testing.T) {
 	}{
 		{"../examples/baseline.yaml", "direct", "198.18.0.2", 0, "client", 0},
 		{"../examples/fw.yaml", "web", "198.18.1.2", 0, "client", 1},
-		{"../examples/fw-lb.yaml", "web", "198.18.1.2", 5201, "server", 2},
-		{"../examples/chain-6.yaml", "long", "198.18.6.2", 0, "f3", 5},
+		{"../examples/fw-lb.yaml", "web", "198.18.1.2", 5201, "server", 1},
+		{"../examples/chain-6.yaml", "long", "198.18.6.2", 0, "f3", 3},
 		{"../examples/lb-3.yaml", "spread", "198.18.0.2", 5201, "web-2", 1},
 	}
 	for _, tt := range tests {

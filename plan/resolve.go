@@ -188,23 +188,31 @@ func (b *builder) chain(ci int, c *spec.Chain) {
 		pc.Segments = append(pc.Segments, s.Name)
 	}
 
-	// Routes: towards every segment beyond the neighbours, through them.
+	// Routes: towards every segment beyond the neighbours, through them (aggregated).
 	for p, nodes := range positions {
 		for _, n := range nodes {
 			table := 0
 			if n.Role != RoleFunction {
 				table = pc.Table
 			}
-			if p <= H {
+			if p < H {
+				var beyond []netip.Prefix
 				for j := p + 1; j <= H; j++ {
-					n.Routes = append(n.Routes, Route{Dst: segs[j].Subnet, Table: table,
-						NextHops: nextHops(positions[p+1], ifaceOn[p], ifaceOn[p][n.Name].Name)})
+					beyond = append(beyond, segs[j].Subnet)
+				}
+				hops := nextHops(positions[p+1], ifaceOn[p], ifaceOn[p][n.Name].Name)
+				for _, dst := range aggregate(beyond) {
+					n.Routes = append(n.Routes, Route{Dst: dst, Table: table, NextHops: hops})
 				}
 			}
-			if p >= 1 {
+			if p >= 2 {
+				var behind []netip.Prefix
 				for j := 0; j <= p-2; j++ {
-					n.Routes = append(n.Routes, Route{Dst: segs[j].Subnet, Table: table,
-						NextHops: nextHops(positions[p-1], ifaceOn[p-1], ifaceOn[p-1][n.Name].Name)})
+					behind = append(behind, segs[j].Subnet)
+				}
+				hops := nextHops(positions[p-1], ifaceOn[p-1], ifaceOn[p-1][n.Name].Name)
+				for _, dst := range aggregate(behind) {
+					n.Routes = append(n.Routes, Route{Dst: dst, Table: table, NextHops: hops})
 				}
 			}
 		}

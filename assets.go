@@ -1,0 +1,10 @@
+// Package sfclab embeds the files the binary ships: the example labs and the experiments
+// `sfclab reproduce` runs, so one static binary reproduces every study.
+package sfclab
+
+import "embed"
+
+// Files holds examples/*.yaml and experiments/*.yaml, by their repository paths.
+//
+//go:embed examples/*.yaml experiments/*.yaml
+var Files embed.FS

@@ -1,0 +1,218 @@
+// Package bench runs experiments: for every repetition, every scenario's lab is deployed, the
+// probes run one after another (CPU sampled during the throughput probe), and the lab is
+// destroyed again; scenarios interleave so drift on the machine hits all of them alike. Raw
+// samples go to SQLite as they are taken; statistics and reports are computed from them.
+package bench
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/bench/probe/cpu"
+	"github.com/sfclab/sfclab/bench/probe/iperf3"
+	"github.com/sfclab/sfclab/bench/probe/ping"
+	"github.com/sfclab/sfclab/bench/probe/tcprtt"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/results"
+)
+
+// ErrInterrupted is returned when a run was stopped before its last trial (e.g. Ctrl-C); the
+// samples gathered so far are kept and the run is marked incomplete.
+var ErrInterrupted = errors.New("bench interrupted")
+
+// Runner runs experiments.
+type Runner struct {
+	Deployer *deploy.Deployer
+	// Version is sfclab's version, recorded with the environment.
+	Version string
+	// Progress is told about every step (done of total); nil means silent.
+	Progress func(done, total int, label string)
+	// Log receives notable events (failed trials); nil means silent.
+	Log func(format string, args ...any)
+}
+
+func (r *Runner) logf(format string, args ...any) {
+	if r.Log != nil {
+		r.Log(format, args...)
+	}
+}
+
+// Outcome is what a run left in its directory.
+type Outcome struct {
+	Dir      string
+	Trials   int
+	Failed   int
+	Complete bool
+}
+
+// Files are inputs copied into the output directory (the experiment file, the lab files) so a
+// run can be understood, and repeated, from its directory alone.
+type Files map[string][]byte
+
+// Run runs an experiment and stores everything under dir (created; it must not hold a run).
+func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, inputs Files) (*Outcome, error) {
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("create output directory: %w", err)
+	}
+	dbPath := filepath.Join(dir, "results.db")
+	if _, err := os.Stat(dbPath); err == nil {
+		return nil, fmt.Errorf("create output: %s already holds a run; choose another --out", dir)
+	}
+	for name, data := range inputs {
+		p := filepath.Join(dir, "inputs", name)
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			return nil, fmt.Errorf("copy inputs: %w", err)
+		}
+		if err := os.WriteFile(p, data, 0o644); err != nil {
+			return nil, fmt.Errorf("copy inputs: %w", err)
+		}
+	}
+	store, err := results.Create(dbPath)
+	if err != nil {
+		return nil, err
+	}
+	defer store.Close()
+	run := results.Run{Experiment: e.Name, Study: e.Study, Started: time.Now().UTC(), Env: Environment(ctx, r.Version)}
+	run.Env["experiment_file"] = e.File
+	if err := store.PutRun(run); err != nil {
+		return nil, err
+	}
+	out := &Outcome{Dir: dir}
+	total := e.Repetitions * len(e.Scenarios)
+	done := 0
+	interrupted := false
+trials:
+	for trial := 1; trial <= e.Repetitions; trial++ {
+		for _, s := range e.Scenarios {
+			if ctx.Err() != nil {
+				interrupted = true
+				break trials
+			}
+			if r.Progress != nil {
+				r.Progress(done, total, fmt.Sprintf("trial %d/%d %s", trial, e.Repetitions, s.Name))
+			}
+			t := results.Trial{Experiment: e.Name, Scenario: s.Name, Trial: trial, Started: time.Now().UTC()}
+			samples, err := r.trial(ctx, e, s, trial)
+			for i := range samples {
+				samples[i].Experiment, samples[i].Scenario, samples[i].Trial = e.Name, s.Name, trial
+			}
+			t.Ended, t.Status = time.Now().UTC(), results.TrialOK
+			if err != nil {
+				t.Status, t.Error = results.TrialFailed, err.Error()
+				out.Failed++
+				r.logf("trial %d of %s failed: %v", trial, s.Name, err)
+			}
+			if perr := store.PutSamples(samples); perr != nil {
+				return out, perr
+			}
+			if perr := store.PutTrial(t); perr != nil {
+				return out, perr
+			}
+			out.Trials++
+			done++
+			if ctx.Err() != nil {
+				interrupted = true
+				break trials
+			}
+		}
+	}
+	if r.Progress != nil {
+		r.Progress(done, total, "done")
+	}
+	run.Ended, run.Complete = time.Now().UTC(), !interrupted
+	out.Complete = run.Complete
+	if err := store.PutRun(run); err != nil {
+		return out, err
+	}
+	if interrupted {
+		return out, fmt.Errorf("run %s: %w after %d of %d trials; samples so far are in %s", e.Name, ErrInterrupted, done, total, dir)
+	}
+	return out, nil
+}
+
+// trial deploys a scenario's lab, runs the probes and destroys the lab, whatever happens.
+func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experiment.Scenario, trial int) (samples []results.Sample, err error) {
+	emit := func(x results.Sample) {
+		if x.Time.IsZero() {
+			x.Time = time.Now().UTC()
+		}
+		samples = append(samples, x)
+	}
+	p := s.Plan
+	timing, err := r.Deployer.Deploy(ctx, p, s.LabPath)
+	if err != nil {
+		return samples, fmt.Errorf("deploy: %w", err)
+	}
+	defer func() {
+		if derr := r.Deployer.Destroy(context.WithoutCancel(ctx), p.Lab); derr != nil {
+			err = errors.Join(err, fmt.Errorf("destroy: %w", derr))
+		}
+	}()
+	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s"})
+	logDir, err := os.MkdirTemp("", "sfclab-probe-")
+	if err != nil {
+		return samples, err
+	}
+	defer os.RemoveAll(logDir)
+	env := probe.Env{Plan: p, Chain: p.Chain(s.Chain), LogDir: logDir,
+		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
+	if c := e.Probes.Iperf3; c != nil {
+		if e.Warmup.Duration > 0 {
+			cfg := iperf3Config(c)
+			cfg.Duration = max(e.Warmup.Duration, time.Second)
+			if err := iperf3.New(cfg).Run(ctx, env, func(results.Sample) {}); err != nil {
+				return samples, fmt.Errorf("warm-up: %w", err)
+			}
+		}
+		var sampler *cpu.Sampler
+		if e.Probes.CPUOn() {
+			if sampler, err = cpu.Start(env, nodeNames(p)); err != nil {
+				return samples, err
+			}
+		}
+		err := iperf3.New(iperf3Config(c)).Run(ctx, env, emit)
+		if sampler != nil {
+			cs, cerr := sampler.Stop()
+			for _, x := range cs {
+				emit(x)
+			}
+			err = errors.Join(err, cerr)
+		}
+		if err != nil {
+			return samples, err
+		}
+	}
+	if c := e.Probes.Ping; c != nil {
+		cfg := ping.Config{Count: c.Count, Interval: c.Interval.Duration, Size: c.Size}
+		if err := ping.New(cfg).Run(ctx, env, emit); err != nil {
+			return samples, err
+		}
+	}
+	if c := e.Probes.TCPRTT; c != nil {
+		cfg := tcprtt.Config{Connects: c.Connects, Requests: c.Requests, Size: c.Size, Timeout: c.Timeout.Duration}
+		if err := tcprtt.New(cfg).Run(ctx, env, emit); err != nil {
+			return samples, err
+		}
+	}
+	return samples, ctx.Err()
+}
+
+func iperf3Config(c *experiment.Iperf3) iperf3.Config {
+	return iperf3.Config{Duration: c.Duration.Duration, Protocol: c.Protocol, Streams: c.Streams,
+		Reverse: c.Reverse, Bitrate: c.Bitrate, Congestion: c.Congestion, Omit: c.Omit}
+}
+
+func nodeNames(p *plan.Plan) []string {
+	out := make([]string, len(p.Nodes))
+	for i, n := range p.Nodes {
+		out[i] = n.Name
+	}
+	return out
+}

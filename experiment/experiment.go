@@ -1,0 +1,314 @@
+// Package experiment holds the experiment file: scenarios (a lab each), the probes to run in
+// every trial, repetitions and warm-up. Decoding is strict and every problem comes back with
+// file:line:col, and every lab is loaded and planned before anything is deployed.
+package experiment
+
+import (
+	"fmt"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+	"time"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"go.yaml.in/yaml/v3"
+)
+
+// Experiment is one experiment file.
+type Experiment struct {
+	// Name of the experiment (default: the file name).
+	Name string `yaml:"name"`
+	// Study names published figures to compare with (see package studies), "" for none.
+	Study       string `yaml:"study,omitempty"`
+	Description string `yaml:"description,omitempty"`
+	// Repetitions of every scenario (default 3); trials interleave scenarios.
+	Repetitions int `yaml:"repetitions,omitempty"`
+	// Warmup is a throughput run before the first trial of each deploy, not recorded.
+	Warmup Duration `yaml:"warmup,omitempty"`
+	// Baseline is the scenario others are compared with (default: the first).
+	Baseline  string      `yaml:"baseline,omitempty"`
+	Scenarios []*Scenario `yaml:"scenarios"`
+	Probes    Probes      `yaml:"probes"`
+
+	File string `yaml:"-"`
+}
+
+// Scenario is one lab measured in every trial.
+type Scenario struct {
+	Name string `yaml:"name"`
+	// Lab is the lab file, relative to the experiment file.
+	Lab string `yaml:"lab"`
+	// Chain is the chain measured (default: the lab's first).
+	Chain string `yaml:"chain,omitempty"`
+
+	// Plan is the resolved lab (filled by Load).
+	Plan *plan.Plan `yaml:"-"`
+	// LabPath is Lab resolved against the experiment file.
+	LabPath string `yaml:"-"`
+	Line    int    `yaml:"-"`
+}
+
+// Probes configures the probes every trial runs, in this order: throughput (with CPU sampled
+// while it runs), ping, tcprtt. A probe left out is not run.
+type Probes struct {
+	Iperf3 *Iperf3 `yaml:"iperf3,omitempty"`
+	Ping   *Ping   `yaml:"ping,omitempty"`
+	TCPRTT *TCPRTT `yaml:"tcprtt,omitempty"`
+	// CPU samples every node's cgroup and host softirq during the iperf3 probe (default true).
+	CPU *bool `yaml:"cpu,omitempty"`
+}
+
+// CPUOn reports whether CPU is sampled.
+func (p Probes) CPUOn() bool { return p.CPU == nil || *p.CPU }
+
+// Iperf3 configures the throughput probe.
+type Iperf3 struct {
+	Duration   Duration `yaml:"duration,omitempty"`
+	Protocol   string   `yaml:"protocol,omitempty"`
+	Streams    int      `yaml:"streams,omitempty"`
+	Reverse    bool     `yaml:"reverse,omitempty"`
+	Bitrate    string   `yaml:"bitrate,omitempty"`
+	Congestion string   `yaml:"congestion,omitempty"`
+	Omit       int      `yaml:"omit,omitempty"`
+}
+
+// Ping configures the ICMP latency probe.
+type Ping struct {
+	Count    int      `yaml:"count,omitempty"`
+	Interval Duration `yaml:"interval,omitempty"`
+	Size     int      `yaml:"size,omitempty"`
+}
+
+// TCPRTT configures the TCP connect and request/response latency probe.
+type TCPRTT struct {
+	Connects int      `yaml:"connects,omitempty"`
+	Requests int      `yaml:"requests,omitempty"`
+	Size     int      `yaml:"size,omitempty"`
+	Timeout  Duration `yaml:"timeout,omitempty"`
+}
+
+// Duration is a time.Duration written as "30s", "100ms".
+type Duration struct{ time.Duration }
+
+// UnmarshalYAML decodes "30s"-style durations.
+func (d *Duration) UnmarshalYAML(n *yaml.Node) error {
+	v, err := time.ParseDuration(n.Value)
+	if err != nil || v < 0 {
+		return fmt.Errorf("line %d: %q is not a duration like 30s or 100ms", n.Line, n.Value)
+	}
+	d.Duration = v
+	return nil
+}
+
+// MarshalYAML encodes a duration as "30s".
+func (d Duration) MarshalYAML() (any, error) { return d.String(), nil }
+
+var nameRE = regexp.MustCompile(`^[a-zA-Z0-9][a-zA-Z0-9_.-]*$`)
+
+// Load reads and validates an experiment file and every lab it names.
+func Load(path string) (*Experiment, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("read experiment: %w", err)
+	}
+	return Decode(data, path, filepath.Dir(path), nil)
+}
+
+// LabLoader reads a lab file named by an experiment; nil means spec.Load from disk.
+type LabLoader func(path string) (*spec.Lab, error)
+
+// Decode decodes and validates an experiment; labs are resolved against dir and loaded with
+// load (nil: from disk).
+func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) {
+	if load == nil {
+		load = spec.Load
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.TrimPrefix(err.Error(), "yaml: "))
+	}
+	if len(root.Content) == 0 {
+		return nil, fmt.Errorf("%s: the experiment file is empty", file)
+	}
+	dec := yaml.NewDecoder(strings.NewReader(string(data)))
+	dec.KnownFields(true)
+	e := &Experiment{File: file}
+	if err := dec.Decode(e); err != nil {
+		return nil, fmt.Errorf("%s: %s", file, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", ""))
+	}
+	lines := scenarioLines(root.Content[0])
+	for i, s := range e.Scenarios {
+		if s != nil && i < len(lines) {
+			s.Line = lines[i]
+		}
+	}
+	var errs []string
+	bad := func(line int, f string, a ...any) {
+		where := file
+		if line > 0 {
+			where = fmt.Sprintf("%s:%d", file, line)
+		}
+		errs = append(errs, where+": "+fmt.Sprintf(f, a...))
+	}
+	e.defaults(file)
+	if e.Repetitions < 1 || e.Repetitions > 1000 {
+		bad(0, "repetitions must be 1-1000, got %d", e.Repetitions)
+	}
+	if len(e.Scenarios) == 0 {
+		bad(0, "no scenarios; add scenarios: with a name and a lab file each")
+	}
+	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil {
+		bad(0, "no probes; add probes: iperf3, ping and/or tcprtt")
+	}
+	e.validateProbes(bad)
+	names := map[string]bool{}
+	for i, s := range e.Scenarios {
+		if s == nil {
+			bad(0, "scenario %d is empty", i+1)
+			continue
+		}
+		if !nameRE.MatchString(s.Name) {
+			bad(s.Line, "scenario %d: name %q: use letters, digits, '-', '_' or '.'", i+1, s.Name)
+		}
+		if names[s.Name] {
+			bad(s.Line, "scenario name %q is used twice", s.Name)
+		}
+		names[s.Name] = true
+		if s.Lab == "" {
+			bad(s.Line, "scenario %q has no lab file", s.Name)
+			continue
+		}
+		s.LabPath = s.Lab
+		if !filepath.IsAbs(s.Lab) {
+			s.LabPath = filepath.Join(dir, s.Lab)
+		}
+		lab, err := load(s.LabPath)
+		if err != nil {
+			bad(s.Line, "scenario %q: %v", s.Name, err)
+			continue
+		}
+		p, err := plan.Build(lab)
+		if err != nil {
+			bad(s.Line, "scenario %q: %v", s.Name, err)
+			continue
+		}
+		s.Plan = p
+		if s.Chain == "" {
+			s.Chain = p.Chains[0].Name
+		}
+		if p.Chain(s.Chain) == nil {
+			bad(s.Line, "scenario %q: lab %s has no chain %q", s.Name, s.Lab, s.Chain)
+		}
+	}
+	if e.Baseline == "" && len(e.Scenarios) > 0 && e.Scenarios[0] != nil {
+		e.Baseline = e.Scenarios[0].Name
+	}
+	if e.Baseline != "" && !names[e.Baseline] {
+		bad(0, "baseline %q is not a scenario", e.Baseline)
+	}
+	if len(errs) > 0 {
+		return nil, fmt.Errorf("%s", strings.Join(errs, "\n"))
+	}
+	return e, nil
+}
+
+func (e *Experiment) defaults(file string) {
+	if e.Name == "" {
+		e.Name = strings.TrimSuffix(filepath.Base(file), filepath.Ext(file))
+	}
+	if e.Repetitions == 0 {
+		e.Repetitions = 3
+	}
+	if p := e.Probes.Iperf3; p != nil {
+		if p.Duration.Duration == 0 {
+			p.Duration.Duration = 10 * time.Second
+		}
+		if p.Protocol == "" {
+			p.Protocol = "tcp"
+		}
+		if p.Streams == 0 {
+			p.Streams = 1
+		}
+	}
+	if p := e.Probes.Ping; p != nil {
+		if p.Count == 0 {
+			p.Count = 100
+		}
+		if p.Interval.Duration == 0 {
+			p.Interval.Duration = 10 * time.Millisecond
+		}
+		if p.Size == 0 {
+			p.Size = 56
+		}
+	}
+	if p := e.Probes.TCPRTT; p != nil {
+		if p.Connects == 0 {
+			p.Connects = 100
+		}
+		if p.Requests == 0 {
+			p.Requests = 1000
+		}
+		if p.Size == 0 {
+			p.Size = 64
+		}
+		if p.Timeout.Duration == 0 {
+			p.Timeout.Duration = 2 * time.Second
+		}
+	}
+}
+
+func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
+	if p := e.Probes.Iperf3; p != nil {
+		if p.Duration.Duration < time.Second || p.Duration.Duration > time.Hour {
+			bad(0, "iperf3 duration %s must be between 1s and 1h", p.Duration)
+		}
+		if p.Protocol != "tcp" && p.Protocol != "udp" {
+			bad(0, "iperf3 protocol %q is not tcp or udp", p.Protocol)
+		}
+		if p.Streams < 1 || p.Streams > 128 {
+			bad(0, "iperf3 streams must be 1-128, got %d", p.Streams)
+		}
+	}
+	if p := e.Probes.Ping; p != nil {
+		if p.Count < 1 || p.Count > 100000 {
+			bad(0, "ping count must be 1-100000, got %d", p.Count)
+		}
+		if p.Interval.Duration < 2*time.Millisecond {
+			bad(0, "ping interval %s is below ping's minimum of 2ms", p.Interval)
+		}
+	}
+	if p := e.Probes.TCPRTT; p != nil {
+		if p.Connects < 0 || p.Requests < 0 || p.Connects+p.Requests == 0 || p.Connects > 100000 || p.Requests > 1000000 {
+			bad(0, "tcprtt connects/requests must be 0-100000/0-1000000 and not both 0")
+		}
+		if p.Size < 1 || p.Size > 65536 {
+			bad(0, "tcprtt size must be 1-65536 bytes, got %d", p.Size)
+		}
+	}
+}
+
+// scenarioLines returns the line of every item under scenarios:.
+func scenarioLines(doc *yaml.Node) []int {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == "scenarios" {
+			var out []int
+			for _, c := range doc.Content[i+1].Content {
+				out = append(out, c.Line)
+			}
+			return out
+		}
+	}
+	return nil
+}
+
+// Scenario returns the scenario called name, or nil.
+func (e *Experiment) Scenario(name string) *Scenario {
+	for _, s := range e.Scenarios {
+		if s.Name == name {
+			return s
+		}
+	}
+	return nil
+}
