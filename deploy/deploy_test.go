@@ -162,7 +162,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 			c := p.Chains[0]
 			before := map[string]netdev.LinkStats{}
 			for _, n := range p.Nodes {
-				if n.Function != nil {
+				if n.Role == plan.RoleFunction {
 					before[n.Name+"/in"] = stats(t, p, n.Name, "ingress")
 					before[n.Name+"/out"] = stats(t, p, n.Name, "egress")
 				}
@@ -173,7 +173,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 				t.Fatalf("no throughput through %s", ex)
 			}
 			for _, n := range p.Nodes {
-				if n.Function == nil {
+				if n.Role != plan.RoleFunction {
 					continue
 				}
 				in := stats(t, p, n.Name, "ingress").RxPackets - before[n.Name+"/in"].RxPackets

@@ -53,7 +53,8 @@ type Node struct {
 	Rules      []Rule       `json:"rules,omitempty"`
 	Sysctls    []Sysctl     `json:"sysctls,omitempty"`
 	Run        []string     `json:"run,omitempty"`
-	// Function is set on function nodes: what the function kind needs to set itself up.
+	// Function is set on function nodes, and on endpoints that run a service (http-server):
+	// what the kind needs to set itself up.
 	Function *Function `json:"function,omitempty"`
 }
 
@@ -227,7 +228,7 @@ func FabricName(lab string) string { return NetnsPrefix + lab }
 
 // IsProxy reports whether a function kind terminates or rewrites the destination of the
 // chain's traffic, so that the source addresses the function instead of the destination.
-func IsProxy(kind string) bool { return kind == spec.KindL4LB }
+func IsProxy(kind string) bool { return kind == spec.KindL4LB || kind == spec.KindHTTPProxy }
 
 // UnmarshalJSON decodes a stored function, its params into the kind's own type.
 func (f *Function) UnmarshalJSON(data []byte) error {

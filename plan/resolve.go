@@ -85,8 +85,15 @@ func (b *builder) groupNodes(name string) []*Node {
 	var instances int
 	var run []string
 	var wts []int
+	var service *Function
 	if e := lab.Endpoints[name]; e != nil {
-		role, kind, instances, wts = e.Kind, e.Kind, e.Instances, e.Weights
+		role, kind, instances, wts = RoleServer, e.Kind, e.Instances, e.Weights
+		if e.Kind == spec.EndpointClient {
+			role = RoleClient
+		}
+		if e.Kind == spec.EndpointHTTPServer {
+			service = &Function{Kind: e.Kind, Params: e.HTTP}
+		}
 		run = e.Run
 	} else {
 		f := lab.Functions[name]
@@ -103,6 +110,10 @@ func (b *builder) groupNodes(name string) []*Node {
 			}
 			n = &Node{Name: nn, Role: role, Kind: kind, Group: name, Instance: i + 1, Weight: w,
 				Netns: NetnsName(lab.Name, nn), Run: append([]string(nil), run...)}
+			if service != nil {
+				svc := *service
+				n.Function = &svc
+			}
 			b.nodes[nn] = n
 			b.plan.Nodes = append(b.plan.Nodes, n)
 		}
@@ -286,6 +297,17 @@ func (b *builder) function(c *spec.Chain, f *spec.Function, n *Node, dst []*Node
 		n.Function.Port = port
 		for _, d := range dst {
 			n.Function.Backends = append(n.Function.Backends, Backend{Name: d.Name, Addr: dstOn[d.Name].Address.Addr(), Port: bport, Weight: d.Weight})
+		}
+	case *spec.HTTPProxyParams:
+		n.Function.Port = p.Port
+		for _, d := range dst {
+			port := uint16(80)
+			if d.Function != nil {
+				if h, ok := d.Function.Params.(*spec.HTTPServer); ok {
+					port = h.Port
+				}
+			}
+			n.Function.Backends = append(n.Function.Backends, Backend{Name: d.Name, Addr: dstOn[d.Name].Address.Addr(), Port: port, Weight: d.Weight})
 		}
 	case *spec.NATParams:
 		for _, d := range p.DNAT {

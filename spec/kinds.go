@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"net/netip"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Function kinds.
@@ -13,6 +15,7 @@ const (
 	KindNAT       = "nat"
 	KindL4LB      = "l4lb"
 	KindCustom    = "custom"
+	KindHTTPProxy = "http-proxy"
 )
 
 // kind describes one function kind for the decoder: a fresh parameter value and its checks.
@@ -28,13 +31,18 @@ var kinds = map[string]kind{
 	KindNAT:       {func() any { return &NATParams{} }},
 	KindL4LB:      {func() any { return &L4LBParams{} }},
 	KindCustom:    {func() any { return &CustomParams{} }},
+	KindHTTPProxy: {func() any { return &HTTPProxyParams{} }},
+	// Endpoint services share the registry so stored plans decode their params too.
+	EndpointHTTPServer: {func() any { return &HTTPServer{} }},
 }
 
 // Kinds lists the function kinds this build knows, sorted.
 func Kinds() []string {
 	out := make([]string, 0, len(kinds))
 	for k := range kinds {
-		out = append(out, k)
+		if k != EndpointHTTPServer {
+			out = append(out, k)
+		}
 	}
 	sort.Strings(out)
 	return out
@@ -146,9 +154,99 @@ type CustomParams struct {
 	Requires []string `yaml:"requires,omitempty" json:"requires,omitempty"`
 }
 
+// HTTPProxyParams are the parameters of an HTTP forward proxy (Squid), with its cache off or on.
+type HTTPProxyParams struct {
+	// Port the proxy listens on (default 3128).
+	Port uint16 `yaml:"port,omitempty" json:"port"`
+	// Cache turns the cache on (default off: forwarding only).
+	Cache bool `yaml:"cache,omitempty" json:"cache"`
+	// CacheMem is Squid's cache_mem in MB (default 256).
+	CacheMem int `yaml:"cache_mem_mb,omitempty" json:"cache_mem_mb"`
+	// CacheDir is the size of an on-disk cache in MB (default 0: memory only).
+	CacheDir int `yaml:"cache_dir_mb,omitempty" json:"cache_dir_mb"`
+	// MaxObject is the largest object cached, in MB (default 16).
+	MaxObject int `yaml:"maximum_object_size_mb,omitempty" json:"maximum_object_size_mb"`
+	// Policy is the replacement policy: "lru" (default), "heap LFUDA", "heap GDSF", "heap LRU".
+	Policy string `yaml:"policy,omitempty" json:"policy"`
+	// Workers is Squid's SMP workers (default 1).
+	Workers int `yaml:"workers,omitempty" json:"workers"`
+}
+
+// HTTP servers an http-server endpoint can run.
+const (
+	ServerApache = "apache"
+	ServerNginx  = "nginx"
+)
+
+// HTTPServer are the parameters of an http-server endpoint: an origin serving objects of
+// chosen sizes.
+type HTTPServer struct {
+	// Server is "apache" (default, as study B) or "nginx".
+	Server string `yaml:"server,omitempty" json:"server"`
+	// Port is the HTTP port (default 80).
+	Port uint16 `yaml:"port,omitempty" json:"port"`
+	// Objects are the sizes served, e.g. 1k, 10k, 100k, 1M, 10M (k = 1024 bytes), each at
+	// /obj-SIZE (default: the five sizes of study B).
+	Objects []string `yaml:"objects,omitempty" json:"objects"`
+}
+
+// MaxObjectSize is the largest object an http-server makes.
+const MaxObjectSize = 1 << 30
+
+// ParseSize parses an object size: a number with an optional k, M or G suffix (powers of 1024).
+func ParseSize(s string) (int64, error) {
+	t := strings.TrimSpace(s)
+	mult := int64(1)
+	switch {
+	case strings.HasSuffix(t, "k"), strings.HasSuffix(t, "K"):
+		mult, t = 1<<10, t[:len(t)-1]
+	case strings.HasSuffix(t, "M"):
+		mult, t = 1<<20, t[:len(t)-1]
+	case strings.HasSuffix(t, "G"):
+		mult, t = 1<<30, t[:len(t)-1]
+	}
+	n, err := strconv.ParseInt(t, 10, 64)
+	if err != nil || n < 1 {
+		return 0, fmt.Errorf("object size %q is not a size like 1k, 100k, 10M", s)
+	}
+	if n*mult > MaxObjectSize {
+		return 0, fmt.Errorf("object size %q is over the %d MiB an http-server makes", s, MaxObjectSize>>20)
+	}
+	return n * mult, nil
+}
+
+// ObjectPath is the URL path of an object of the given size name.
+func ObjectPath(size string) string { return "/obj-" + size }
+
 // defaults fills in the defaults of a kind's parameters.
 func defaults(p any) {
 	switch p := p.(type) {
+	case *HTTPProxyParams:
+		if p.Port == 0 {
+			p.Port = 3128
+		}
+		if p.CacheMem == 0 {
+			p.CacheMem = 256
+		}
+		if p.MaxObject == 0 {
+			p.MaxObject = 16
+		}
+		if p.Policy == "" {
+			p.Policy = "lru"
+		}
+		if p.Workers == 0 {
+			p.Workers = 1
+		}
+	case *HTTPServer:
+		if p.Server == "" {
+			p.Server = ServerApache
+		}
+		if p.Port == 0 {
+			p.Port = 80
+		}
+		if len(p.Objects) == 0 {
+			p.Objects = []string{"1k", "10k", "100k", "1M", "10M"}
+		}
 	case *FirewallParams:
 		if p.Backend == "" {
 			p.Backend = BackendNftables
@@ -242,6 +340,17 @@ func validateParams(fn *Function, bad func(Pos, string, ...any)) {
 		}
 		if fn.Instances > 1 {
 			bad(fn.Pos, "function %q: an l4lb is the service address of its chain; routed steering supports one instance", fn.Name)
+		}
+	case *HTTPProxyParams:
+		oneOf(fn, bad, "policy", p.Policy, "lru", "heap LFUDA", "heap GDSF", "heap LRU")
+		if p.CacheMem < 1 || p.CacheDir < 0 || p.MaxObject < 1 {
+			bad(fn.Pos, "function %q: cache_mem_mb and maximum_object_size_mb must be positive, cache_dir_mb not negative", fn.Name)
+		}
+		if p.Workers < 1 || p.Workers > 32 {
+			bad(fn.Pos, "function %q: workers must be 1-32, got %d", fn.Name, p.Workers)
+		}
+		if fn.Instances > 1 {
+			bad(fn.Pos, "function %q: an http-proxy is the service address of its chain; routed steering supports one instance", fn.Name)
 		}
 	case *CustomParams:
 		if len(p.Setup)+len(p.Run) == 0 {

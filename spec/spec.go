@@ -22,6 +22,9 @@ const (
 const (
 	EndpointClient = "client"
 	EndpointServer = "server"
+	// EndpointHTTPServer is a server that runs an HTTP origin (Apache or nginx) serving objects
+	// of chosen sizes.
+	EndpointHTTPServer = "http-server"
 )
 
 // DefaultPool is where segment subnets come from unless the file says otherwise: the
@@ -73,8 +76,10 @@ type Addressing struct {
 
 // Endpoint is a traffic source or sink: one node, or several instances of one.
 type Endpoint struct {
-	// Kind is "client" or "server".
+	// Kind is "client", "server" or "http-server".
 	Kind string `yaml:"kind" json:"kind"`
+	// HTTP configures an http-server endpoint (defaults: apache on port 80, objects 1k-10M).
+	HTTP *HTTPServer `yaml:"http,omitempty" json:"http,omitempty"`
 	// Instances is how many nodes this endpoint has (servers behind a load balancer); default 1.
 	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
 	// Weights are per-instance weights for load balancers in front of this endpoint.

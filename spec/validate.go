@@ -153,8 +153,31 @@ func (v *validator) endpoints(names map[string]string) {
 				e.Kind = EndpointServer
 			}
 		}
-		if e.Kind != EndpointClient && e.Kind != EndpointServer {
-			v.bad(e.Pos, "endpoint %q: kind %q is not one of client, server", name, e.Kind)
+		switch e.Kind {
+		case EndpointClient, EndpointServer:
+			if e.HTTP != nil {
+				v.bad(e.Pos, "endpoint %q: http: is for kind http-server", name)
+			}
+		case EndpointHTTPServer:
+			if e.HTTP == nil {
+				e.HTTP = &HTTPServer{}
+			}
+			defaults(e.HTTP)
+			if e.HTTP.Server != ServerApache && e.HTTP.Server != ServerNginx {
+				v.bad(e.Pos, "endpoint %q: http server %q is not one of apache, nginx", name, e.HTTP.Server)
+			}
+			seen := map[string]bool{}
+			for _, o := range e.HTTP.Objects {
+				if _, err := ParseSize(o); err != nil {
+					v.bad(e.Pos, "endpoint %q: %v", name, err)
+				}
+				if seen[o] {
+					v.bad(e.Pos, "endpoint %q: object size %q listed twice", name, o)
+				}
+				seen[o] = true
+			}
+		default:
+			v.bad(e.Pos, "endpoint %q: kind %q is not one of client, server, http-server", name, e.Kind)
 		}
 		v.group(e.Pos, "endpoint", name, &e.Instances, e.Weights)
 		v.nodeName(name, "endpoint", e.Pos, e.Instances, names)
