@@ -1,6 +1,8 @@
-// Package deploy builds a plan on this host with the netns runtime and tears it down: every
-// step pushes its undo on a stack, any failure (or a cancelled context) unwinds it, and the lab
-// is journaled before anything is created so that Destroy finds it after a crash.
+// Package deploy builds a plan on this host and tears it down: a runtime (netns, docker)
+// creates the nodes and links, deploy sets sysctls, routes, policy rules, functions and
+// processes. Every step pushes its undo on a stack; any failure (or a cancelled context)
+// unwinds it, and the lab is journaled before anything is created so that Destroy finds it
+// after a crash.
 package deploy
 
 import (
@@ -9,14 +11,13 @@ import (
 	"fmt"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"sort"
 	"strings"
 	"time"
 
-	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -25,19 +26,22 @@ import (
 // ErrNotRoot is returned when sfclab is not run as root.
 var ErrNotRoot = errors.New("sfclab needs root (network namespaces, veths, netfilter): run it with sudo")
 
+// ErrUnknownRuntime is returned for a plan whose runtime this build does not have.
+var ErrUnknownRuntime = errors.New("unknown runtime")
+
 // Timing is how long each phase of a deploy took.
 type Timing struct {
-	Namespaces time.Duration `json:"namespaces_ns"`
-	Links      time.Duration `json:"links_ns"`
-	Routing    time.Duration `json:"routing_ns"`
-	Functions  time.Duration `json:"functions_ns"`
-	Processes  time.Duration `json:"processes_ns"`
-	Total      time.Duration `json:"total_ns"`
+	Nodes     time.Duration `json:"nodes_ns"`
+	Links     time.Duration `json:"links_ns"`
+	Routing   time.Duration `json:"routing_ns"`
+	Functions time.Duration `json:"functions_ns"`
+	Processes time.Duration `json:"processes_ns"`
+	Total     time.Duration `json:"total_ns"`
 }
 
 func (t Timing) String() string {
-	return fmt.Sprintf("%s (namespaces %s, links %s, routing %s, functions %s, processes %s)",
-		round(t.Total), round(t.Namespaces), round(t.Links), round(t.Routing), round(t.Functions), round(t.Processes))
+	return fmt.Sprintf("%s (nodes %s, links %s, routing %s, functions %s, processes %s)",
+		round(t.Total), round(t.Nodes), round(t.Links), round(t.Routing), round(t.Functions), round(t.Processes))
 }
 
 func round(d time.Duration) time.Duration {
@@ -55,10 +59,43 @@ type Deployer struct {
 	Journal Journal
 	// Log receives progress lines; nil means silent.
 	Log func(format string, args ...any)
+	// Runtimes by name; nil means the built-in ones (see Runtimes).
+	Runtimes map[string]runtime.Runtime
 }
 
-// New returns a Deployer journaling under StateRoot().
+// New returns a Deployer journaling under StateRoot() with the built-in runtimes.
 func New() *Deployer { return &Deployer{Journal: Journal{Root: StateRoot()}} }
+
+// extraRuntimes are runtimes registered by their packages' callers (docker), by name.
+var extraRuntimes = map[string]runtime.Runtime{}
+
+// RegisterRuntime makes a runtime available to every Deployer that does not set Runtimes.
+// The command line registers docker this way, so that deploy does not depend on it.
+func RegisterRuntime(r runtime.Runtime) { extraRuntimes[r.Name()] = r }
+
+// Runtimes lists the runtimes of a Deployer.
+func (d *Deployer) runtimes() map[string]runtime.Runtime {
+	if d.Runtimes != nil {
+		return d.Runtimes
+	}
+	out := map[string]runtime.Runtime{"netns": nsrt.Runtime{}}
+	for k, v := range extraRuntimes {
+		out[k] = v
+	}
+	return out
+}
+
+// Runtime returns the runtime called name.
+func (d *Deployer) Runtime(name string) (runtime.Runtime, error) {
+	if name == "" {
+		name = "netns"
+	}
+	rt, ok := d.runtimes()[name]
+	if !ok {
+		return nil, fmt.Errorf("get runtime %q: %w", name, ErrUnknownRuntime)
+	}
+	return rt, nil
+}
 
 func (d *Deployer) logf(format string, args ...any) {
 	if d.Log != nil {
@@ -77,10 +114,12 @@ func CheckRoot() error {
 // packages names the Debian package of programs sfclab may need, for error hints.
 var packages = map[string]string{
 	"nft": "nftables", "iptables": "iptables", "iptables-restore": "iptables", "haproxy": "haproxy",
-	"iperf3": "iperf3", "ping": "iputils-ping", "ip": "iproute2", "sh": "dash",
+	"iperf3": "iperf3", "ping": "iputils-ping", "ip": "iproute2", "sh": "dash", "squid": "squid",
+	"apache2": "apache2", "nginx": "nginx", "ab": "apache2-utils", "stress-ng": "stress-ng",
 }
 
-// Preflight checks, before anything is created, that every program the plan needs is installed.
+// Preflight checks, before anything is created, that every program the plan needs on this
+// host is installed.
 func Preflight(p *plan.Plan) error {
 	need := map[string][]string{} // program -> who needs it
 	for _, n := range p.Nodes {
@@ -127,40 +166,20 @@ func uniq(xs []string) []string {
 	return out
 }
 
-// cgroupRel is where a node's cgroup lives below sfclab's cgroup root.
-func cgroupRel(lab, node string) string { return "labs/" + lab + "/" + node }
-
-// Node returns the runtime node of a deployed lab's plan node.
-func (d *Deployer) Node(p *plan.Plan, name string) (*Node, error) {
-	pn := p.Node(name)
-	if pn == nil {
+// Node returns a node of a deployed lab.
+func (d *Deployer) Node(p *plan.Plan, name string) (runtime.Node, error) {
+	if p.Node(name) == nil {
 		var names []string
 		for _, n := range p.Nodes {
 			names = append(names, n.Name)
 		}
 		return nil, fmt.Errorf("find node %q in lab %q: no such node (nodes: %s)", name, p.Lab, strings.Join(names, ", "))
 	}
-	cg, err := cgroup.Open(cgroupRel(p.Lab, name))
+	rt, err := d.Runtime(p.Runtime)
 	if err != nil {
-		cg = nil // processes still run in the namespace; CPU accounting is unavailable
+		return nil, err
 	}
-	return &Node{Node: &nsrt.Node{Name: name, Netns: pn.Netns, Cgroup: cg}, Plan: pn}, nil
-}
-
-// Node is a deployed node: the runtime node and its plan.
-type Node struct {
-	*nsrt.Node
-	Plan *plan.Node
-}
-
-// Do runs fn inside the node's network namespace.
-func (n *Node) Do(fn func() error) error {
-	ns, err := netdev.OpenNS(n.Netns)
-	if err != nil {
-		return err
-	}
-	defer ns.Close()
-	return ns.Do(fn)
+	return rt.Node(context.Background(), p, name)
 }
 
 // Deploy builds the plan. On any error, or when ctx is cancelled, everything created so far is
@@ -169,18 +188,27 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 	if err := CheckRoot(); err != nil {
 		return timing, err
 	}
-	if err := Preflight(p); err != nil {
+	rt, err := d.Runtime(p.Runtime)
+	if err != nil {
 		return timing, err
 	}
-	if existing, _ := netdev.ListNetns(plan.NetnsName(p.Lab, "")); len(existing) > 0 {
-		return timing, fmt.Errorf("deploy lab %q: %w: namespaces %s exist; remove them: sfclab destroy %s", p.Lab, ErrExists, strings.Join(existing, ", "), p.Lab)
+	if p.Runtime == "" || p.Runtime == "netns" {
+		if err := Preflight(p); err != nil {
+			return timing, err
+		}
+	}
+	if err := rt.Preflight(ctx, p); err != nil {
+		return timing, err
+	}
+	if existing, _ := rt.Leftovers(ctx, p.Lab); len(existing) > 0 {
+		return timing, fmt.Errorf("deploy lab %q: %w: %s exist; remove them: sfclab destroy %s", p.Lab, ErrExists, strings.Join(existing, ", "), p.Lab)
 	}
 	start := time.Now()
 	if err := d.Journal.create(p.Lab); err != nil {
 		return timing, err
 	}
 	var undo undoStack
-	undo.push("journal", func() error { return d.Journal.remove(p.Lab) })
+	undo.Push("journal", func() error { return d.Journal.remove(p.Lab) })
 	defer func() {
 		if err != nil {
 			d.logf("deploy failed, removing what was created")
@@ -196,13 +224,13 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 	if err := d.Journal.WriteState(st); err != nil {
 		return timing, err
 	}
-	b := &build{d: d, p: p, undo: &undo, ns: map[string]*netdev.NS{}}
+	b := &build{d: d, rt: rt, p: p, undo: &undo}
 	defer b.closeAll()
 	phases := []struct {
 		dst *time.Duration
 		fn  func(context.Context) error
 	}{
-		{&timing.Namespaces, b.namespaces},
+		{&timing.Nodes, b.nodes},
 		{&timing.Links, b.links},
 		{&timing.Routing, b.routing},
 		{&timing.Functions, b.functions},
@@ -228,11 +256,12 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 
 // build is one deploy in progress.
 type build struct {
-	d    *Deployer
-	p    *plan.Plan
-	undo *undoStack
-	ns   map[string]*netdev.NS // by node name; "" is the fabric
-	cg   map[string]*cgroup.Group
+	d      *Deployer
+	rt     runtime.Runtime
+	p      *plan.Plan
+	undo   *undoStack
+	ns     map[string]*netdev.NS // by node name (the runtime may add its own keys)
+	opened map[string]runtime.Node
 }
 
 func (b *build) closeAll() {
@@ -241,44 +270,15 @@ func (b *build) closeAll() {
 	}
 }
 
-func (b *build) namespaces(ctx context.Context) error {
-	p := b.p
-	b.cg = map[string]*cgroup.Group{}
-	names := map[string]string{}
-	if p.Fabric != "" {
-		names[""] = p.Fabric
+// nodes creates the nodes and sets their sysctls, before links exist so that new interfaces
+// take the namespace defaults.
+func (b *build) nodes(ctx context.Context) error {
+	ns, err := b.rt.CreateNodes(ctx, b.p, b.undo)
+	if err != nil {
+		return err
 	}
-	for _, n := range p.Nodes {
-		names[n.Name] = n.Netns
-	}
-	keys := make([]string, 0, len(names))
-	for k := range names {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	for _, node := range keys {
-		nsName := names[node]
-		if err := netdev.CreateNetns(nsName); err != nil {
-			return fmt.Errorf("create namespace: %w", err)
-		}
-		b.undo.push("namespace "+nsName, func() error { return netdev.DeleteNetns(nsName) })
-		ns, err := netdev.OpenNS(nsName)
-		if err != nil {
-			return err
-		}
-		b.ns[node] = ns
-		if node == "" {
-			continue
-		}
-		cg, err := cgroup.Create(cgroupRel(p.Lab, node))
-		if err != nil {
-			return fmt.Errorf("create cgroup of node %s: %w", node, err)
-		}
-		b.undo.push("cgroup of "+node, cg.Remove)
-		b.cg[node] = cg
-	}
-	b.undo.push("lab cgroup", func() error { return removeLabCgroup(p.Lab) })
-	for _, n := range p.Nodes {
+	b.ns = ns
+	for _, n := range b.p.Nodes {
 		for _, s := range n.Sysctls {
 			if err := b.ns[n.Name].SetSysctl(s.Key, s.Value); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name, err)
@@ -288,78 +288,22 @@ func (b *build) namespaces(ctx context.Context) error {
 	return nil
 }
 
-// removeLabCgroup removes the lab's parent cgroup once its nodes' groups are gone.
-func removeLabCgroup(lab string) error {
-	g, err := cgroup.Open("labs/" + lab)
-	if errors.Is(err, cgroup.ErrNotFound) {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	if err := g.Remove(); err != nil {
-		return err
-	}
-	// Leave no empty sfclab cgroups behind either; rmdir fails harmlessly while another lab
-	// still has groups there.
-	if root := cgroup.Root(); root != "" {
-		_ = os.Remove(filepath.Join(root, "labs"))
-		_ = os.Remove(root)
-	}
-	return nil
-}
-
+// links wires the segments, then turns off reverse-path filtering and IPv6 on every interface
+// (interfaces a runtime attached before the defaults were set keep their own values).
 func (b *build) links(ctx context.Context) error {
-	p := b.p
-	fabric := b.ns[""]
-	for _, s := range p.Segments {
-		if s.Bridge != "" {
-			if err := fabric.AddBridge(s.Bridge); err != nil {
-				return err
-			}
-			if err := fabric.SetUp(s.Bridge); err != nil {
-				return err
-			}
-		}
-		if s.Bridge == "" {
-			a, ai := splitMember(s.Members[0])
-			z, zi := splitMember(s.Members[1])
-			if err := b.ns[a].AddVeth(ai, b.ns[z], zi, p.MTU); err != nil {
-				return fmt.Errorf("segment %s: %w", s.Name, err)
-			}
-			continue
-		}
-		for i, m := range s.Members {
-			node, ifname := splitMember(m)
-			port := s.Ports[i]
-			if err := b.ns[node].AddVeth(ifname, fabric, port, p.MTU); err != nil {
-				return fmt.Errorf("segment %s: %w", s.Name, err)
-			}
-			if err := fabric.SetMaster(port, s.Bridge); err != nil {
-				return err
-			}
-			if err := fabric.SetUp(port); err != nil {
-				return err
-			}
-		}
+	if err := b.rt.Link(ctx, b.p, b.ns, b.undo); err != nil {
+		return err
 	}
-	for _, n := range p.Nodes {
-		ns := b.ns[n.Name]
+	for _, n := range b.p.Nodes {
 		for _, i := range n.Interfaces {
-			if err := ns.AddAddr(i.Name, i.Address); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-			if err := ns.SetUp(i.Name); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
+			for _, kv := range [][2]string{{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, {"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"}} {
+				if err := b.ns[n.Name].SetSysctl(kv[0], kv[1]); err != nil {
+					return fmt.Errorf("node %s: %w", n.Name, err)
+				}
 			}
 		}
 	}
 	return nil
-}
-
-func splitMember(m string) (node, ifname string) {
-	node, ifname, _ = strings.Cut(m, "/")
-	return node, ifname
 }
 
 func (b *build) routing(ctx context.Context) error {
@@ -399,12 +343,24 @@ func ipproto(p string) uint8 {
 	return 0
 }
 
-func (b *build) node(n *plan.Node) *Node {
-	return &Node{Node: &nsrt.Node{Name: n.Name, Netns: n.Netns, Cgroup: b.cg[n.Name]}, Plan: n}
+func (b *build) node(ctx context.Context, name string) (runtime.Node, error) {
+	if b.opened == nil {
+		b.opened = map[string]runtime.Node{}
+	}
+	if n, ok := b.opened[name]; ok {
+		return n, nil
+	}
+	n, err := b.rt.Node(ctx, b.p, name)
+	if err != nil {
+		return nil, err
+	}
+	b.opened[name] = n
+	return n, nil
 }
 
-func (b *build) env(n *plan.Node) vnf.Env {
-	return vnf.Env{Node: b.node(n), Plan: n, StateDir: b.d.Journal.NodeDir(b.p.Lab)}
+// env is what a function kind gets to set itself up in node n.
+func (d *Deployer) env(node runtime.Node, n *plan.Node, lab string) vnf.Env {
+	return vnf.Env{Node: node, Plan: n, StateDir: d.Journal.NodeDir(lab)}
 }
 
 func (b *build) functions(ctx context.Context) error {
@@ -416,8 +372,12 @@ func (b *build) functions(ctx context.Context) error {
 		if err != nil {
 			return err
 		}
-		env := b.env(n)
-		b.undo.push("function "+n.Name, func() error { return k.Teardown(context.WithoutCancel(ctx), env) })
+		node, err := b.node(ctx, n.Name)
+		if err != nil {
+			return err
+		}
+		env := b.d.env(node, n, b.p.Lab)
+		b.undo.Push("function "+n.Name, func() error { return k.Teardown(context.WithoutCancel(ctx), env) })
 		if err := k.Setup(ctx, env); err != nil {
 			return err
 		}
@@ -427,24 +387,19 @@ func (b *build) functions(ctx context.Context) error {
 
 func (b *build) processes(ctx context.Context) error {
 	for _, n := range b.p.Nodes {
-		node := b.node(n)
+		if len(n.Run) == 0 {
+			continue
+		}
+		node, err := b.node(ctx, n.Name)
+		if err != nil {
+			return err
+		}
 		for i, r := range n.Run {
-			log := b.env(n).Path(fmt.Sprintf(".run%d.log", i))
+			log := b.d.env(node, n, b.p.Lab).Path(fmt.Sprintf(".run%d.log", i))
 			if _, err := node.Daemon(vnf.ShellDaemon(r), log); err != nil {
 				return fmt.Errorf("node %s: start %q: %w", n.Name, r, err)
 			}
 		}
 	}
 	return nil
-}
-
-// ErrNoCgroup is returned by CPU for a node whose cgroup is gone.
-var ErrNoCgroup = errors.New("node has no cgroup")
-
-// CPU returns the CPU time the node's processes used so far (user and system).
-func (n *Node) CPU() (cgroup.Usage, error) {
-	if n.Node.Cgroup == nil {
-		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, ErrNoCgroup)
-	}
-	return n.Node.Cgroup.CPU()
 }

@@ -15,6 +15,8 @@ import (
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/firewall"
 )
@@ -78,7 +80,7 @@ func deploy(t *testing.T, d *Deployer, p *plan.Plan) {
 // assertClean fails if anything of the lab is left: namespaces, journal, cgroups.
 func assertClean(t *testing.T, d *Deployer, lab string) {
 	t.Helper()
-	if ns, _ := labNamespaces(lab); len(ns) > 0 {
+	if ns, _ := (nsrt.Runtime{}).Leftovers(context.Background(), lab); len(ns) > 0 {
 		t.Errorf("lab %s left namespaces %v", lab, ns)
 	}
 	if _, err := os.Stat(d.Journal.Dir(lab)); err == nil {
@@ -89,7 +91,7 @@ func assertClean(t *testing.T, d *Deployer, lab string) {
 	}
 }
 
-func node(t *testing.T, d *Deployer, p *plan.Plan, name string) *Node {
+func node(t *testing.T, d *Deployer, p *plan.Plan, name string) runtime.Node {
 	t.Helper()
 	n, err := d.Node(p, name)
 	if err != nil {
@@ -187,7 +189,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 }
 
 // dialFrom opens TCP connections from inside a node; the socket is created in its namespace.
-func dialFrom(n *Node, addr string, timeout time.Duration) error {
+func dialFrom(n runtime.Node, addr string, timeout time.Duration) error {
 	return n.Do(func() error {
 		c, err := net.DialTimeout("tcp", addr, timeout)
 		if err == nil {
@@ -198,7 +200,7 @@ func dialFrom(n *Node, addr string, timeout time.Duration) error {
 }
 
 // listenIn accepts and closes TCP connections inside a node until the test ends.
-func listenIn(t *testing.T, n *Node, addr string) {
+func listenIn(t *testing.T, n runtime.Node, addr string) {
 	t.Helper()
 	var l net.Listener
 	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {

@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"time"
 )
 
@@ -119,7 +121,7 @@ endpoints: {client: {}, server: {run: ["sleep 30"]}}
 chains: [{from: client, to: server}]
 `)
 	deploy(t, d, p)
-	n := node(t, d, p, "server")
+	n := node(t, d, p, "server").(*nsrt.Node)
 	pids, err := n.Cgroup.Procs()
 	if err != nil || len(pids) != 1 {
 		t.Fatalf("server cgroup procs = %v, %v; want the one sleep", pids, err)

@@ -15,7 +15,8 @@ type undoStep struct {
 	fn   func() error
 }
 
-func (u *undoStack) push(what string, fn func() error) {
+// Push records the undo of a step just done.
+func (u *undoStack) Push(what string, fn func() error) {
 	u.steps = append(u.steps, undoStep{what, fn})
 }
 

@@ -55,6 +55,20 @@ func OpenNS(name string) (*NS, error) {
 	return &NS{name: name, fd: fd}, nil
 }
 
+// OpenNSPath opens the network namespace at a path, e.g. /proc/PID/ns/net of a container's
+// process; the name is used in messages. A missing path gives an error wrapping [ErrNotFound].
+// Equivalent to: nsenter --net=PATH
+func OpenNSPath(path, name string) (*NS, error) {
+	fd, err := netns.GetFromPath(path)
+	if errors.Is(err, fs.ErrNotExist) {
+		err = ErrNotFound
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open netns %s (%s): %w", name, path, err)
+	}
+	return &NS{name: name, fd: fd}, nil
+}
+
 // currentNetns returns the namespace of a thread no one has switched:
 // threads are only handed back to the Go scheduler in their original
 // namespace (see onLockedThread), so any unlocked thread will do.
@@ -458,4 +472,58 @@ func prefixOf(n *net.IPNet) (netip.Prefix, bool) {
 		return netip.Prefix{}, false
 	}
 	return netip.PrefixFrom(a, ones), true
+}
+
+// RenameLink renames a link (taking it down first, as the kernel requires, and up again if it
+// was up). Containers get eth0, eth1, ... from the engine; sfclab names them as the plan does.
+//
+// Equivalent to: ip -n NS link set OLD down; ip -n NS link set OLD name NEW; ip -n NS link set NEW up
+func (n *NS) RenameLink(old, name string) error {
+	what := "rename " + n.where(old) + " to " + name
+	if err := checkIfname(name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	h, l, err := n.link(old)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	up := l.Attrs().Flags&net.FlagUp != 0
+	if up {
+		if err := h.LinkSetDown(l); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if err := h.LinkSetName(l, name); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if up {
+		if err := h.LinkSetUp(l); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	return nil
+}
+
+// DelDefaultRoutes removes every IPv4 default route of the main table, so a node reaches
+// nothing outside its lab.
+//
+// Equivalent to: ip -n NS route del default
+func (n *NS) DelDefaultRoutes() error {
+	h, err := n.handle()
+	if err != nil {
+		return fmt.Errorf("delete default routes in %s: %w", displayName(n.name), err)
+	}
+	routes, err := h.RouteList(nil, netlink.FAMILY_V4)
+	if err != nil {
+		return fmt.Errorf("delete default routes in %s: %w", displayName(n.name), err)
+	}
+	for _, r := range routes {
+		if r.Dst == nil || r.Dst.String() == "0.0.0.0/0" {
+			r := r
+			if err := h.RouteDel(&r); err != nil && !errors.Is(err, unix.ESRCH) {
+				return fmt.Errorf("delete default route in %s: %w", displayName(n.name), err)
+			}
+		}
+	}
+	return nil
 }

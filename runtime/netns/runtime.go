@@ -1,0 +1,291 @@
+package netns
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+)
+
+// Runtime is the embedded runtime: a node is a named network namespace (sfc.LAB.NODE) with a
+// cgroup (sfclab/labs/LAB/NODE); bridges live in the lab's fabric namespace (sfc.LAB).
+type Runtime struct{}
+
+// KillTimeout bounds the wait for a node's processes to die.
+const KillTimeout = 5 * time.Second
+
+// Name is "netns".
+func (Runtime) Name() string { return "netns" }
+
+// Preflight has nothing to check beyond root, which deploy checks.
+func (Runtime) Preflight(context.Context, *plan.Plan) error { return nil }
+
+// Leftovers lists the lab's namespaces.
+func (Runtime) Leftovers(_ context.Context, lab string) ([]string, error) {
+	return labNamespaces(lab)
+}
+
+func cgroupRel(lab, node string) string { return "labs/" + lab + "/" + node }
+
+// CreateNodes creates the fabric namespace (when the lab has bridges), every node's
+// namespace and cgroup.
+// Equivalent to: ip netns add sfc.LAB.NODE (for each node)
+func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
+	names := map[string]string{}
+	if p.Fabric != "" {
+		names[""] = p.Fabric
+	}
+	for _, n := range p.Nodes {
+		names[n.Name] = n.Netns
+	}
+	keys := make([]string, 0, len(names))
+	for k := range names {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	out := map[string]*netdev.NS{}
+	closeAll := func() {
+		for _, ns := range out {
+			ns.Close()
+		}
+	}
+	undo.Push("lab cgroup", func() error { return removeLabCgroup(p.Lab) })
+	for _, node := range keys {
+		nsName := names[node]
+		if err := netdev.CreateNetns(nsName); err != nil {
+			closeAll()
+			return nil, fmt.Errorf("create namespace: %w", err)
+		}
+		undo.Push("namespace "+nsName, func() error { return netdev.DeleteNetns(nsName) })
+		ns, err := netdev.OpenNS(nsName)
+		if err != nil {
+			closeAll()
+			return nil, err
+		}
+		out[node] = ns
+		if node == "" {
+			continue
+		}
+		cg, err := cgroup.Create(cgroupRel(p.Lab, node))
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("create cgroup of node %s: %w", node, err)
+		}
+		undo.Push("cgroup of "+node, cg.Remove)
+	}
+	fabric := out[""]
+	delete(out, "")
+	if fabric != nil {
+		out[fabricKey] = fabric
+	}
+	return out, nil
+}
+
+// fabricKey keys the fabric namespace in the map CreateNodes returns (no node has this name).
+const fabricKey = "#fabric"
+
+// Link creates the veth pairs and bridges of every segment and addresses the interfaces.
+// Equivalent to: ip link add A netns X type veth peer name B netns Y; ip link add brN type bridge; ...
+func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, _ runtime.Undo) error {
+	fabric := ns[fabricKey]
+	for _, s := range p.Segments {
+		if s.Bridge == "" {
+			a, ai := splitMember(s.Members[0])
+			z, zi := splitMember(s.Members[1])
+			if err := ns[a].AddVeth(ai, ns[z], zi, p.MTU); err != nil {
+				return fmt.Errorf("segment %s: %w", s.Name, err)
+			}
+			continue
+		}
+		if err := fabric.AddBridge(s.Bridge); err != nil {
+			return err
+		}
+		if err := fabric.SetUp(s.Bridge); err != nil {
+			return err
+		}
+		for i, m := range s.Members {
+			node, ifname := splitMember(m)
+			port := s.Ports[i]
+			if err := ns[node].AddVeth(ifname, fabric, port, p.MTU); err != nil {
+				return fmt.Errorf("segment %s: %w", s.Name, err)
+			}
+			if err := fabric.SetMaster(port, s.Bridge); err != nil {
+				return err
+			}
+			if err := fabric.SetUp(port); err != nil {
+				return err
+			}
+		}
+	}
+	for _, n := range p.Nodes {
+		for _, i := range n.Interfaces {
+			if err := ns[n.Name].AddAddr(i.Name, i.Address); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			if err := ns[n.Name].SetUp(i.Name); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
+}
+
+func splitMember(m string) (node, ifname string) {
+	node, ifname, _ = strings.Cut(m, "/")
+	return node, ifname
+}
+
+// Node returns a deployed node; its cgroup may be gone (then CPU reports an error).
+func (Runtime) Node(_ context.Context, p *plan.Plan, name string) (runtime.Node, error) {
+	pn := p.Node(name)
+	if pn == nil {
+		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	cg, err := cgroup.Open(cgroupRel(p.Lab, name))
+	if err != nil {
+		cg = nil
+	}
+	return &Node{Name: name, Netns: pn.Netns, Cgroup: cg}, nil
+}
+
+// Destroy kills the lab's processes (by cgroup, then by namespace), deletes its namespaces
+// (by the sfc.LAB. prefix) and its cgroups.
+func (Runtime) Destroy(ctx context.Context, lab string) error {
+	var errs []error
+	if groups, err := cgroup.List("labs/" + lab); err == nil {
+		for _, g := range groups {
+			if cg, err := cgroup.Open(cgroupRel(lab, g)); err == nil {
+				if err := cg.Remove(); err != nil {
+					errs = append(errs, fmt.Errorf("remove cgroup of %s: %w", g, err))
+				}
+			}
+		}
+	}
+	if err := removeLabCgroup(lab); err != nil {
+		errs = append(errs, err)
+	}
+	nsNames, err := labNamespaces(lab)
+	if err != nil {
+		return err
+	}
+	for _, name := range nsNames {
+		if err := killInNetns(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range nsNames {
+		if err := netdev.DeleteNetns(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// removeLabCgroup removes the lab's parent cgroup once its nodes' groups are gone, and the
+// sfclab groups above it when they are empty.
+func removeLabCgroup(lab string) error {
+	g, err := cgroup.Open("labs/" + lab)
+	if errors.Is(err, cgroup.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	if err := g.Remove(); err != nil {
+		return err
+	}
+	if root := cgroup.Root(); root != "" {
+		_ = os.Remove(filepath.Join(root, "labs"))
+		_ = os.Remove(root)
+	}
+	return nil
+}
+
+// labNamespaces lists the namespaces of a lab: its nodes' (sfc.LAB.*) and its fabric (sfc.LAB).
+func labNamespaces(lab string) ([]string, error) {
+	nodes, err := netdev.ListNetns(plan.NetnsName(lab, ""))
+	if err != nil {
+		return nil, err
+	}
+	if _, err := os.Stat(filepath.Join(netdev.NetnsDir, plan.FabricName(lab))); err == nil {
+		nodes = append(nodes, plan.FabricName(lab))
+	}
+	return nodes, nil
+}
+
+// killInNetns kills every process whose network namespace is the named one, so that deleting
+// the name really frees the namespace.
+func killInNetns(name string) error {
+	var want syscall.Stat_t
+	if err := syscall.Stat(filepath.Join(netdev.NetnsDir, name), &want); err != nil {
+		if errors.Is(err, os.ErrNotExist) {
+			return nil
+		}
+		return fmt.Errorf("stat namespace %s: %w", name, err)
+	}
+	deadline := time.Now().Add(KillTimeout)
+	for {
+		pids := pidsInNetns(want.Dev, want.Ino)
+		if len(pids) == 0 {
+			return nil
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("kill processes in namespace %s: still running: %v", name, pids)
+		}
+		for _, pid := range pids {
+			_ = syscall.Kill(pid, syscall.SIGKILL)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+func pidsInNetns(dev, ino uint64) []int {
+	ents, _ := os.ReadDir("/proc")
+	var out []int
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil || pid == os.Getpid() {
+			continue
+		}
+		var st syscall.Stat_t
+		if syscall.Stat(filepath.Join("/proc", e.Name(), "ns/net"), &st) == nil && st.Ino == ino && st.Dev == dev {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// Do runs fn inside the node's network namespace.
+func (n *Node) Do(fn func() error) error {
+	ns, err := netdev.OpenNS(n.Netns)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	return ns.Do(fn)
+}
+
+// ErrNoCgroup is returned by CPU for a node whose cgroup is gone.
+var ErrNoCgroup = errors.New("node has no cgroup")
+
+// CPU returns the CPU time the node's processes used so far (user and system).
+func (n *Node) CPU() (cgroup.Usage, error) {
+	if n.Cgroup == nil {
+		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, ErrNoCgroup)
+	}
+	return n.Cgroup.CPU()
+}
+
+var _ runtime.Node = (*Node)(nil)
+var _ runtime.Runtime = Runtime{}

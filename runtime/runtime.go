@@ -1,0 +1,53 @@
+// Package runtime defines where a lab's nodes come from: a Runtime creates the nodes (network
+// namespaces, or containers) and wires the links between them; deploy does the rest (sysctls,
+// routes, rules, functions) the same way for every runtime through the namespaces it returns.
+package runtime
+
+import (
+	"context"
+	"os/exec"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+)
+
+// Undo collects the inverse of every step done, for unwinding a failed deploy.
+type Undo interface {
+	Push(what string, fn func() error)
+}
+
+// Node is a running node: run commands in it, start daemons, open sockets in its network
+// namespace, read its CPU time.
+type Node interface {
+	// Output runs a short command and returns its standard output; errors carry its stderr.
+	Output(ctx context.Context, stdin []byte, argv ...string) ([]byte, error)
+	// Daemon starts a long-running process, output appended to logPath, and returns its host PID.
+	Daemon(argv []string, logPath string) (pid int, err error)
+	// Do runs fn on an OS thread inside the node's network namespace.
+	Do(fn func() error) error
+	// CPU is the CPU time the node's processes used so far.
+	CPU() (cgroup.Usage, error)
+	// Run runs cmd in the node with the caller's standard streams (for `sfclab exec`).
+	Run(cmd *exec.Cmd) error
+}
+
+// Runtime creates and removes the nodes of labs.
+type Runtime interface {
+	// Name is the runtime's name in lab files ("netns", "docker").
+	Name() string
+	// Preflight checks, before anything is created, that the runtime can build the plan.
+	Preflight(ctx context.Context, p *plan.Plan) error
+	// Leftovers lists what of a lab exists (namespaces, containers), found by its owner tag.
+	Leftovers(ctx context.Context, lab string) ([]string, error)
+	// CreateNodes creates every node of the plan and returns an open network namespace per
+	// node name; the caller closes them. Undo steps are pushed as things are created.
+	CreateNodes(ctx context.Context, p *plan.Plan, undo Undo) (map[string]*netdev.NS, error)
+	// Link wires the segments and gives every interface its name and address.
+	Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo Undo) error
+	// Node returns a node of a deployed lab.
+	Node(ctx context.Context, p *plan.Plan, name string) (Node, error)
+	// Destroy removes everything the runtime created for the lab, found by its owner tag,
+	// and never anything else. Nothing there is not an error.
+	Destroy(ctx context.Context, lab string) error
+}
