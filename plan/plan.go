@@ -28,6 +28,12 @@ type Plan struct {
 	Runtime  string `json:"runtime"`
 	Steering string `json:"steering"`
 	MTU      int    `json:"mtu"`
+	// Image is the container image of every node (docker runtime; "" = sfclab's own).
+	Image string `json:"image,omitempty"`
+	// Attach is the docker attachment mode: "routed" or "nat" (docker runtime only).
+	Attach string `json:"attach,omitempty"`
+	// Publish are the ports a docker lab publishes on the host (attach nat).
+	Publish []Publish `json:"publish,omitempty"`
 	// Fabric is the namespace that holds the lab's bridges ("" when the lab has none).
 	Fabric   string     `json:"fabric,omitempty"`
 	Nodes    []*Node    `json:"nodes"`
@@ -82,6 +88,19 @@ type Segment struct {
 	Members []string `json:"members"`
 	// Ports are the bridge-side veth names in the fabric namespace, parallel to Members.
 	Ports []string `json:"ports,omitempty"`
+	// Gateway is the host's address on the segment's Docker network (docker runtime only):
+	// the last usable address, which no member gets.
+	Gateway netip.Addr `json:"gateway,omitzero"`
+}
+
+// Publish is a port a docker node publishes on the host, at the gateway address of the
+// chain source's network.
+type Publish struct {
+	Node     string     `json:"node"`
+	Protocol string     `json:"protocol"`
+	Port     uint16     `json:"port"`
+	HostIP   netip.Addr `json:"host_ip"`
+	HostPort uint16     `json:"host_port"`
 }
 
 // Route is a route in a node.

@@ -16,6 +16,16 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Fabric != "" {
 		fmt.Fprintf(tw, "fabric namespace %s (bridges)\n", p.Fabric)
 	}
+	if p.Runtime == "docker" {
+		image := p.Image
+		if image == "" {
+			image = "sfclab's own (sfclab images build)"
+		}
+		fmt.Fprintf(tw, "docker image %s, attach %s\n", image, p.Attach)
+		for _, pub := range p.Publish {
+			fmt.Fprintf(tw, "publish %s:%d -> %s:%d/%s\n", pub.HostIP, pub.HostPort, pub.Node, pub.Port, pub.Protocol)
+		}
+	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(p.Nodes))
 	for _, n := range p.Nodes {
 		extra := ""
@@ -61,6 +71,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		link := "veth pair"
 		if s.Bridge != "" {
 			link = "bridge " + s.Bridge
+		}
+		if s.Gateway.IsValid() {
+			link = "docker network, gateway " + s.Gateway.String()
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, s.Subnet, link, strings.Join(s.Members, " "))
 	}

@@ -43,6 +43,9 @@ func (b *builder) bad(p spec.Pos, format string, args ...any) {
 func (b *builder) build() {
 	lab := b.lab
 	b.plan = &Plan{Lab: lab.Name, Runtime: lab.Runtime, Steering: lab.Steering, MTU: lab.MTU}
+	if lab.Runtime == spec.RuntimeDocker {
+		b.plan.Image, b.plan.Attach = lab.Docker.Image, lab.Docker.Attach
+	}
 	pool, _ := spec.ParsePrefix(lab.Addressing.Pool)
 	var pinned []netip.Prefix
 	for _, c := range lab.Chains {
@@ -64,7 +67,7 @@ func (b *builder) build() {
 		b.sysctls(n)
 	}
 	for _, s := range b.plan.Segments {
-		if s.Bridge != "" {
+		if s.Bridge != "" && lab.Runtime != spec.RuntimeDocker {
 			b.plan.Fabric = FabricName(lab.Name)
 		}
 	}
@@ -159,8 +162,16 @@ func (b *builder) chain(ci int, c *spec.Chain) {
 		g := len(b.plan.Segments)
 		s := &Segment{Name: fmt.Sprintf("%s.%d", c.Name, k), Chain: c.Name, Index: k, Subnet: subnet}
 		members := append(append([]*Node(nil), positions[k]...), positions[k+1]...)
-		if len(members) > 2 || b.lab.Links == "bridge" {
+		docker := b.lab.Runtime == spec.RuntimeDocker
+		if len(members) > 2 || b.lab.Links == "bridge" || docker {
 			s.Bridge = fmt.Sprintf("br%d", g)
+		}
+		if docker {
+			s.Gateway = lastHost(subnet)
+			if len(members)+1 >= 1<<(32-subnet.Bits())-1 {
+				b.bad(c.Pos, "chain %q: subnet %s has no room for the Docker gateway beside %d members", c.Name, subnet, len(members))
+				return
+			}
 		}
 		ifaceOn[k] = map[string]*Interface{}
 		host := subnet.Addr()
@@ -266,7 +277,30 @@ func (b *builder) chain(ci int, c *spec.Chain) {
 	if pc.Port == 0 && c.Classifier.DestinationPort.Single() {
 		pc.Port = c.Classifier.DestinationPort.From
 	}
+	if b.lab.Runtime == spec.RuntimeDocker && b.lab.Docker.Attach == spec.AttachNAT {
+		// The source reaches the target through the port Docker publishes on the host's
+		// address on the source's network.
+		if pc.TargetNode != positions[1][0].Name {
+			b.bad(c.Pos, "chain %q: docker attach nat publishes the service on the source's network: the target %s must be the chain's first hop (a proxy) or its destination", c.Name, pc.TargetNode)
+			return
+		}
+		if pc.Port == 0 {
+			b.bad(c.Pos, "chain %q: docker attach nat needs a port to publish: a proxy's port or a single destination_port in the classifier", c.Name)
+			return
+		}
+		b.plan.Publish = append(b.plan.Publish, Publish{Node: pc.TargetNode, Protocol: "tcp", Port: pc.Port, HostIP: segs[0].Gateway, HostPort: pc.Port})
+		pc.Target = segs[0].Gateway
+	}
 	b.plan.Chains = append(b.plan.Chains, pc)
+}
+
+// lastHost is the last usable address of a subnet (the one before broadcast).
+func lastHost(p netip.Prefix) netip.Addr {
+	a := p.Masked().Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= 1<<(32-p.Bits()) - 1
+	v--
+	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 // nextHops lists the gateways of a route through the nodes of one position.

@@ -49,6 +49,8 @@ type Lab struct {
 	Links string `yaml:"links,omitempty" json:"links,omitempty"`
 	// MTU of every lab interface; 0 means 1500.
 	MTU int `yaml:"mtu,omitempty" json:"mtu,omitempty"`
+	// Docker configures the docker runtime.
+	Docker Docker `yaml:"docker,omitempty" json:"docker,omitempty"`
 	// Addressing says where segment subnets come from.
 	Addressing Addressing `yaml:"addressing,omitempty" json:"addressing,omitempty"`
 	// Endpoints are the traffic sources and sinks by name.
@@ -62,6 +64,23 @@ type Lab struct {
 	File string `yaml:"-" json:"-"`
 	// Dir is the directory of File, for resolving relative paths.
 	Dir string `yaml:"-" json:"-"`
+}
+
+// Docker attachment modes (study B compared both).
+const (
+	// AttachRouted reaches containers at their own addresses.
+	AttachRouted = "routed"
+	// AttachNAT publishes the chain's service port on the Docker host (port mapping) and the
+	// source reaches it at the host's address on its network, as a default Docker user would.
+	AttachNAT = "nat"
+)
+
+// Docker configures the docker runtime.
+type Docker struct {
+	// Image every node runs (default: sfclab's own, built locally by `sfclab images build`).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Attach is "routed" (default) or "nat".
+	Attach string `yaml:"attach,omitempty" json:"attach,omitempty"`
 }
 
 // Addressing gives the address pool segment subnets are carved from.

@@ -95,7 +95,7 @@ func TestDecodeBad(t *testing.T) {
 		{"unused function", base("hops: [fw, lb]", "hops: [fw]"), []string{`function "lb" is not a hop of any chain`}},
 		{"function in two places", base("hops: [fw, lb]", "hops: [fw, lb, fw]"), []string{`function "fw" is already a hop`}},
 		{"haproxy udp", base("{impl: nft, port: 80}", "{impl: haproxy, protocol: udp, port: 80}"), []string{"balances tcp only"}},
-		{"docker runtime not yet", base("name: t1\n", "name: t1\nruntime: docker\n"), []string{`runtime "docker" is not available`}},
+		{"docker settings without docker", base("name: t1\n", "name: t1\ndocker: {attach: nat}\n"), []string{"docker: settings need runtime: docker"}},
 		{"lab name", base("name: t1", "name: T1"), []string{`lab name "T1"`}},
 		{"empty file", "", []string{"empty"}},
 		{"chain to itself", base("to: server", "to: client"), []string{"to itself"}},

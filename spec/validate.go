@@ -53,11 +53,18 @@ func (v *validator) run() {
 		lab.Runtime = RuntimeNetns
 	}
 	switch lab.Runtime {
-	case RuntimeNetns:
-	case RuntimeDocker:
-		v.bad(Pos{}, "runtime %q is not available in this build yet; use runtime: netns", lab.Runtime)
+	case RuntimeNetns, RuntimeDocker:
 	default:
 		v.bad(Pos{}, "runtime %q is not one of netns, docker", lab.Runtime)
+	}
+	if lab.Docker.Attach == "" {
+		lab.Docker.Attach = AttachRouted
+	}
+	if lab.Docker.Attach != AttachRouted && lab.Docker.Attach != AttachNAT {
+		v.bad(Pos{}, "docker attach %q is not one of routed, nat", lab.Docker.Attach)
+	}
+	if lab.Runtime != RuntimeDocker && (lab.Docker.Image != "" || lab.Docker.Attach != AttachRouted) {
+		v.bad(Pos{}, "docker: settings need runtime: docker")
 	}
 	if lab.Steering == "" {
 		lab.Steering = SteeringRouted
