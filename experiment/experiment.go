@@ -42,6 +42,11 @@ type Scenario struct {
 	Lab string `yaml:"lab"`
 	// Chain is the chain measured (default: the lab's first).
 	Chain string `yaml:"chain,omitempty"`
+	// Runtime overrides the lab's runtime ("netns", "docker"), so one experiment can compare
+	// the same chain on both.
+	Runtime string `yaml:"runtime,omitempty"`
+	// Attach overrides the lab's docker attachment ("routed", "nat").
+	Attach string `yaml:"attach,omitempty"`
 
 	// Plan is the resolved lab (filled by Load).
 	Plan *plan.Plan `yaml:"-"`
@@ -189,6 +194,10 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 			bad(s.Line, "scenario %q: %v", s.Name, err)
 			continue
 		}
+		if err := Override(lab, s.Runtime, s.Attach); err != nil {
+			bad(s.Line, "scenario %q: %v", s.Name, err)
+			continue
+		}
 		p, err := plan.Build(lab)
 		if err != nil {
 			bad(s.Line, "scenario %q: %v", s.Name, err)
@@ -287,6 +296,23 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 			bad(0, "tcprtt size must be 1-65536 bytes, got %d", p.Size)
 		}
 	}
+}
+
+// Override sets a lab's runtime and docker attachment when given, and validates the result.
+func Override(lab *spec.Lab, runtime, attach string) error {
+	if runtime == "" && attach == "" {
+		return nil
+	}
+	if runtime != "" {
+		lab.Runtime = runtime
+	}
+	if attach != "" {
+		lab.Docker.Attach = attach
+	}
+	if errs := spec.Validate(lab); len(errs) > 0 {
+		return errs
+	}
+	return nil
 }
 
 // scenarioLines returns the line of every item under scenarios:.

@@ -1,24 +1,52 @@
 #!/usr/bin/env bash
-# Installs what sfclab needs on a Debian machine (as root): the programs its functions and
-# probes run, and the Go modules it builds from. Installs only what is missing.
+# Installs what sfclab needs on a Debian machine (as root): the programs its functions, probes
+# and runtimes run, a reachable Docker Engine, and the Go modules it builds from. Installs only
+# what is missing; never leaves the servers it installs (squid, apache2, nginx, haproxy)
+# running as host services — sfclab runs them inside lab namespaces and containers.
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null 2>&1 || need+=("$2"); }
 check ip iproute2
+check ss iproute2
 check nft nftables
 check iptables iptables
 check iptables-restore iptables
 check haproxy haproxy
 check iperf3 iperf3
 check ping iputils-ping
-check ss iproute2
+check squid squid
+check apache2 apache2
+check nginx nginx
+check ab apache2-utils
+check stress-ng stress-ng
+check debootstrap debootstrap
+check docker docker.io
+check dockerd docker.io
+check docker-compose docker-compose
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "install-deps: missing packages ${need[*]}; run as root: apt-get install ${need[*]}" >&2
     exit 1
   fi
+  mapfile -t need < <(printf '%s\n' "${need[@]}" | sort -u)
   echo "install-deps: installing ${need[*]}"
+  # Keep package scripts from starting the servers as host services.
+  cleanup_policy() { rm -f /usr/sbin/policy-rc.d; }
+  printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+  chmod +x /usr/sbin/policy-rc.d
+  trap cleanup_policy EXIT
   apt-get update -qq
   DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  cleanup_policy
+  trap - EXIT
+fi
+# A reachable Docker Engine for the docker runtime and its tests.
+if ! docker info >/dev/null 2>&1; then
+  echo "install-deps: starting the Docker Engine"
+  if ! service docker start >/dev/null 2>&1; then
+    nohup dockerd >/var/log/sfclab-dockerd.log 2>&1 &
+  fi
+  for _ in $(seq 1 60); do docker info >/dev/null 2>&1 && break; sleep 0.5; done
+  docker info >/dev/null 2>&1 || { echo "install-deps: the Docker Engine did not come up; see /var/log/sfclab-dockerd.log" >&2; exit 1; }
 fi
 go mod download
