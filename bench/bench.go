@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"github.com/sfclab/sfclab/bench/probe"
@@ -81,6 +82,12 @@ func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, 
 	defer store.Close()
 	run := results.Run{Experiment: e.Name, Study: e.Study, Started: time.Now().UTC(), Env: Environment(ctx, r.Version)}
 	run.Env["experiment_file"] = e.File
+	run.Env["baseline"] = e.Baseline
+	var names []string
+	for _, s := range e.Scenarios {
+		names = append(names, s.Name)
+	}
+	run.Env["scenarios"] = strings.Join(names, ",")
 	if err := store.PutRun(run); err != nil {
 		return nil, err
 	}

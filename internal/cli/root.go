@@ -48,6 +48,6 @@ load balancers, any command), steers traffic through them and removes every trac
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec())
+	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(), newReproduce())
 	return root
 }

@@ -1,0 +1,192 @@
+package cli
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path"
+	"path/filepath"
+	"strings"
+	"time"
+
+	sfclab "github.com/sfclab/sfclab"
+	"github.com/sfclab/sfclab/bench"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/studies"
+	"github.com/spf13/cobra"
+)
+
+// overrides are the command-line knobs that shorten or lengthen an experiment.
+type overrides struct {
+	out         string
+	repetitions int
+	duration    time.Duration
+}
+
+func (o *overrides) flags(cmd *cobra.Command) {
+	cmd.Flags().StringVar(&o.out, "out", "", "output directory (default out/EXPERIMENT-TIME)")
+	cmd.Flags().IntVar(&o.repetitions, "repetitions", 0, "override the experiment's repetitions")
+	cmd.Flags().DurationVar(&o.duration, "duration", 0, "override the iperf3 duration")
+}
+
+func (o *overrides) apply(e *experiment.Experiment) error {
+	if o.repetitions < 0 || o.duration < 0 {
+		return errors.New("--repetitions and --duration must be positive")
+	}
+	if o.repetitions > 0 {
+		e.Repetitions = o.repetitions
+	}
+	if o.duration > 0 && e.Probes.Iperf3 != nil {
+		if o.duration < time.Second {
+			return fmt.Errorf("--duration %s is below iperf3's 1s", o.duration)
+		}
+		e.Probes.Iperf3.Duration.Duration = o.duration
+	}
+	if o.out == "" {
+		o.out = filepath.Join("out", e.Name+"-"+time.Now().Format("20060102-150405"))
+	}
+	return nil
+}
+
+func newBench() *cobra.Command {
+	var o overrides
+	cmd := &cobra.Command{
+		Use:   "bench EXPERIMENT.yaml",
+		Short: "Run an experiment: deploy each scenario, run the probes N times, write samples and a report",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			e, err := experiment.Load(args[0])
+			if err != nil {
+				return err
+			}
+			inputs := bench.Files{}
+			if data, err := os.ReadFile(args[0]); err == nil {
+				inputs["experiment.yaml"] = data
+			}
+			for _, s := range e.Scenarios {
+				if data, err := os.ReadFile(s.LabPath); err == nil {
+					inputs["labs/"+s.Name+".yaml"] = data
+				}
+			}
+			return runExperiment(cmd, e, &o, inputs)
+		},
+	}
+	o.flags(cmd)
+	return cmd
+}
+
+// runExperiment runs an experiment, writes its report, and prints it.
+func runExperiment(cmd *cobra.Command, e *experiment.Experiment, o *overrides, inputs bench.Files) error {
+	if err := o.apply(e); err != nil {
+		return err
+	}
+	if err := deploy.CheckRoot(); err != nil {
+		return err
+	}
+	errOut := cmd.ErrOrStderr()
+	r := &bench.Runner{Deployer: deploy.New(), Version: Version,
+		Progress: newProgress(errOut).update,
+		Log:      func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }}
+	fmt.Fprintf(errOut, "running %s: %d scenarios x %d repetitions into %s\n", e.Name, len(e.Scenarios), e.Repetitions, o.out)
+	outcome, runErr := r.Run(cmd.Context(), e, o.out, inputs)
+	if outcome == nil {
+		return runErr
+	}
+	var names []string
+	for _, s := range e.Scenarios {
+		names = append(names, s.Name)
+	}
+	rep, err := bench.WriteReport(o.out, studies.Published(e.Study), names, e.Baseline)
+	if err != nil {
+		return errors.Join(runErr, err)
+	}
+	if err := rep.Markdown(cmd.OutOrStdout()); err != nil {
+		return err
+	}
+	fmt.Fprintf(cmd.OutOrStdout(), "\nraw samples, report and inputs: %s (report.md, report.html, results.db)\n", o.out)
+	if outcome.Failed > 0 && runErr == nil {
+		fmt.Fprintf(errOut, "%d of %d trials failed; see the report's failed trials\n", outcome.Failed, outcome.Trials)
+	}
+	return runErr
+}
+
+func newReport() *cobra.Command {
+	return &cobra.Command{
+		Use:   "report DIR",
+		Short: "Recompute statistics and the report of a bench run from its stored samples",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			dir := args[0]
+			run, err := bench.ReadRun(dir)
+			if err != nil {
+				return err
+			}
+			var scenarios []string
+			if s := run.Env["scenarios"]; s != "" {
+				scenarios = strings.Split(s, ",")
+			}
+			rep, err := bench.WriteReport(dir, studies.Published(run.Study), scenarios, run.Env["baseline"])
+			if err != nil {
+				return err
+			}
+			if err := rep.Markdown(cmd.OutOrStdout()); err != nil {
+				return err
+			}
+			fmt.Fprintf(cmd.OutOrStdout(), "\nwrote %s in %s\n", strings.Join(bench.ReportFiles, ", "), dir)
+			return nil
+		},
+	}
+}
+
+func newReproduce() *cobra.Command {
+	var o overrides
+	var quick bool
+	cmd := &cobra.Command{
+		Use:   "reproduce STUDY",
+		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(studies.Names(), ", ") + ")",
+		Args:  cobra.ExactArgs(1),
+		RunE: func(cmd *cobra.Command, args []string) error {
+			st, err := studies.Get(args[0])
+			if err != nil {
+				return err
+			}
+			e, inputs, err := embeddedExperiment(st.Experiment)
+			if err != nil {
+				return err
+			}
+			if quick && st.Quick != nil {
+				st.Quick(e)
+			}
+			return runExperiment(cmd, e, &o, inputs)
+		},
+	}
+	o.flags(cmd)
+	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
+	return cmd
+}
+
+// embeddedExperiment loads an experiment and its labs from the files built into the binary.
+func embeddedExperiment(name string) (*experiment.Experiment, bench.Files, error) {
+	data, err := fs.ReadFile(sfclab.Files, name)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)
+	}
+	inputs := bench.Files{"experiment.yaml": data}
+	load := func(p string) (*spec.Lab, error) {
+		p = path.Clean(p)
+		lab, err := fs.ReadFile(sfclab.Files, p)
+		if err != nil {
+			return nil, fmt.Errorf("read embedded lab: %w", err)
+		}
+		inputs["labs/"+path.Base(p)] = lab
+		return spec.Decode(lab, p)
+	}
+	e, err := experiment.Decode(data, name, path.Dir(name), load)
+	if err != nil {
+		return nil, nil, err
+	}
+	return e, inputs, nil
+}

@@ -1,0 +1,493 @@
+package report
+
+import (
+	"bytes"
+	"fmt"
+	"image/color"
+	"math"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strings"
+
+	"gonum.org/v1/plot"
+	"gonum.org/v1/plot/font"
+	"gonum.org/v1/plot/plotter"
+	"gonum.org/v1/plot/vg"
+	"gonum.org/v1/plot/vg/draw"
+	"gonum.org/v1/plot/vg/vgsvg"
+)
+
+// palette is the Okabe-Ito colour-blind-safe palette; scenario i gets
+// palette[i % len].
+var palette = []color.NRGBA{
+	{0x00, 0x72, 0xB2, 0xff}, // blue
+	{0xE6, 0x9F, 0x00, 0xff}, // orange
+	{0x00, 0x9E, 0x73, 0xff}, // green
+	{0xCC, 0x79, 0xA7, 0xff}, // reddish purple
+	{0x56, 0xB4, 0xE9, 0xff}, // sky blue
+	{0xD5, 0x5E, 0x00, 0xff}, // vermillion
+	{0xF0, 0xE4, 0x42, 0xff}, // yellow
+	{0x00, 0x00, 0x00, 0xff}, // black
+}
+
+var (
+	colUser    = palette[0]
+	colSystem  = palette[1]
+	colSoftirq = color.NRGBA{0x99, 0x99, 0x99, 0xff}
+)
+
+// chart is one rendered chart.
+type chart struct {
+	name, title string
+	svg         []byte // standalone SVG document
+}
+
+// chartTitle returns the title of the chart called name.
+func chartTitle(name string) string {
+	switch name {
+	case "throughput":
+		return "Throughput per scenario: mean of trials with 95 % CI"
+	case "cpu":
+		return "CPU per node: user and system time, mean over trials"
+	}
+	for _, m := range latencyMetrics {
+		if chartName(m.key) == name {
+			return m.label + ": distribution of all samples (CDF)"
+		}
+	}
+	return name
+}
+
+// charts renders every chart the report has data for, in display order.
+func (r *Report) charts() ([]chart, error) {
+	var out []chart
+	add := func(name string, p *plot.Plot, w, h vg.Length) error {
+		if p == nil {
+			return nil
+		}
+		svg, err := renderSVG(p, w, h)
+		if err != nil {
+			return fmt.Errorf("render chart %s: %w", name, err)
+		}
+		out = append(out, chart{name: name, title: chartTitle(name), svg: svg})
+		return nil
+	}
+	p, err := r.throughputPlot()
+	if err != nil {
+		return nil, err
+	}
+	if err := add("throughput", p, 7*vg.Inch, 4*vg.Inch); err != nil {
+		return nil, err
+	}
+	for _, m := range latencyMetrics {
+		p, err := r.latencyPlot(m)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(chartName(m.key), p, 7*vg.Inch, 4*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	p, err = r.cpuPlot()
+	if err != nil {
+		return nil, err
+	}
+	if err := add("cpu", p, 8*vg.Inch, 4.5*vg.Inch); err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// WriteCharts writes the report's charts into dir (created if needed) as
+// standalone SVG files — throughput.svg, latency-ping-rtt.svg,
+// latency-tcprtt-rtt.svg, latency-tcprtt-connect.svg, cpu.svg, for the
+// data the run has — and returns their paths. It records the file names in
+// r.ChartFiles, so that Markdown links them (relative to dir) afterwards.
+func (r *Report) WriteCharts(dir string) ([]string, error) {
+	cs, err := r.charts()
+	if err != nil {
+		return nil, fmt.Errorf("write charts: %w", err)
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return nil, fmt.Errorf("write charts: %w", err)
+	}
+	var paths, names []string
+	for _, c := range cs {
+		name := c.name + ".svg"
+		path := filepath.Join(dir, name)
+		if err := os.WriteFile(path, c.svg, 0o644); err != nil {
+			return paths, fmt.Errorf("write charts: %w", err)
+		}
+		paths = append(paths, path)
+		names = append(names, name)
+	}
+	r.ChartFiles = names
+	return paths, nil
+}
+
+// renderSVG draws p on a w x h SVG canvas and returns the document. Fonts
+// are not embedded; the font family gets fallbacks metric-compatible with
+// Liberation Sans.
+func renderSVG(p *plot.Plot, w, h vg.Length) ([]byte, error) {
+	c := vgsvg.New(w, h)
+	p.Draw(draw.New(c))
+	var buf bytes.Buffer
+	if _, err := c.WriteTo(&buf); err != nil {
+		return nil, err
+	}
+	return []byte(fontFallbacks.Replace(buf.String())), nil
+}
+
+// fontFallbacks adds metric-compatible fallbacks to the Liberation font
+// families vgsvg names, for viewers that lack them.
+var fontFallbacks = strings.NewReplacer(
+	"font-family:Liberation Sans;", "font-family:'Liberation Sans',Arial,Helvetica,sans-serif;",
+	"font-family:Liberation Serif;", "font-family:'Liberation Serif','Times New Roman',Times,serif;",
+	"font-family:Liberation Mono;", "font-family:'Liberation Mono','Courier New',monospace;",
+)
+
+var (
+	svgProlog  = regexp.MustCompile(`^(?s)\s*(<\?xml[^>]*\?>\s*)?(<!--.*?-->\s*)?`)
+	svgSizeRE  = regexp.MustCompile(`^<svg width="[^"]*" height="[^"]*"`)
+	xlinkAttr  = regexp.MustCompile(`\s*xmlns:xlink="[^"]*"`)
+	svgTagOpen = []byte("<svg")
+)
+
+// inlineSVG turns a standalone SVG document into an element to inline in
+// HTML: no XML prolog or comment, scalable to the page width, labelled for
+// screen readers, and without the xlink namespace unless it is used.
+func inlineSVG(doc []byte, title string) []byte {
+	s := svgProlog.ReplaceAll(doc, nil)
+	if !bytes.HasPrefix(s, svgTagOpen) {
+		return s
+	}
+	s = svgSizeRE.ReplaceAllLiteral(s, []byte(`<svg class="chart" role="img" aria-label="`+htmlAttr(title)+`"`))
+	if !bytes.Contains(s, []byte("xlink:href")) {
+		s = xlinkAttr.ReplaceAll(s, nil)
+	}
+	return s
+}
+
+func htmlAttr(s string) string {
+	return strings.NewReplacer("&", "&amp;", `"`, "&quot;", "<", "&lt;", ">", "&gt;").Replace(s)
+}
+
+// newPlot returns a plot with the report's common style.
+func newPlot(title, xlabel, ylabel string) *plot.Plot {
+	p := plot.New()
+	for _, f := range []*font.Font{&p.Title.TextStyle.Font, &p.X.Label.TextStyle.Font, &p.Y.Label.TextStyle.Font,
+		&p.X.Tick.Label.Font, &p.Y.Tick.Label.Font, &p.Legend.TextStyle.Font} {
+		f.Variant = "Sans"
+	}
+	p.Title.Text = title
+	p.Title.TextStyle.Font.Size = vg.Points(13)
+	p.Title.Padding = vg.Points(6)
+	p.X.Label.Text = xlabel
+	p.Y.Label.Text = ylabel
+	p.X.Label.TextStyle.Font.Size = vg.Points(11)
+	p.Y.Label.TextStyle.Font.Size = vg.Points(11)
+	p.X.Tick.Label.Font.Size = vg.Points(10)
+	p.Y.Tick.Label.Font.Size = vg.Points(10)
+	p.Legend.TextStyle.Font.Size = vg.Points(10)
+	p.Y.Tick.Marker = niceTicks{}
+	p.X.Tick.Marker = niceTicks{}
+	return p
+}
+
+// niceTicks marks about six evenly spaced, labelled ticks at round values
+// (1, 2, 2.5 or 5 times a power of ten) with unlabelled minor ticks between.
+type niceTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (niceTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(hi > lo) || math.IsInf(hi-lo, 0) {
+		return plot.DefaultTicks{}.Ticks(lo, hi)
+	}
+	raw := (hi - lo) / 6
+	mag := math.Pow(10, math.Floor(math.Log10(raw)))
+	step := 10 * mag
+	for _, m := range []float64{1, 2, 2.5, 5, 10} {
+		if m*mag >= raw {
+			step = m * mag
+			break
+		}
+	}
+	prec := max(0, int(-math.Floor(math.Log10(step)+1e-9)))
+	if step/math.Pow(10, math.Floor(math.Log10(step)+1e-9)) == 2.5 {
+		prec++
+	}
+	var ticks []plot.Tick
+	first := math.Ceil(lo/step-1e-9) * step
+	for i := 0; ; i++ {
+		v := first + float64(i)*step
+		if v > hi+step*1e-9 {
+			break
+		}
+		ticks = append(ticks, plot.Tick{Value: v, Label: fixed(v, prec)})
+		if m := v + step/2; m < hi {
+			ticks = append(ticks, plot.Tick{Value: m})
+		}
+	}
+	if first-step/2 > lo {
+		ticks = append(ticks, plot.Tick{Value: first - step/2})
+	}
+	return ticks
+}
+
+func gridLines() *plotter.Grid {
+	g := plotter.NewGrid()
+	g.Vertical.Width = 0
+	g.Horizontal.Color = color.Gray{0xdd}
+	g.Horizontal.Width = vg.Points(0.5)
+	return g
+}
+
+// throughputPlot draws one bar per scenario (mean of trials) with the 95 %
+// CI as error bars and each trial as a dot.
+func (r *Report) throughputPlot() (*plot.Plot, error) {
+	if len(r.Throughput) == 0 {
+		return nil, nil
+	}
+	p := newPlot(chartTitle("throughput"), "scenario (bar: mean; whiskers: 95 % CI; dots: single trials)", "throughput (Gbit/s)")
+	p.Add(gridLines())
+	var (
+		means  plotter.Values
+		names  []string
+		errs   plotter.XYs
+		errVal plotter.YErrors
+		dots   plotter.XYs
+	)
+	for i, row := range r.Throughput {
+		s := row.Summary
+		m := s.Mean
+		name := row.Scenario
+		if s.N == 0 {
+			m = 0
+			name += "\n(no data)"
+		} else {
+			name += fmt.Sprintf("\n%s Gbit/s, n=%d", f2(s.Mean), s.N)
+		}
+		means = append(means, m)
+		names = append(names, name)
+		if s.N >= 2 && !math.IsNaN(s.CI95Half) {
+			errs = append(errs, plotter.XY{X: float64(i), Y: s.Mean})
+			errVal = append(errVal, struct{ Low, High float64 }{s.CI95Half, s.CI95Half})
+		}
+		for j, v := range row.Gbits {
+			off := 0.0
+			if len(row.Gbits) > 1 {
+				off = -0.12 + 0.24*float64(j)/float64(len(row.Gbits)-1)
+			}
+			dots = append(dots, plotter.XY{X: float64(i) + off, Y: v})
+		}
+	}
+	bars, err := plotter.NewBarChart(means, vg.Points(48))
+	if err != nil {
+		return nil, err
+	}
+	bars.Color = color.NRGBA{0x56, 0xB4, 0xE9, 0xff}
+	bars.LineStyle.Width = 0
+	p.Add(bars)
+	if len(errs) > 0 {
+		eb := &plotter.YErrorBars{XYs: errs, YErrors: errVal, LineStyle: plotter.DefaultLineStyle, CapWidth: vg.Points(10)}
+		eb.LineStyle.Width = vg.Points(1.2)
+		p.Add(eb)
+	}
+	if len(dots) > 0 {
+		sc, err := plotter.NewScatter(dots)
+		if err != nil {
+			return nil, err
+		}
+		sc.GlyphStyle.Shape = draw.CircleGlyph{}
+		sc.GlyphStyle.Radius = vg.Points(2.5)
+		sc.GlyphStyle.Color = color.Black
+		p.Add(sc)
+	}
+	p.NominalX(names...)
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	p.Y.Min = 0
+	return p, nil
+}
+
+// cdfPoints is the most points one CDF line gets; longer samples are drawn
+// at evenly spaced ranks.
+const cdfPoints = 400
+
+// latencyPlot draws the empirical CDF of all samples of metric m, one line
+// per scenario.
+func (r *Report) latencyPlot(m latencyMetric) (*plot.Plot, error) {
+	byScenario := r.latency[m.key]
+	if len(byScenario) == 0 {
+		return nil, nil
+	}
+	unit := "RTT"
+	if m.key == MetricTCPConnect {
+		unit = "connect time"
+	}
+	p := newPlot(chartTitle(chartName(m.key)), unit+" (ms)", "fraction of samples ≤ x")
+	p.Add(gridLines())
+	var missing []string
+	lo, hi := math.Inf(1), math.Inf(-1)
+	for i, s := range r.Scenarios {
+		xs := slices.Clone(byScenario[s])
+		if len(xs) == 0 {
+			missing = append(missing, s)
+			continue
+		}
+		slices.Sort(xs)
+		lo, hi = min(lo, xs[0]), max(hi, xs[len(xs)-1])
+		n := len(xs)
+		var pts plotter.XYs
+		pts = append(pts, plotter.XY{X: xs[0], Y: 0})
+		step := max(1, n/cdfPoints)
+		for k := 0; k < n; k += step {
+			pts = append(pts, plotter.XY{X: xs[k], Y: float64(k+1) / float64(n)})
+		}
+		if pts[len(pts)-1].Y != 1 {
+			pts = append(pts, plotter.XY{X: xs[n-1], Y: 1})
+		}
+		line, err := plotter.NewLine(pts)
+		if err != nil {
+			return nil, err
+		}
+		line.StepStyle = plotter.PostStep
+		line.Color = palette[i%len(palette)]
+		line.Width = vg.Points(1.8)
+		if d := i % 3; d > 0 {
+			line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[d]
+		}
+		p.Add(line)
+		p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, n), line)
+	}
+	if len(missing) > 0 {
+		why := "no samples"
+		if m.key == MetricPingRTT {
+			why = "no ICMP path"
+		}
+		p.Title.Text += fmt.Sprintf("\nnot shown (%s): %s", why, strings.Join(missing, ", "))
+	}
+	// The x axis runs on past the data so that the legend, at the bottom
+	// right, sits where no line is.
+	if lo > 0 && hi/lo > 20 {
+		p.X.Scale = plot.LogScale{}
+		p.X.Tick.Marker = plot.LogTicks{Prec: -1}
+		p.X.Label.Text += ", log scale"
+		p.X.Min, p.X.Max = lo/1.1, hi*math.Pow(hi/lo, 0.5)
+	} else if hi > lo {
+		pad := (hi - lo) * 0.03
+		p.X.Min, p.X.Max = max(0, lo-pad), hi+(hi-lo)*0.5
+	} else {
+		p.X.Min, p.X.Max = max(0, lo*0.9), hi*1.5
+	}
+	p.Y.Min, p.Y.Max = 0, 1
+	p.Legend.Top = false
+	p.Legend.Left = false
+	p.Legend.XOffs = -vg.Points(8)
+	p.Legend.YOffs = vg.Points(8)
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	return p, nil
+}
+
+// cpuPlot draws, per scenario, one stacked bar (user below system) per node
+// and one bar for the host's softirq time.
+func (r *Report) cpuPlot() (*plot.Plot, error) {
+	if len(r.CPU) == 0 && len(r.Softirq) == 0 {
+		return nil, nil
+	}
+	p := newPlot(chartTitle("cpu"), "node (scenario)", "CPU (cores; 1.0 = one core busy)")
+	p.Add(gridLines())
+	var (
+		user, system, soft plotter.Values
+		names              []string
+	)
+	val := func(v float64) float64 {
+		if math.IsNaN(v) {
+			return 0
+		}
+		return v
+	}
+	for _, s := range r.Scenarios {
+		for _, row := range r.CPU {
+			if row.Scenario == s {
+				user = append(user, val(row.User.Mean))
+				system = append(system, val(row.System.Mean))
+				soft = append(soft, 0)
+				names = append(names, row.Node+"\n("+s+")")
+			}
+		}
+		for _, row := range r.Softirq {
+			if row.Scenario == s {
+				user = append(user, 0)
+				system = append(system, 0)
+				soft = append(soft, val(row.Softirq.Mean))
+				names = append(names, "host softirq\n("+s+")")
+			}
+		}
+	}
+	width := vg.Points(max(12, min(40, 420/float64(len(names)))))
+	mk := func(vs plotter.Values, c color.Color) (*plotter.BarChart, error) {
+		b, err := plotter.NewBarChart(vs, width)
+		if err != nil {
+			return nil, err
+		}
+		b.Color = c
+		b.LineStyle.Width = 0
+		return b, nil
+	}
+	bu, err := mk(user, colUser)
+	if err != nil {
+		return nil, err
+	}
+	bs, err := mk(system, colSystem)
+	if err != nil {
+		return nil, err
+	}
+	bs.StackOn(bu)
+	bq, err := mk(soft, colSoftirq)
+	if err != nil {
+		return nil, err
+	}
+	bq.StackOn(bs)
+	p.Add(bu, bs, bq)
+	p.Legend.Add("user", bu)
+	p.Legend.Add("system", bs)
+	if len(r.Softirq) > 0 {
+		p.Legend.Add("host softirq (all cores)", bq)
+	}
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.NominalX(names...)
+	if len(names) > 8 {
+		p.X.Tick.Label.Font.Size = vg.Points(8)
+	}
+	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
+	// Each bar's total above it (so that an idle node shows 0.00, not a
+	// gap), and headroom above the tallest bar for the legend.
+	top := 0.0
+	var tops plotter.XYLabels
+	for i := range user {
+		t := user[i] + system[i] + soft[i]
+		top = max(top, t)
+		tops.XYs = append(tops.XYs, plotter.XY{X: float64(i), Y: t})
+		tops.Labels = append(tops.Labels, f2(t))
+	}
+	lbl, err := plotter.NewLabels(tops)
+	if err != nil {
+		return nil, err
+	}
+	for i := range lbl.TextStyle {
+		lbl.TextStyle[i].XAlign = draw.XCenter
+		lbl.TextStyle[i].Font.Size = vg.Points(8)
+		lbl.TextStyle[i].Font.Variant = "Sans"
+	}
+	lbl.Offset = vg.Point{Y: vg.Points(3)}
+	p.Add(lbl)
+	p.Y.Min = 0
+	if top > 0 {
+		p.Y.Max = top * 1.3
+	}
+	return p, nil
+}

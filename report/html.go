@@ -1,0 +1,165 @@
+package report
+
+import (
+	"fmt"
+	"html/template"
+	"io"
+)
+
+// htmlCSS is the page's only style sheet, inlined.
+const htmlCSS = `
+:root { color-scheme: light; }
+body { font-family: -apple-system, "Segoe UI", Roboto, "Liberation Sans", Arial, sans-serif; color: #1b1b1b;
+  background: #fff; margin: 0; line-height: 1.45; }
+main { max-width: 1100px; margin: 0 auto; padding: 1.5rem 1.5rem 3rem; }
+h1 { font-size: 1.6rem; margin: 0 0 1rem; }
+h2 { font-size: 1.3rem; margin: 2.2rem 0 0.6rem; padding-bottom: 0.2rem; border-bottom: 1px solid #ccc; }
+h3 { font-size: 1.05rem; margin: 1.4rem 0 0.5rem; }
+p { margin: 0.6rem 0; max-width: 75ch; }
+p.status { background: #fff3cd; border: 1px solid #e0b000; padding: 0.6rem 0.8rem; font-weight: 600; max-width: none; }
+.table-wrap { overflow-x: auto; }
+table { border-collapse: collapse; margin: 0.6rem 0; font-size: 0.92rem; }
+th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.6rem; vertical-align: top; }
+th { background: #f2f4f7; text-align: left; }
+td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+tbody tr:nth-child(even) { background: #fafafa; }
+ul { max-width: 90ch; }
+figure { margin: 1rem 0; }
+figure svg.chart { width: 100%; max-width: 780px; height: auto; display: block; }
+figcaption { font-size: 0.9rem; color: #444; }
+`
+
+const htmlTemplate = `<!DOCTYPE html>
+<html lang="en">
+<head>
+<meta charset="utf-8">
+<meta name="viewport" content="width=device-width, initial-scale=1">
+<title>{{.Title}}</title>
+<style>{{.CSS}}</style>
+</head>
+<body>
+<main>
+<h1>{{.Title}}</h1>
+{{- range .Sections}}
+<section id="{{.ID}}">
+{{if eq .Level 2}}<h2>{{.Title}}</h2>{{else}}<h3>{{.Title}}</h3>{{end}}
+{{- range .Blocks}}
+{{- if .Table}}
+<div class="table-wrap"><table id="{{.Table.ID}}">
+<thead><tr>{{range .Table.Header}}<th{{if .Right}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+<tbody>
+{{- range .Table.Rows}}
+<tr>{{range .}}<td{{if .Right}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+{{- end}}
+</tbody>
+</table></div>
+{{- else if .List}}
+<ul>
+{{- range .List}}
+<li>{{.}}</li>
+{{- end}}
+</ul>
+{{- else if .Chart}}
+<figure id="chart-{{.Chart.Name}}">{{.Chart.SVG}}<figcaption>{{.Chart.Title}}</figcaption></figure>
+{{- else if .Strong}}
+<p class="status">{{.Para}}</p>
+{{- else if .Para}}
+<p>{{.Para}}</p>
+{{- end}}
+{{- end}}
+</section>
+{{- end}}
+</main>
+</body>
+</html>
+`
+
+var htmlTmpl = template.Must(template.New("report").Parse(htmlTemplate))
+
+type htmlCell struct {
+	Text  string
+	Right bool
+}
+
+type htmlTable struct {
+	ID     string
+	Header []htmlCell
+	Rows   [][]htmlCell
+}
+
+type htmlChart struct {
+	Name, Title string
+	SVG         template.HTML
+}
+
+type htmlBlock struct {
+	Para   string
+	Strong bool
+	List   []string
+	Table  *htmlTable
+	Chart  *htmlChart
+}
+
+type htmlSection struct {
+	ID, Title string
+	Level     int
+	Blocks    []htmlBlock
+}
+
+// HTML writes the report as one self-contained HTML page: inline CSS,
+// charts as inline SVG, no script and no external reference of any kind.
+func (r *Report) HTML(w io.Writer) error {
+	cs, err := r.charts()
+	if err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	charts := map[string]chart{}
+	for _, c := range cs {
+		charts[c.name] = c
+	}
+	d := r.doc()
+	data := struct {
+		Title    string
+		CSS      template.CSS
+		Sections []htmlSection
+	}{Title: d.title, CSS: template.CSS(htmlCSS)}
+	for _, sec := range d.sections {
+		hs := htmlSection{ID: sec.id, Title: sec.title, Level: sec.level}
+		for _, b := range sec.blocks {
+			hb := htmlBlock{Para: b.para, Strong: b.strong, List: b.list}
+			if b.table != nil {
+				hb.Table = toHTMLTable(b.table)
+			}
+			if b.chart != "" {
+				c, ok := charts[b.chart]
+				if !ok {
+					continue
+				}
+				// The SVG is produced by gonum/plot from our own data; vgsvg
+				// escapes every text it draws.
+				hb.Chart = &htmlChart{Name: c.name, Title: c.title, SVG: template.HTML(inlineSVG(c.svg, c.title))} //nolint:gosec
+			}
+			hs.Blocks = append(hs.Blocks, hb)
+		}
+		data.Sections = append(data.Sections, hs)
+	}
+	if err := htmlTmpl.Execute(w, data); err != nil {
+		return fmt.Errorf("write HTML report: %w", err)
+	}
+	return nil
+}
+
+func toHTMLTable(t *table) *htmlTable {
+	ht := &htmlTable{ID: t.id}
+	for i, h := range t.header {
+		ht.Header = append(ht.Header, htmlCell{Text: h, Right: t.right[i]})
+	}
+	for _, row := range t.rows {
+		var cells []htmlCell
+		for i, c := range row {
+			cells = append(cells, htmlCell{Text: c, Right: t.right[i]})
+		}
+		ht.Rows = append(ht.Rows, cells)
+	}
+	return ht
+}

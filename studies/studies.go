@@ -1,0 +1,89 @@
+// Package studies lists the published studies sfclab reproduces: the experiment each one runs
+// and the figures the study published, to be printed beside ours, always labelled as published.
+package studies
+
+import (
+	"fmt"
+	"sort"
+	"time"
+
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/report"
+)
+
+// Study is one reproducible study.
+type Study struct {
+	// Name is what `sfclab reproduce NAME` takes.
+	Name  string
+	Title string
+	// Experiment is the experiment file, as a path in the embedded files.
+	Experiment string
+	// Published are the study's own figures.
+	Published *report.Published
+	// Quick shortens the experiment for a smoke run (`--quick`).
+	Quick func(e *experiment.Experiment)
+	// Unsupported lists what this host cannot run, with the reason (printed in the report).
+	Unsupported []string
+}
+
+var all = map[string]*Study{
+	"single-host-chain": {
+		Name:       "single-host-chain",
+		Title:      "A. Docker-based NFV service chaining on a single host (2026)",
+		Experiment: "experiments/single-host-chain.yaml",
+		Published: &report.Published{
+			Study:  "A. Docker-based NFV service chaining on a single host (2026)",
+			Source: "Tables 3, 4 and 5 of the paper (shared/papers/001_c93d7cac790e2f07.txt); 2 vCPU VM, Docker Engine 29, means of 3 runs x 30 s",
+			Rows: []report.PublishedRow{
+				{Scenario: "baseline", Metric: report.MetricThroughput, Value: 29.5, Unit: "Gbit/s"},
+				{Scenario: "1-vnf", Metric: report.MetricThroughput, Value: 19.7, Unit: "Gbit/s"},
+				{Scenario: "2-vnf", Metric: report.MetricThroughput, Value: 2.36, Unit: "Gbit/s"},
+				{Scenario: "baseline", Metric: report.MetricPingRTT, Value: 0.089, Unit: "ms"},
+				{Scenario: "1-vnf", Metric: report.MetricPingRTT, Value: 0.177, Unit: "ms"},
+				{Scenario: "2-vnf", Metric: report.MetricPingRTT, Text: "N/A"},
+				{Scenario: "1-vnf", Metric: report.NodeMetric(report.MetricCPUTotal, "fw"), Value: 0.01, Unit: "%"},
+				{Scenario: "2-vnf", Metric: report.NodeMetric(report.MetricCPUTotal, "lb"), Value: 118.42, Unit: "%"},
+			},
+		},
+		Quick: func(e *experiment.Experiment) {
+			e.Repetitions = 2
+			e.Warmup.Duration = time.Second
+			if p := e.Probes.Iperf3; p != nil {
+				p.Duration.Duration = 3 * time.Second
+			}
+			if p := e.Probes.Ping; p != nil {
+				p.Count = 20
+			}
+			if p := e.Probes.TCPRTT; p != nil {
+				p.Connects, p.Requests = 20, 100
+			}
+		},
+	},
+}
+
+// Get returns a study by name.
+func Get(name string) (*Study, error) {
+	s, ok := all[name]
+	if !ok {
+		return nil, fmt.Errorf("get study %q: unknown; studies: %v", name, Names())
+	}
+	return s, nil
+}
+
+// Names lists the studies, sorted.
+func Names() []string {
+	var out []string
+	for n := range all {
+		out = append(out, n)
+	}
+	sort.Strings(out)
+	return out
+}
+
+// Published returns the published figures of a study, or nil for "" or an unknown study.
+func Published(name string) *report.Published {
+	if s, ok := all[name]; ok {
+		return s.Published
+	}
+	return nil
+}
