@@ -4,7 +4,8 @@ package sfclab
 
 import "embed"
 
-// Files holds examples/*.yaml and experiments/*.yaml, by their repository paths.
+// Files holds examples/*.yaml, experiments/*.yaml and experiments/labs/*.yaml, by their
+// repository paths.
 //
-//go:embed examples/*.yaml experiments/*.yaml
+//go:embed examples/*.yaml experiments/*.yaml experiments/labs/*.yaml
 var Files embed.FS

@@ -39,6 +39,10 @@ func WriteReport(dir string, published *report.Published, scenarios []string, ba
 	if err != nil {
 		return nil, fmt.Errorf("build report: %w", err)
 	}
+	// Charts first, so the Markdown links them (SVG files beside report.md).
+	if _, err := rep.WriteCharts(dir); err != nil {
+		return nil, err
+	}
 	writers := map[string]func(*bytes.Buffer) error{
 		"report.md":     func(b *bytes.Buffer) error { return rep.Markdown(b) },
 		"report.html":   func(b *bytes.Buffer) error { return rep.HTML(b) },

@@ -55,7 +55,8 @@ func yamlToJSON(t *testing.T, data []byte) any {
 func TestSchemaAcceptsExamples(t *testing.T) {
 	s := compileSchema(t)
 	files, _ := filepath.Glob("../examples/*.yaml")
-	files = append(files, "testdata/all-kinds.yaml")
+	labs, _ := filepath.Glob("../experiments/labs/*.yaml")
+	files = append(append(files, labs...), "testdata/all-kinds.yaml")
 	for _, f := range files {
 		data, err := os.ReadFile(f)
 		if err != nil {
