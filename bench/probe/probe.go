@@ -19,7 +19,8 @@ import (
 // classifier names one (iperf3's default port).
 const DefaultPort = 5201
 
-// Node is what probes need from a lab node; *deploy.Node satisfies it.
+// Node is what probes need from a lab node; runtime.Node (what deploy.Deployer.Node
+// returns) satisfies it.
 type Node interface {
 	// Output runs a short command in the node and returns its stdout (see netns.Node.Output).
 	Output(ctx context.Context, stdin []byte, argv ...string) ([]byte, error)

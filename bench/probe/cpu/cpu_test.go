@@ -1,0 +1,150 @@
+package cpu_test
+
+import (
+	"context"
+	"errors"
+	"os"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/bench/probe/cpu"
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+)
+
+func TestParseSoftirq(t *testing.T) {
+	stat := "cpu  27081 0 12013 145449 1600 0 1022 3342 0 0\ncpu0 12725 0 5528 74839 164 0 371 1600 0 0\nintr 1 2 3\n"
+	got, err := cpu.ParseSoftirq([]byte(stat))
+	if err != nil || got != 1022 {
+		t.Errorf("ParseSoftirq = %d, %v; want 1022", got, err)
+	}
+	for _, bad := range []string{"", "cpu0 1 2 3 4 5 6 7\n", "cpu 1 2 3\n", "cpu 1 2 3 4 5 6 x 8\n"} {
+		if _, err := cpu.ParseSoftirq([]byte(bad)); err == nil {
+			t.Errorf("ParseSoftirq(%q) succeeded", bad)
+		}
+	}
+	if _, err := cpu.Softirq(); err != nil {
+		t.Errorf("Softirq on this host: %v", err)
+	}
+}
+
+// fakeNode's CPU advances by step on every read.
+type fakeNode struct {
+	probe.Node
+	u    cgroup.Usage
+	step cgroup.Usage
+	err  error
+}
+
+func (f *fakeNode) CPU() (cgroup.Usage, error) {
+	if f.err != nil {
+		return cgroup.Usage{}, f.err
+	}
+	u := f.u
+	f.u.User += f.step.User
+	f.u.System += f.step.System
+	return u, nil
+}
+
+func TestSampler(t *testing.T) {
+	nodes := map[string]*fakeNode{
+		"a": {step: cgroup.Usage{User: 100 * time.Millisecond, System: 50 * time.Millisecond}},
+		"b": {},
+	}
+	env := probe.Env{Node: func(name string) (probe.Node, error) {
+		if n, ok := nodes[name]; ok {
+			return n, nil
+		}
+		return nil, errors.New("no such node")
+	}}
+	if _, err := cpu.Start(env, []string{"a", "nope"}); err == nil {
+		t.Error("Start with an unknown node succeeded")
+	}
+	s, err := cpu.Start(env, []string{"a", "b"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	time.Sleep(100 * time.Millisecond)
+	nodes["b"].err = errors.New("cgroup gone")
+	samples, err := s.Stop()
+	if err == nil {
+		t.Error("Stop hid node b's error")
+	}
+	got := map[string]float64{}
+	for _, x := range samples {
+		if x.Probe != "cpu" || x.Unit != "cores" {
+			t.Errorf("sample %+v", x)
+		}
+		got[x.Metric+"/"+x.Labels["node"]] = x.Value
+	}
+	if len(got) != 3 {
+		t.Fatalf("samples %v, want a's user and system and the host's softirq", got)
+	}
+	// 100 ms user and 50 ms system over >= 100 ms of wall time.
+	if u := got["cpu_user/a"]; u <= 0.5 || u > 1.0 {
+		t.Errorf("cpu_user of a = %.3f cores, want about 1", u)
+	}
+	if s := got["cpu_system/a"]; s <= 0.25 || s > 0.5 {
+		t.Errorf("cpu_system of a = %.3f cores, want about 0.5", s)
+	}
+	if si, ok := got["softirq/host"]; !ok || si < 0 {
+		t.Errorf("softirq = %v", si)
+	}
+}
+
+// BenchmarkSampler measures the sampler's own cost: Start and Stop over the 8 nodes of a
+// deployed chain-6 lab (real cgroups). It reports the CPU time one Start+Stop takes and what
+// that is in percent of a core at one sample per second.
+func BenchmarkSampler(b *testing.B) {
+	if os.Geteuid() != 0 {
+		b.Skip("SKIPPED LOUDLY: BenchmarkSampler deploys a lab and needs root")
+	}
+	lab, err := spec.Load("../../../examples/chain-6.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lab.Name = "t-probe-cpu"
+	p, err := plan.Build(lab)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &deploy.Deployer{Journal: deploy.Journal{Root: b.TempDir()}}
+	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil {
+			b.Errorf("destroy: %v", err)
+		}
+	})
+	env := probe.Env{Plan: p, Chain: p.Chains[0],
+		Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+	var names []string
+	for _, n := range p.Nodes {
+		names = append(names, n.Name)
+	}
+	if len(names) != 8 {
+		b.Fatalf("chain-6 has %d nodes, want 8", len(names))
+	}
+	var r0, r1 syscall.Rusage
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r0)
+	b.ResetTimer()
+	for b.Loop() {
+		s, err := cpu.Start(env, names)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := s.Stop(); err != nil {
+			b.Fatal(err)
+		}
+	}
+	b.StopTimer()
+	syscall.Getrusage(syscall.RUSAGE_SELF, &r1)
+	cpuNs := float64(time.Duration(r1.Utime.Nano()-r0.Utime.Nano()+r1.Stime.Nano()-r0.Stime.Nano())) / float64(b.N)
+	b.ReportMetric(cpuNs, "cpu-ns/op")
+	b.ReportMetric(cpuNs/1e9*100, "%core@1Hz")
+}
