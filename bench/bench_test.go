@@ -11,8 +11,8 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
-	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/results"
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
 
 func requireRoot(t testing.TB) {
