@@ -11,6 +11,8 @@ import (
 	"github.com/sfclab/sfclab/vnf/custom"
 	"github.com/sfclab/sfclab/vnf/firewall"
 	"github.com/sfclab/sfclab/vnf/forwarder"
+	"github.com/sfclab/sfclab/vnf/httpproxy"
+	"github.com/sfclab/sfclab/vnf/httpserver"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 	"github.com/sfclab/sfclab/vnf/nat"
 )
@@ -21,6 +23,9 @@ var registry = map[string]vnf.Function{
 	spec.KindNAT:       nat.NAT{},
 	spec.KindL4LB:      l4lb.LB{},
 	spec.KindCustom:    custom.Custom{},
+	spec.KindHTTPProxy: httpproxy.Proxy{},
+	// Endpoint services.
+	spec.EndpointHTTPServer: httpserver.Server{},
 }
 
 // Get returns the implementation of a function kind.
