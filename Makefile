@@ -21,12 +21,14 @@ vet:
 test: deps build vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
+# The main job: reproduce study A (3 runs x 30 s per scenario, ~10 minutes); the report lands in
+# out/single-host-chain-TIME/report.md and report.html.
 run: deps build
-	./scripts/demo.sh
+	./$(BIN) reproduce single-host-chain
 
 # Speed and throughput figures: benchmarks, never timed unit tests.
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/
+	$(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/ ./bench/...
 
 clean:
 	rm -rf bin

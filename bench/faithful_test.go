@@ -1,0 +1,80 @@
+package bench
+
+import (
+	"context"
+	"encoding/json"
+	"os/exec"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/bench/probe/iperf3"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// BenchmarkIperf3Faithfulness compares iperf3 through the bench probe with iperf3 run by hand
+// (`ip netns exec ... iperf3`) in the same lab, alternating, and reports the ratio of the
+// medians: it must stay within 3 % of 1.
+func BenchmarkIperf3Faithfulness(b *testing.B) {
+	requireRoot(b)
+	lab, err := spec.Load("../examples/fw.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	lab.Name = "t-faith"
+	p, err := plan.Build(lab)
+	if err != nil {
+		b.Fatal(err)
+	}
+	d := &deploy.Deployer{Journal: deploy.Journal{Root: b.TempDir()}}
+	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	defer d.Destroy(context.Background(), p.Lab)
+	c := p.Chains[0]
+	env := probe.Env{Plan: p, Chain: c, LogDir: b.TempDir(),
+		Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+	const secs = 3
+	var viaProbe, byHand []float64
+	server, _ := d.Node(p, "server")
+	for i := 0; i < max(b.N, 8); i++ {
+		var got float64
+		err := iperf3.New(iperf3.Config{Duration: secs * time.Second, Protocol: "tcp", Streams: 1}).Run(context.Background(), env, func(s results.Sample) {
+			if s.Metric == "throughput" && s.Labels["side"] == "receiver" {
+				got = s.Value
+			}
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+		viaProbe = append(viaProbe, got)
+		if _, err := server.Daemon([]string{"iperf3", "-s", "-1"}, b.TempDir()+"/s.log"); err != nil {
+			b.Fatal(err)
+		}
+		time.Sleep(100 * time.Millisecond)
+		out, err := exec.Command("ip", "netns", "exec", p.Node("client").Netns, "iperf3", "-c", c.Target.String(), "-t", "3", "-J").Output()
+		if err != nil {
+			b.Fatalf("iperf3 by hand: %v", err)
+		}
+		var res struct {
+			End struct {
+				SumReceived struct {
+					BitsPerSecond float64 `json:"bits_per_second"`
+				} `json:"sum_received"`
+			} `json:"end"`
+		}
+		if err := json.Unmarshal(out, &res); err != nil {
+			b.Fatal(err)
+		}
+		byHand = append(byHand, res.End.SumReceived.BitsPerSecond)
+	}
+	median := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
+	b.ReportMetric(median(viaProbe)/1e9, "probe-Gbit/s")
+	b.ReportMetric(median(byHand)/1e9, "hand-Gbit/s")
+	b.ReportMetric(median(viaProbe)/median(byHand), "probe/hand")
+	b.Logf("probe %v, by hand %v", viaProbe, byHand)
+}
