@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 
@@ -31,6 +32,9 @@ type Experiment struct {
 	Baseline  string      `yaml:"baseline,omitempty"`
 	Scenarios []*Scenario `yaml:"scenarios"`
 	Probes    Probes      `yaml:"probes"`
+	// Background is load kept running on a node during every trial's probes (study B: 12
+	// processes burning CPU on the proxy's host).
+	Background *Background `yaml:"background,omitempty"`
 
 	File string `yaml:"-"`
 }
@@ -61,6 +65,7 @@ type Probes struct {
 	Iperf3 *Iperf3 `yaml:"iperf3,omitempty"`
 	Ping   *Ping   `yaml:"ping,omitempty"`
 	TCPRTT *TCPRTT `yaml:"tcprtt,omitempty"`
+	HTTP   *HTTP   `yaml:"http,omitempty"`
 	// CPU samples every node's cgroup and host softirq during the iperf3 probe (default true).
 	CPU *bool `yaml:"cpu,omitempty"`
 }
@@ -92,6 +97,28 @@ type TCPRTT struct {
 	Requests int      `yaml:"requests,omitempty"`
 	Size     int      `yaml:"size,omitempty"`
 	Timeout  Duration `yaml:"timeout,omitempty"`
+}
+
+// HTTP configures the HTTP load probe: every object at every concurrency, N requests each.
+type HTTP struct {
+	Requests    int      `yaml:"requests,omitempty"`
+	Concurrency []int    `yaml:"concurrency,omitempty"`
+	Objects     []string `yaml:"objects,omitempty"`
+	KeepAlive   bool     `yaml:"keepalive,omitempty"`
+	Timeout     Duration `yaml:"timeout,omitempty"`
+	// AB also runs Apache Bench (ab) for every cell, for comparison with sfclab's own client.
+	AB bool `yaml:"ab,omitempty"`
+}
+
+// Background is load started before a trial's probes and stopped after them.
+type Background struct {
+	// Kind is "cpu" (busy processes) or "network" (iperf3 streams).
+	Kind string `yaml:"kind"`
+	// Count is the number of processes or streams.
+	Count int `yaml:"count"`
+	// Node is the node loaded: a node name, or a function or endpoint group (its first
+	// instance).
+	Node string `yaml:"node"`
 }
 
 // Duration is a time.Duration written as "30s", "100ms".
@@ -164,8 +191,8 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	if len(e.Scenarios) == 0 {
 		bad(0, "no scenarios; add scenarios: with a name and a lab file each")
 	}
-	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil {
-		bad(0, "no probes; add probes: iperf3, ping and/or tcprtt")
+	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil && e.Probes.HTTP == nil {
+		bad(0, "no probes; add probes: iperf3, ping, tcprtt and/or http")
 	}
 	e.validateProbes(bad)
 	names := map[string]bool{}
@@ -209,7 +236,9 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 		}
 		if p.Chain(s.Chain) == nil {
 			bad(s.Line, "scenario %q: lab %s has no chain %q", s.Name, s.Lab, s.Chain)
+			continue
 		}
+		e.checkScenarioProbes(s, bad)
 	}
 	if e.Baseline == "" && len(e.Scenarios) > 0 && e.Scenarios[0] != nil {
 		e.Baseline = e.Scenarios[0].Name
@@ -252,6 +281,17 @@ func (e *Experiment) defaults(file string) {
 			p.Size = 56
 		}
 	}
+	if h := e.Probes.HTTP; h != nil {
+		if h.Requests == 0 {
+			h.Requests = 10000
+		}
+		if len(h.Concurrency) == 0 {
+			h.Concurrency = []int{1}
+		}
+		if h.Timeout.Duration == 0 {
+			h.Timeout.Duration = 30 * time.Second
+		}
+	}
 	if p := e.Probes.TCPRTT; p != nil {
 		if p.Connects == 0 {
 			p.Connects = 100
@@ -268,7 +308,75 @@ func (e *Experiment) defaults(file string) {
 	}
 }
 
+// checkScenarioProbes checks what depends on a scenario's lab: HTTP objects its origin serves,
+// the background load's node.
+func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...any)) {
+	p, c := s.Plan, s.Plan.Chain(s.Chain)
+	if h := e.Probes.HTTP; h != nil {
+		dst := p.Node(c.Path[len(c.Path)-1])
+		var served []string
+		if dst.Function != nil {
+			if hs, ok := dst.Function.Params.(*spec.HTTPServer); ok {
+				served = hs.Objects
+			}
+		}
+		if served == nil {
+			bad(s.Line, "scenario %q: the http probe needs the chain's destination to be an http-server endpoint", s.Name)
+		}
+		for _, o := range h.Objects {
+			if served != nil && !slices.Contains(served, o) {
+				bad(s.Line, "scenario %q: object %q is not served by %s (objects: %v)", s.Name, o, dst.Group, served)
+			}
+		}
+	}
+	if b := e.Background; b != nil && b.Node != "" && BackgroundNode(p, b.Node) == "" {
+		bad(s.Line, "scenario %q: background node %q is not a node or group of lab %s", s.Name, b.Node, p.Lab)
+	}
+}
+
+// BackgroundNode resolves a node or group name to a node of the plan ("" when there is none).
+func BackgroundNode(p *plan.Plan, name string) string {
+	if p.Node(name) != nil {
+		return name
+	}
+	for _, n := range p.Nodes {
+		if n.Group == name {
+			return n.Name
+		}
+	}
+	return ""
+}
+
 func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
+	if h := e.Probes.HTTP; h != nil {
+		if h.Requests < 1 || h.Requests > 10000000 {
+			bad(0, "http requests must be 1-10000000, got %d", h.Requests)
+		}
+		for _, c := range h.Concurrency {
+			if c < 1 || c > 20000 {
+				bad(0, "http concurrency %d is outside 1-20000", c)
+			}
+		}
+		if len(h.Objects) == 0 {
+			bad(0, "http needs objects: the sizes to request, e.g. [1k, 10k]")
+		}
+		for _, o := range h.Objects {
+			if _, err := spec.ParseSize(o); err != nil {
+				bad(0, "http: %v", err)
+			}
+		}
+	}
+	if b := e.Background; b != nil {
+		if b.Kind != "cpu" && b.Kind != "network" {
+			bad(0, "background kind %q is not cpu or network", b.Kind)
+		}
+		if b.Count < 1 || b.Count > 256 {
+			bad(0, "background count must be 1-256, got %d", b.Count)
+		}
+		if b.Node == "" {
+			bad(0, "background needs node: the node (or function) to load")
+		}
+	}
 	if p := e.Probes.Iperf3; p != nil {
 		if p.Duration.Duration < time.Second || p.Duration.Duration > time.Hour {
 			bad(0, "iperf3 duration %s must be between 1s and 1h", p.Duration)
