@@ -169,6 +169,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 					before[n.Name+"/out"] = stats(t, p, n.Name, "egress")
 				}
 			}
+			assertNoDefaultRoute(t, p)
 			bps := iperf3(t, d, p, c)
 			t.Logf("%s: iperf3 %.2f Gbit/s through %s", ex, bps/1e9, strings.Join(c.Path, " -> "))
 			if bps <= 0 {
@@ -289,5 +290,29 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 				t.Errorf("deny rule counter is 0; counters %+v", counters)
 			}
 		})
+	}
+}
+
+// assertNoDefaultRoute checks that no node of the lab has a route out of the lab: no default
+// route in any table a node uses.
+func assertNoDefaultRoute(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	for _, n := range p.Nodes {
+		ns, err := netdev.OpenNS(n.Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, table := range []int{0, plan.TableBase} {
+			routes, err := ns.Routes(table)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, r := range routes {
+				if !r.Dst.IsValid() || r.Dst.Bits() == 0 {
+					t.Errorf("node %s has a default route %v", n.Name, r)
+				}
+			}
+		}
+		ns.Close()
 	}
 }
