@@ -57,6 +57,9 @@ func chartTitle(name string) string {
 			return m.label + ": distribution of all samples (CDF)"
 		}
 	}
+	if c, ok := strings.CutPrefix(name, "http-c"); ok {
+		return "HTTP total time vs object size, concurrency " + c + ": mean of trials with 95 % CI"
+	}
 	return name
 }
 
@@ -90,6 +93,15 @@ func (r *Report) charts() ([]chart, error) {
 			return nil, err
 		}
 	}
+	for _, c := range r.httpConcurrencies() {
+		p, err := r.httpPlot(c)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(httpChartName(c), p, 7*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
 	p, err = r.cpuPlot()
 	if err != nil {
 		return nil, err
@@ -102,7 +114,8 @@ func (r *Report) charts() ([]chart, error) {
 
 // WriteCharts writes the report's charts into dir (created if needed) as
 // standalone SVG files — throughput.svg, latency-ping-rtt.svg,
-// latency-tcprtt-rtt.svg, latency-tcprtt-connect.svg, cpu.svg, for the
+// latency-tcprtt-rtt.svg, latency-tcprtt-connect.svg, one http-cN.svg per
+// HTTP concurrency N (http-c1.svg, http-c100.svg, ...), cpu.svg, for the
 // data the run has — and returns their paths. It records the file names in
 // r.ChartFiles, so that Markdown links them (relative to dir) afterwards.
 func (r *Report) WriteCharts(dir string) ([]string, error) {
@@ -410,7 +423,7 @@ func (r *Report) cpuPlot() (*plot.Plot, error) {
 	}
 	for _, s := range r.Scenarios {
 		for _, row := range r.CPU {
-			if row.Scenario == s {
+			if row.Scenario == s && (row.User.N > 0 || row.System.N > 0) {
 				user = append(user, val(row.User.Mean))
 				system = append(system, val(row.System.Mean))
 				soft = append(soft, 0)
@@ -425,6 +438,10 @@ func (r *Report) cpuPlot() (*plot.Plot, error) {
 				names = append(names, "host softirq\n("+s+")")
 			}
 		}
+	}
+	if len(names) == 0 {
+		// Only docker stats figures: they are in the table.
+		return nil, nil
 	}
 	width := vg.Points(max(12, min(40, 420/float64(len(names)))))
 	mk := func(vs plotter.Values, c color.Color) (*plotter.BarChart, error) {
@@ -490,4 +507,166 @@ func (r *Report) cpuPlot() (*plot.Plot, error) {
 		p.Y.Max = top * 1.3
 	}
 	return p, nil
+}
+
+// httpPlot draws the mean total time of the HTTP runs at one concurrency
+// against the object size, log-log, one line per scenario, with the 95 %
+// CI as error bars.
+func (r *Report) httpPlot(concurrency int) (*plot.Plot, error) {
+	p := newPlot(chartTitle(httpChartName(concurrency)), "object size (bytes, log scale)", "total time (s, log scale)")
+	p.X.Scale, p.Y.Scale = plot.LogScale{}, plot.LogScale{}
+	p.Y.Tick.Marker = logTicks{}
+	p.Add(gridLines())
+	var (
+		xticks       []plot.Tick
+		unplaced     []string
+		lo, hi       = math.Inf(1), math.Inf(-1)
+		xlo, xhi     = math.Inf(1), math.Inf(-1)
+		drawn        int
+		scenarioSeen = map[string]bool{}
+	)
+	for _, row := range r.HTTP {
+		if row.Concurrency != concurrency || row.TotalTime.N == 0 {
+			continue
+		}
+		if row.Size <= 0 {
+			if !slices.Contains(unplaced, row.Object) {
+				unplaced = append(unplaced, row.Object)
+			}
+			continue
+		}
+		if !slices.ContainsFunc(xticks, func(t plot.Tick) bool { return t.Value == float64(row.Size) }) {
+			xticks = append(xticks, plot.Tick{Value: float64(row.Size), Label: row.Object})
+		}
+		scenarioSeen[row.Scenario] = true
+	}
+	for i, s := range r.Scenarios {
+		if !scenarioSeen[s] {
+			continue
+		}
+		var (
+			pts  plotter.XYs
+			errs plotter.YErrors
+		)
+		for _, row := range r.HTTP {
+			if row.Scenario != s || row.Concurrency != concurrency || row.TotalTime.N == 0 || row.Size <= 0 {
+				continue
+			}
+			m, ci := row.TotalTime.Mean, row.TotalTime.CI95Half
+			if !(m > 0) {
+				continue
+			}
+			if math.IsNaN(ci) {
+				ci = 0
+			}
+			// On a log axis a whisker cannot reach 0: cut it at m/100.
+			low := min(ci, m*0.99)
+			pts = append(pts, plotter.XY{X: float64(row.Size), Y: m})
+			errs = append(errs, struct{ Low, High float64 }{low, ci})
+			lo, hi = min(lo, m-low), max(hi, m+ci)
+			xlo, xhi = min(xlo, float64(row.Size)), max(xhi, float64(row.Size))
+		}
+		if len(pts) == 0 {
+			continue
+		}
+		slices.SortStableFunc(pts, func(a, b plotter.XY) int { return cmpFloat(a.X, b.X) })
+		line, points, err := plotter.NewLinePoints(pts)
+		if err != nil {
+			return nil, err
+		}
+		col := palette[i%len(palette)]
+		line.Color = col
+		line.Width = vg.Points(1.8)
+		if d := i % 3; d > 0 {
+			line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[d]
+		}
+		points.Color = col
+		points.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}[i%4]
+		points.Radius = vg.Points(3)
+		eb := &plotter.YErrorBars{XYs: pts, YErrors: errs, LineStyle: plotter.DefaultLineStyle, CapWidth: vg.Points(6)}
+		eb.LineStyle.Color = col
+		eb.LineStyle.Width = vg.Points(1)
+		p.Add(line, points, eb)
+		p.Legend.Add(s, line, points)
+		drawn++
+	}
+	if drawn == 0 {
+		return nil, nil
+	}
+	if len(unplaced) > 0 {
+		p.Title.Text += "\nnot shown (object name is not a size): " + strings.Join(unplaced, ", ")
+	}
+	slices.SortFunc(xticks, func(a, b plot.Tick) int { return cmpFloat(a.Value, b.Value) })
+	p.X.Tick.Marker = plot.ConstantTicks(xticks)
+	p.X.Min, p.X.Max = xlo/2, xhi*2
+	p.Y.Min, p.Y.Max = lo/1.5, hi*1.5
+	p.Legend.Top = true
+	p.Legend.Left = true
+	p.Legend.XOffs = vg.Points(8)
+	p.Legend.YOffs = -vg.Points(4)
+	p.Legend.ThumbnailWidth = vg.Points(28)
+	return p, nil
+}
+
+func cmpFloat(a, b float64) int {
+	switch {
+	case a < b:
+		return -1
+	case a > b:
+		return 1
+	}
+	return 0
+}
+
+// logTicks marks a log axis: labelled ticks at 1, 2 and 5 times each power
+// of ten (only at powers of ten when the range spans more than three
+// decades), unlabelled ones at the other integer multiples.
+type logTicks struct{}
+
+// Ticks implements plot.Ticker.
+func (logTicks) Ticks(lo, hi float64) []plot.Tick {
+	if !(lo > 0) || !(hi > lo) || math.IsInf(hi, 0) {
+		return niceTicks{}.Ticks(lo, hi)
+	}
+	kmin, kmax := int(math.Floor(math.Log10(lo))), int(math.Ceil(math.Log10(hi)))
+	labelled := []int{1, 2, 5}
+	if kmax-kmin > 3 {
+		labelled = []int{1}
+	}
+	var ticks []plot.Tick
+	for k := kmin; k <= kmax; k++ {
+		pow := math.Pow(10, float64(k))
+		for m := 1; m <= 9; m++ {
+			v := float64(m) * pow
+			if v < lo*(1-1e-9) || v > hi*(1+1e-9) {
+				continue
+			}
+			t := plot.Tick{Value: v}
+			if slices.Contains(labelled, m) {
+				t.Label = fixed(v, max(0, -k))
+			}
+			ticks = append(ticks, t)
+		}
+	}
+	if countLabels(ticks) < 2 {
+		// Less than a decade: label every multiple, or fall back to linear
+		// steps when even that gives fewer than two labels.
+		for i := range ticks {
+			ticks[i].Label = fixed(ticks[i].Value, max(0, -int(math.Floor(math.Log10(ticks[i].Value)+1e-9))))
+		}
+		if countLabels(ticks) < 2 {
+			return niceTicks{}.Ticks(lo, hi)
+		}
+	}
+	return ticks
+}
+
+func countLabels(ticks []plot.Tick) int {
+	n := 0
+	for _, t := range ticks {
+		if t.Label != "" {
+			n++
+		}
+	}
+	return n
 }

@@ -120,9 +120,16 @@ func (r *Report) doc() doc {
 		d.title += " — " + IncompleteMark
 	}
 	d.sections = append(d.sections, r.headerSection()...)
-	d.sections = append(d.sections, r.throughputSection(), r.latencySection(), r.cpuSection())
+	d.sections = append(d.sections, r.throughputSection(), r.latencySection())
+	if len(r.HTTP) > 0 {
+		d.sections = append(d.sections, r.httpSection())
+	}
+	d.sections = append(d.sections, r.cpuSection())
+	if len(r.Deploy) > 0 {
+		d.sections = append(d.sections, r.deploySection())
+	}
 	if r.Comparison != nil {
-		d.sections = append(d.sections, r.comparisonSection())
+		d.sections = append(d.sections, r.comparisonSections()...)
 	}
 	d.sections = append(d.sections, r.failedSection())
 	if len(r.Notes) > 0 {
@@ -156,6 +163,9 @@ func (r *Report) headerSection() []section {
 			{"status", status},
 			{"baseline scenario", orDash(r.Baseline)},
 		}}})
+	if text := r.loadText(); text != "" {
+		run.blocks = append(run.blocks, block{para: text})
+	}
 
 	env := section{id: "environment", title: "Environment", level: 3}
 	if len(r.Run.Env) == 0 {
@@ -300,26 +310,50 @@ func (r *Report) cpuSection() section {
 	t := &table{id: "cpu-table",
 		header: []string{"scenario", "node", "trials", "user cores", "system cores", "total cores", "95 % CI total"},
 		right:  []bool{false, false, true, true, true, true, true}}
+	docker := false
+	for _, row := range r.CPU {
+		docker = docker || row.Docker.N > 0
+	}
+	if docker {
+		t.header, t.right = append(t.header, "docker stats %"), append(t.right, true)
+	}
 	for _, s := range r.Scenarios {
 		for _, row := range r.CPU {
 			if row.Scenario != s {
 				continue
 			}
-			t.rows = append(t.rows, []string{s, row.Node, strconv.Itoa(row.Total.N),
-				f2(row.User.Mean), f2(row.System.Mean), f2(row.Total.Mean), ciRange(row.Total.CI95Low, row.Total.CI95High, 2)})
+			cells := []string{s, row.Node, strconv.Itoa(max(row.Total.N, row.Docker.N)),
+				f2(row.User.Mean), f2(row.System.Mean), f2(row.Total.Mean), ciRange(row.Total.CI95Low, row.Total.CI95High, 2)}
+			if docker {
+				d := dash
+				if row.Docker.N > 0 {
+					d = f2(row.Docker.Mean)
+				}
+				cells = append(cells, d)
+			}
+			t.rows = append(t.rows, cells)
 		}
 		for _, row := range r.Softirq {
 			if row.Scenario != s {
 				continue
 			}
 			q := row.Softirq
-			t.rows = append(t.rows, []string{s, "host softirq", strconv.Itoa(q.N),
-				dash, dash, f2(q.Mean), ciRange(q.CI95Low, q.CI95High, 2)})
+			cells := []string{s, "host softirq", strconv.Itoa(q.N),
+				dash, dash, f2(q.Mean), ciRange(q.CI95Low, q.CI95High, 2)}
+			if docker {
+				cells = append(cells, dash)
+			}
+			t.rows = append(t.rows, cells)
 		}
 	}
-	sec.blocks = append(sec.blocks, block{table: t}, block{para: "cores: CPU time per second of the measured window, 1.0 = one core busy; " +
+	text := "cores: CPU time per second of the measured window, 1.0 = one core busy; " +
 		"means over trials. A node's figures are its own cgroup's; host softirq is the kernel's softirq time over all cores of the host, " +
-		"whichever node the packets belong to."})
+		"whichever node the packets belong to."
+	if docker {
+		text += " docker stats %: the CPU figure docker stats computes for the node's container (100 % = one core busy), mean over trials; " +
+			"— for nodes that are not containers."
+	}
+	sec.blocks = append(sec.blocks, block{table: t}, block{para: text})
 	if len(r.CPUFindings) > 0 {
 		sec.blocks = append(sec.blocks, block{para: "Where the cycles went:"}, block{list: r.CPUFindings})
 	}
@@ -341,11 +375,20 @@ func formatIn(v float64, unit string) string {
 	return fixed(v, prec) + " " + unit
 }
 
-func (r *Report) comparisonSection() section {
+// comparisonSections are the published-vs-measured section and, when the
+// study has HTTP figures, its HTTP subsection; the published notes close
+// the last of them.
+func (r *Report) comparisonSections() []section {
 	c := r.Comparison
 	sec := section{id: "published", title: "Published vs measured", level: 2}
 	intro := "Published figures are the study's own and appear only in this table; the published D_th and K_lat are computed here from the published values. " +
 		"Measured figures are this run's means, converted to the published unit (100 % = one core for CPU)."
+	switch {
+	case len(c.Rows) == 0:
+		intro = "Published figures are the study's own and appear only in the tables of this section."
+	case len(c.HTTP) > 0:
+		intro = strings.Replace(intro, "only in this table", "only in the tables of this section", 1)
+	}
 	if c.Study != "" {
 		intro = "Study: " + c.Study + ". " + intro
 	}
@@ -353,6 +396,23 @@ func (r *Report) comparisonSection() section {
 		intro += " Source of the published figures: " + c.Source + "."
 	}
 	sec.blocks = append(sec.blocks, block{para: intro})
+	out := []section{sec}
+	if len(c.Rows) > 0 {
+		out[0].blocks = append(out[0].blocks, r.comparisonTable())
+	}
+	if len(c.HTTP) > 0 {
+		out = append(out, r.publishedHTTPSection())
+	}
+	if len(c.Notes) > 0 {
+		last := &out[len(out)-1]
+		last.blocks = append(last.blocks, block{para: "Notes on the published figures:"}, block{list: c.Notes})
+	}
+	return out
+}
+
+// comparisonTable is the table of the published figures of Published.Rows.
+func (r *Report) comparisonTable() block {
+	c := r.Comparison
 	t := &table{id: "published-table",
 		header: []string{"scenario", "metric", "published", "measured (this run)", "published D_th / K_lat", "measured D_th / K_lat (this run)"},
 		right:  []bool{false, false, true, true, true, true}}
@@ -381,8 +441,7 @@ func (r *Report) comparisonSection() section {
 		}
 		t.rows = append(t.rows, []string{row.Scenario, row.Metric, pub, meas, pc, mc})
 	}
-	sec.blocks = append(sec.blocks, block{table: t})
-	return sec
+	return block{table: t}
 }
 
 func (r *Report) failedSection() section {
@@ -504,7 +563,11 @@ var SummaryCSVHeader = []string{"experiment", "scenario", "metric", "node", "uni
 // fewer than two values) is an empty field. Throughput rows are per trial in
 // Gbit/s; latency metrics come as the pooled samples (n = samples, no CI)
 // and as "<metric>_trial_mean" (n = trials), in ms; CPU rows are per trial,
-// in cores.
+// in cores (docker_cpu_percent in %). HTTP rows are named by HTTPMetric
+// (e.g. "http_total_time:1k:c100") and only written for series with data:
+// per trial total time in s, requests/s and counts, the pooled request
+// times in ms (no CI), ab's total time and requests/s; deploy_time rows are
+// per trial, in ms.
 func (r *Report) SummaryCSV(w io.Writer) error {
 	cw := csv.NewWriter(w)
 	if err := cw.Write(SummaryCSVHeader); err != nil {

@@ -1,7 +1,8 @@
 // Package report turns the raw samples of one sfclab run into a report:
-// throughput, latency and CPU tables per scenario with confidence intervals
-// and comparisons against a baseline scenario, the figures of a published
-// study beside the measured ones, the failed trials, and charts. It renders
+// throughput, latency, HTTP load, CPU and deploy-time tables per scenario
+// with confidence intervals and comparisons against a baseline scenario,
+// the figures of a published study beside the measured ones, the failed
+// trials, and charts. It renders
 // the report as Markdown, as one self-contained HTML page (inline CSS and
 // SVG) and as a summary CSV.
 //
@@ -21,7 +22,19 @@
 //     means; the median and p99 describe all samples of a scenario pooled.
 //   - cpu/cpu_user and cpu/cpu_system in cores (1.0 = one core busy), label
 //     node, one sample per node per trial; cpu/softirq in cores with
-//     node=host, the host's softirq time over all cores.
+//     node=host, the host's softirq time over all cores;
+//     cpu/docker_cpu_percent in % (100 % = one core busy), label node, the
+//     CPU figure `docker stats` computes.
+//   - http/total_time in s (ab's "Time taken for tests"), http/rps in
+//     requests/s, http/errors, http/non2xx, http/bytes and http/requests as
+//     counts: one sample each per run, that is per trial, object and
+//     concurrency (labels object, concurrency, keepalive, via); http/request_time
+//     in ms, one sample per answered request. http-ab/total_time and
+//     http-ab/rps (probe "ab" is read the same way) are Apache Bench's figures
+//     of a run with the same labels, shown beside sfclab's own.
+//   - deploy/deploy_time in s, one sample per trial, optional label nodes.
+//   - load/count, labels kind and node: the background load a trial ran
+//     with, stated in the run section.
 //
 // Samples of failed trials are left out of every statistic; the failed
 // trials are listed with their errors and the number of samples left out.
@@ -62,10 +75,43 @@ const (
 	MetricCPUTotal = "cpu_total"
 	// MetricSoftirq is the host's softirq time over all cores, in cores.
 	MetricSoftirq = "softirq"
+	// MetricDockerCPU is a node's CPU as `docker stats` computes it, in %
+	// (100 % = one core busy).
+	MetricDockerCPU = "docker_cpu_percent"
+	// MetricHTTPTotalTime is the wall time of one HTTP load run (all its
+	// requests), in s, per trial.
+	MetricHTTPTotalTime = "http_total_time"
+	// MetricHTTPRPS is the finished requests per second of one HTTP load
+	// run, per trial.
+	MetricHTTPRPS = "http_rps"
+	// MetricHTTPErrors counts the requests of one HTTP load run that got no
+	// complete answer, per trial.
+	MetricHTTPErrors = "http_errors"
+	// MetricHTTPNon2xx counts the answers with a status outside 200-299 of
+	// one HTTP load run, per trial.
+	MetricHTTPNon2xx = "http_non2xx"
+	// MetricHTTPBytes counts the body bytes one HTTP load run received, per
+	// trial.
+	MetricHTTPBytes = "http_bytes"
+	// MetricHTTPRequests counts the finished requests of one HTTP load run,
+	// per trial.
+	MetricHTTPRequests = "http_requests"
+	// MetricHTTPRequestTime is the time of one answered request, connect to
+	// last body byte, in ms (all requests pooled).
+	MetricHTTPRequestTime = "http_request_time"
+	// MetricABTotalTime is Apache Bench's "Time taken for tests" of a run
+	// with the same settings, in s, per trial.
+	MetricABTotalTime = "ab_total_time"
+	// MetricABRPS is Apache Bench's "Requests per second", per trial.
+	MetricABRPS = "ab_rps"
+	// MetricDeployTime is the time to deploy a scenario's lab, in ms, per
+	// trial.
+	MetricDeployTime = "deploy_time"
 )
 
 // NodeMetric returns the name a PublishedRow uses for a per-node CPU metric
-// (MetricCPUUser, MetricCPUSystem or MetricCPUTotal) of node, e.g.
+// (MetricCPUUser, MetricCPUSystem, MetricCPUTotal or MetricDockerCPU) of
+// node, e.g.
 // NodeMetric(MetricCPUTotal, "lb") == "cpu_total:lb".
 func NodeMetric(metric, node string) string { return metric + ":" + node }
 
@@ -85,6 +131,45 @@ type Published struct {
 	Study, Source string
 	// Rows are the published figures, shown in this order.
 	Rows []PublishedRow
+	// HTTP are the published HTTP load figures (study B: seconds for a
+	// number of requests, mean ± 95 % CI), shown in this order in the table
+	// "Published vs measured (HTTP)".
+	HTTP []PublishedHTTP
+	// HTTPBaselines maps a scenario to the scenario it is compared with in
+	// the HTTP tables when that is not the report's baseline: study B
+	// compares each platform with native within the same case, so with the
+	// cache in the scenario names {"docker-nat-cache": "native-cache"}. It
+	// sets both the change column of the measured HTTP table and the
+	// baseline of the published overheads. Keys may name published-only
+	// scenarios; a value must be a scenario of the run or of HTTP.
+	HTTPBaselines map[string]string
+	// Notes are free text lines printed under the published tables, e.g.
+	// why a platform of the study is not measured.
+	Notes []string
+}
+
+// PublishedHTTP is one published HTTP load figure: the time a number of
+// requests for one object at one concurrency took on one platform.
+type PublishedHTTP struct {
+	// Scenario is the scenario of this run the figure corresponds to, or,
+	// for a platform this run does not measure, the label to show (e.g.
+	// "kvm").
+	Scenario string
+	// Object is the object's size name as the http probe labels it ("1k",
+	// "10M"); it matches a measured object of the same name or size.
+	Object string
+	// Concurrency is the number of requests in flight (ab -c).
+	Concurrency int
+	// Seconds is the published mean time for the study's requests, in s; 0
+	// when the study gives no figure (then Text must be set).
+	Seconds float64
+	// CI is the published 95 % confidence half-width, in s; 0 or NaN when
+	// not given.
+	CI float64
+	// Text, when set, says why the row has no measured figure, e.g. "not
+	// measured: no hardware virtualisation"; it is shown instead of the
+	// measured figure when this run has none, and beside it when it has.
+	Text string
 }
 
 // PublishedRow is one published figure.
@@ -98,8 +183,8 @@ type PublishedRow struct {
 	Value float64
 	// Unit is the unit of Value: "Gbit/s", "Mbit/s", "kbit/s" or "bit/s"
 	// for throughput; "ms", "us" or "s" for latency; "cores" or "%" (100 % =
-	// one core, as docker stats counts) for CPU. It may be empty when Text
-	// is set.
+	// one core, as docker stats counts) for CPU, including MetricDockerCPU.
+	// It may be empty when Text is set.
 	Unit string
 	// Text replaces Value when the study gives no meaningful number, e.g.
 	// "N/A".
@@ -145,6 +230,9 @@ type Report struct {
 	// Latency has one row per latency metric present in the run and
 	// scenario, grouped by metric.
 	Latency []LatencyRow
+	// HTTP has one row per object, concurrency and scenario with HTTP
+	// samples, ordered by concurrency, then object size, then scenario.
+	HTTP []HTTPRow
 	// CPU has one row per scenario and node, nodes in order of appearance.
 	CPU []CPURow
 	// Softirq has one row per scenario with host softirq samples.
@@ -152,8 +240,13 @@ type Report struct {
 	// CPUFindings has one sentence per scenario with CPU samples saying
 	// where the cycles went, computed from the data.
 	CPUFindings []string
-	// Comparison is the published-vs-measured table; nil when the Input had
-	// no Published.
+	// Deploy has one row per scenario with deploy-time samples.
+	Deploy []DeployRow
+	// Load is the background load of each scenario that ran with one, in
+	// display order, then in order of appearance.
+	Load []LoadRow
+	// Comparison is the published-vs-measured tables; nil when the Input
+	// had no Published.
 	Comparison *Comparison
 	// Failed lists the trials whose status is neither "ok" nor empty
 	// (failed, or still "running" when an interrupted run stopped), in the
@@ -171,6 +264,8 @@ type Report struct {
 	// latency holds the pooled samples (ms) for the distribution charts,
 	// by metric and scenario.
 	latency map[string]map[string][]float64
+	// httpBaselines is Published.HTTPBaselines (nil without).
+	httpBaselines map[string]string
 }
 
 // TrialCount is how the trials of one scenario ended.
@@ -251,6 +346,10 @@ type CPURow struct {
 	// Total summarises the per-trial user+system time, over the trials
 	// that have both.
 	Total stats.Summary
+	// Docker summarises the per-trial CPU % `docker stats` computed for the
+	// node (100 % = one core busy); N == 0 without cpu/docker_cpu_percent
+	// samples.
+	Docker stats.Summary
 }
 
 // SoftirqRow is the host softirq time of one scenario, in cores, over
@@ -268,6 +367,10 @@ type Comparison struct {
 	Study, Source string
 	// Rows follow the order of Published.Rows.
 	Rows []ComparisonRow
+	// HTTP follows the order of Published.HTTP.
+	HTTP []HTTPComparisonRow
+	// Notes are copied from Published.
+	Notes []string
 }
 
 // ComparisonRow is one published figure and the matching measured one.
@@ -324,11 +427,12 @@ type SummaryRow struct {
 	// Metric is a Metric constant; latency metrics come twice, as the
 	// pooled samples (e.g. "ping_rtt", without a CI: samples of one trial
 	// are not independent) and as the per-trial means (e.g.
-	// "ping_rtt_trial_mean", with the CI across trials).
+	// "ping_rtt_trial_mean", with the CI across trials). HTTP metrics carry
+	// the object and concurrency (see HTTPMetric).
 	Metric string
 	// Node is the node for per-node CPU metrics, "host" for softirq.
 	Node string
-	// Unit is "Gbit/s", "ms" or "cores".
+	// Unit is "Gbit/s", "ms", "cores", "%", "s", "requests/s" or "count".
 	Unit string
 	// Summary is stats.Summarize of the series.
 	Summary stats.Summary
@@ -380,6 +484,16 @@ type collected struct {
 	cpu     map[string]map[string]map[string]perTrial
 	nodes   map[string][]string
 	softirq map[string]perTrial
+	// http: one entry per scenario, object and concurrency.
+	http map[httpKey]*httpData
+	// deploy: scenario -> trial -> ms; deployNodes: scenario -> distinct
+	// nodes labels in order of appearance.
+	deploy      map[string]perTrial
+	deployNodes map[string][]string
+	// load: scenario -> kind and node -> counts, keys in order of
+	// appearance.
+	load      map[string]map[loadKey][]float64
+	loadOrder map[string][]loadKey
 	// used marks scenarios with any usable sample.
 	used map[string]bool
 }
@@ -415,15 +529,26 @@ func Build(in Input) (*Report, error) {
 			r.Baseline, strings.Join(r.Scenarios, ", "))
 	}
 
+	if in.Published != nil {
+		if err := r.checkPublishedHTTP(in.Published); err != nil {
+			return nil, fmt.Errorf("build report: %w", err)
+		}
+		r.httpBaselines = in.Published.HTTPBaselines
+	}
+
 	c := r.collect(in.Samples, failed)
 	r.countTrials(in, failed)
 	r.buildThroughput(c)
 	r.buildLatency(c)
+	r.buildHTTP(c)
 	r.buildCPU(c)
+	r.buildDeploy(c)
+	r.buildLoad(c)
 	if in.Published != nil {
 		if err := r.buildComparison(in.Published); err != nil {
 			return nil, fmt.Errorf("build report: %w", err)
 		}
+		r.buildHTTPComparison(in.Published)
 	}
 	r.buildSummary()
 	return r, nil
@@ -454,16 +579,22 @@ func scenarioOrder(in Input) []string {
 
 func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTrial) *collected {
 	c := &collected{
-		throughput: map[string]map[string]perTrial{},
-		protocols:  map[string][]string{},
-		streams:    map[string][]string{},
-		latency:    map[string]map[string]perTrial{},
-		pooled:     map[string]map[string][]float64{},
-		cpu:        map[string]map[string]map[string]perTrial{},
-		nodes:      map[string][]string{},
-		softirq:    map[string]perTrial{},
-		used:       map[string]bool{},
+		throughput:  map[string]map[string]perTrial{},
+		protocols:   map[string][]string{},
+		streams:     map[string][]string{},
+		latency:     map[string]map[string]perTrial{},
+		pooled:      map[string]map[string][]float64{},
+		cpu:         map[string]map[string]map[string]perTrial{},
+		nodes:       map[string][]string{},
+		softirq:     map[string]perTrial{},
+		http:        map[httpKey]*httpData{},
+		deploy:      map[string]perTrial{},
+		deployNodes: map[string][]string{},
+		load:        map[string]map[loadKey][]float64{},
+		loadOrder:   map[string][]loadKey{},
+		used:        map[string]bool{},
 	}
+	badConcurrency := 0
 	ignored := map[string]int{}   // probe/metric -> count
 	badUnit := map[string]int{}   // probe/metric [unit] -> count
 	nonFinite := map[string]int{} // probe/metric -> count
@@ -516,7 +647,7 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 			}
 			c.latency[kind][x.Scenario].add(x.Trial, v)
 			c.pooled[kind][x.Scenario] = append(c.pooled[kind][x.Scenario], v)
-		case MetricCPUUser, MetricCPUSystem:
+		case MetricCPUUser, MetricCPUSystem, MetricDockerCPU:
 			node := x.Labels["node"]
 			if node == "" {
 				node = "(no node label)"
@@ -539,7 +670,22 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 				c.softirq[x.Scenario] = perTrial{}
 			}
 			c.softirq[x.Scenario].add(x.Trial, v)
+		case MetricDeployTime:
+			c.deploy[x.Scenario] = addTrial(c.deploy[x.Scenario], x.Trial, v)
+			if n := x.Labels["nodes"]; n != "" && !slices.Contains(c.deployNodes[x.Scenario], n) {
+				c.deployNodes[x.Scenario] = append(c.deployNodes[x.Scenario], n)
+			}
+		case kindLoad:
+			c.addLoad(x, v)
+		default: // HTTP
+			if !c.addHTTP(kind, x, v) {
+				badConcurrency++
+			}
 		}
+	}
+	if badConcurrency > 0 {
+		r.Notes = append(r.Notes, fmt.Sprintf("%d HTTP %s no concurrency label that is a positive number; shown as concurrency 0.",
+			badConcurrency, plural(badConcurrency, "sample has", "samples have")))
 	}
 	for _, k := range sortedKeys(ignored) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s not in the report (probe/metric %s is not one it reads).",
@@ -573,6 +719,16 @@ func sampleKind(x results.Sample) string {
 		return MetricCPUSystem
 	case x.Probe == "cpu" && x.Metric == "softirq":
 		return MetricSoftirq
+	case x.Probe == "cpu" && x.Metric == "docker_cpu_percent":
+		return MetricDockerCPU
+	case x.Probe == "deploy" && x.Metric == "deploy_time":
+		return MetricDeployTime
+	case x.Probe == "load" && x.Metric == "count":
+		return kindLoad
+	case x.Probe == "http":
+		return httpKinds[x.Metric]
+	case x.Probe == "http-ab" || x.Probe == "ab":
+		return abKinds[x.Metric]
 	}
 	return ""
 }
@@ -608,6 +764,44 @@ func unitFactor(kind, unit string) (float64, bool) {
 		case "%":
 			return 0.01, true
 		}
+	case MetricDockerCPU:
+		switch unit {
+		case "%":
+			return 1, true
+		case "cores":
+			return 100, true
+		}
+	case MetricHTTPTotalTime, MetricABTotalTime, MetricDeployTime:
+		// Total times are kept in s, deploy times in ms.
+		f := 1.0
+		if kind == MetricDeployTime {
+			f = 1e3
+		}
+		switch unit {
+		case "s":
+			return f, true
+		case "ms":
+			return f * 1e-3, true
+		}
+	case MetricHTTPRequestTime:
+		switch unit {
+		case "ms":
+			return 1, true
+		case "us", "µs":
+			return 1e-3, true
+		case "s":
+			return 1e3, true
+		}
+	case MetricHTTPRPS, MetricABRPS:
+		switch unit {
+		case "requests/s", "req/s", "1/s", "/s":
+			return 1, true
+		}
+	case MetricHTTPErrors, MetricHTTPNon2xx, MetricHTTPBytes, MetricHTTPRequests, kindLoad:
+		switch unit {
+		case "count", "":
+			return 1, true
+		}
 	}
 	return 0, false
 }
@@ -619,6 +813,8 @@ func canonicalUnit(kind string) string {
 		return "Gbit/s"
 	case MetricPingRTT, MetricTCPRTT, MetricTCPConnect:
 		return "ms"
+	case MetricDockerCPU:
+		return "%"
 	}
 	return "cores"
 }
@@ -794,6 +990,8 @@ func (r *Report) buildCPU(c *collected) {
 				}
 			}
 			row.Total = stats.Summarize(total)
+			_, docker := m[MetricDockerCPU].means()
+			row.Docker = stats.Summarize(docker)
 			r.CPU = append(r.CPU, row)
 		}
 		if pt := c.softirq[s]; len(pt) > 0 {
@@ -936,7 +1134,7 @@ func (r *Report) buildComparison(p *Published) error {
 func splitMetric(m string) (kind, node string, ok bool) {
 	if k, n, found := strings.Cut(m, ":"); found {
 		switch k {
-		case MetricCPUUser, MetricCPUSystem, MetricCPUTotal:
+		case MetricCPUUser, MetricCPUSystem, MetricCPUTotal, MetricDockerCPU:
 			return k, n, n != ""
 		}
 		return "", "", false
@@ -980,7 +1178,8 @@ func (r *Report) measured(kind, node, scenario string) (v, change float64, missi
 			if row.Scenario != scenario || row.Node != node {
 				continue
 			}
-			s := map[string]stats.Summary{MetricCPUUser: row.User, MetricCPUSystem: row.System, MetricCPUTotal: row.Total}[kind]
+			s := map[string]stats.Summary{MetricCPUUser: row.User, MetricCPUSystem: row.System, MetricCPUTotal: row.Total,
+				MetricDockerCPU: row.Docker}[kind]
 			if s.N > 0 {
 				return s.Mean, math.NaN(), ""
 			}
@@ -1014,11 +1213,20 @@ func (r *Report) buildSummary() {
 				add(s, MetricCPUUser, row.Node, "cores", row.User)
 				add(s, MetricCPUSystem, row.Node, "cores", row.System)
 				add(s, MetricCPUTotal, row.Node, "cores", row.Total)
+				if row.Docker.N > 0 {
+					add(s, MetricDockerCPU, row.Node, "%", row.Docker)
+				}
 			}
 		}
 		for _, row := range r.Softirq {
 			if row.Scenario == s {
 				add(s, MetricSoftirq, "host", "cores", row.Softirq)
+			}
+		}
+		r.httpSummary(s, add)
+		for _, row := range r.Deploy {
+			if row.Scenario == s {
+				add(s, MetricDeployTime, "", "ms", row.Summary)
 			}
 		}
 	}

@@ -27,6 +27,7 @@ type Study struct {
 }
 
 var all = map[string]*Study{
+	"http-proxy": studyB,
 	"single-host-chain": {
 		Name:       "single-host-chain",
 		Title:      "A. Docker-based NFV service chaining on a single host (2026)",

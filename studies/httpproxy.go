@@ -1,0 +1,78 @@
+package studies
+
+import (
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/report"
+)
+
+// studyB is Eiras, Couto, Rubinstein: a Squid HTTP proxy in native Linux, Docker (routed and
+// NAT) and KVM; seconds for 10,000 requests, mean ± 95 % CI of 10 repetitions.
+var studyB = &Study{
+	Name:       "http-proxy",
+	Title:      "B. Virtualized HTTP proxy in KVM and Docker (Eiras, Couto, Rubinstein)",
+	Experiment: "experiments/http-proxy.yaml",
+	Published: &report.Published{
+		Study:  "B. Virtualized HTTP proxy in KVM and Docker (Eiras, Couto, Rubinstein)",
+		Source: "the study's slides (shared/papers/002_3a02ef3c62f4b0e3.txt): Squid 3, Apache 2 origin, ab, 10,000 requests, 12 fork processes of background load on the proxy's server, 10 repetitions, mean ± 95 % CI; native = Squid on bare Linux, here the netns runtime (processes on the host kernel in network namespaces)",
+		HTTP:   publishedB(),
+		// Each platform is compared with native under the same cache setting, so the change
+		// is the platform's cost alone.
+		HTTPBaselines: map[string]string{
+			"docker-routed-cache": "native-cache", "docker-nat-cache": "native-cache", "kvm-cache": "native-cache",
+			"docker-routed-nocache": "native-nocache", "docker-nat-nocache": "native-nocache", "kvm-nocache": "native-nocache",
+		},
+		Notes: []string{
+			"KVM is not measured: sfclab has no VM runtime (the issue leaves it out); see the environment's kvm line for what this host offers.",
+			"The study published no figures for 100 concurrent requests with the cache on, nor for 10 MB objects with the cache on.",
+		},
+	},
+	Quick: func(e *experiment.Experiment) {
+		e.Repetitions = 2
+		if h := e.Probes.HTTP; h != nil {
+			h.Requests = 200
+			h.Objects = []string{"1k", "10k", "100k", "1M"}
+		}
+		if b := e.Background; b != nil {
+			b.Count = 2
+		}
+	},
+}
+
+// publishedB is study B's table. Columns: native, docker routed, docker NAT, KVM.
+func publishedB() []report.PublishedHTTP {
+	type cell struct{ s, ci float64 }
+	rows := []struct {
+		cache       bool
+		concurrency int
+		object      string
+		v           [4]cell
+	}{
+		{false, 1, "1k", [4]cell{{6.98, 0.02}, {7.48, 0.02}, {7.48, 0.02}, {9.24, 0.27}}},
+		{false, 1, "10k", [4]cell{{7.76, 0.02}, {8.35, 0.02}, {8.35, 0.02}, {11.68, 0.60}}},
+		{false, 1, "100k", [4]cell{{15.81, 0.02}, {17.28, 0.03}, {17.29, 0.03}, {32.53, 1.99}}},
+		{false, 1, "1M", [4]cell{{97.41, 0.03}, {98.96, 0.16}, {99.06, 0.17}, {370.74, 11.81}}},
+		{false, 1, "10M", [4]cell{{903.63, 0.29}, {913.93, 0.80}, {914.76, 0.83}, {2363.48, 30.11}}},
+		{false, 100, "1k", [4]cell{{2.05, 0.01}, {2.38, 0.01}, {2.49, 0.01}, {3.33, 0.02}}},
+		{false, 100, "10k", [4]cell{{2.07, 0.01}, {2.52, 0.01}, {2.78, 0.01}, {4.05, 0.03}}},
+		{false, 100, "100k", [4]cell{{8.66, 0.05}, {8.53, 0.03}, {8.70, 0.04}, {16.99, 0.15}}},
+		{false, 100, "1M", [4]cell{{87.98, 1.52}, {87.85, 1.63}, {87.93, 1.65}, {172.68, 1.05}}},
+		{false, 100, "10M", [4]cell{{878.06, 20.26}, {877.83, 19.06}, {877.75, 19.02}, {1483.23, 12.17}}},
+		{true, 1, "1k", [4]cell{{3.28, 0.01}, {3.76, 0.01}, {3.77, 0.01}, {14.59, 1.22}}},
+		{true, 1, "10k", [4]cell{{3.84, 0.01}, {4.24, 0.01}, {4.21, 0.01}, {17.88, 1.38}}},
+		{true, 1, "100k", [4]cell{{12.8, 1.86}, {13.37, 3.16}, {13.60, 3.17}, {24.91, 3.01}}},
+		{true, 1, "1M", [4]cell{{92.96, 3.12}, {93.54, 3.76}, {93.58, 3.86}, {106.68, 3.98}}},
+	}
+	platforms := [4]string{"native", "docker-routed", "docker-nat", "kvm"}
+	var out []report.PublishedHTTP
+	for _, r := range rows {
+		suffix := "-nocache"
+		if r.cache {
+			suffix = "-cache"
+		}
+		for i, p := range platforms {
+			row := report.PublishedHTTP{Scenario: p + suffix, Object: r.object, Concurrency: r.concurrency, Seconds: r.v[i].s, CI: r.v[i].ci}
+			out = append(out, row)
+		}
+	}
+	return out
+}
