@@ -4,11 +4,15 @@ package studies
 
 import (
 	"fmt"
+	"io/fs"
+	"path"
 	"sort"
 	"time"
 
+	sfclab "github.com/sfclab/sfclab"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/report"
+	"github.com/sfclab/sfclab/spec"
 )
 
 // Study is one reproducible study.
@@ -87,4 +91,36 @@ func Published(name string) *report.Published {
 		return s.Published
 	}
 	return nil
+}
+
+// Load reads a study's experiment and the labs it names from the files built into the binary;
+// inputs holds their bytes by name (experiment.yaml, labs/NAME.yaml) for the run directory.
+// quick shortens it; runtime (when not "") is the runtime of every lab whose scenario does not
+// name one.
+func (s *Study) Load(quick bool, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
+	data, err := fs.ReadFile(sfclab.Files, s.Experiment)
+	if err != nil {
+		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)
+	}
+	inputs = map[string][]byte{"experiment.yaml": data}
+	load := func(p string) (*spec.Lab, error) {
+		p = path.Clean(p)
+		lab, err := fs.ReadFile(sfclab.Files, p)
+		if err != nil {
+			return nil, fmt.Errorf("read embedded lab: %w", err)
+		}
+		inputs["labs/"+path.Base(p)] = lab
+		l, err := spec.Decode(lab, p)
+		if err != nil || runtime == "" {
+			return l, err
+		}
+		return l, experiment.Override(l, runtime, "")
+	}
+	if e, err = experiment.Decode(data, s.Experiment, path.Dir(s.Experiment), load); err != nil {
+		return nil, nil, err
+	}
+	if quick && s.Quick != nil {
+		s.Quick(e)
+	}
+	return e, inputs, nil
 }

@@ -3,18 +3,14 @@ package cli
 import (
 	"errors"
 	"fmt"
-	"io/fs"
 	"os"
-	"path"
 	"path/filepath"
 	"strings"
 	"time"
 
-	sfclab "github.com/sfclab/sfclab"
 	"github.com/sfclab/sfclab/bench"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/studies"
 	"github.com/spf13/cobra"
 )
@@ -144,6 +140,7 @@ func newReport() *cobra.Command {
 func newReproduce() *cobra.Command {
 	var o overrides
 	var quick bool
+	var runtime string
 	cmd := &cobra.Command{
 		Use:   "reproduce STUDY",
 		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(studies.Names(), ", ") + ")",
@@ -153,40 +150,16 @@ func newReproduce() *cobra.Command {
 			if err != nil {
 				return err
 			}
-			e, inputs, err := embeddedExperiment(st.Experiment)
+			e, inputs, err := st.Load(quick, runtime)
 			if err != nil {
 				return err
 			}
-			if quick && st.Quick != nil {
-				st.Quick(e)
-			}
-			return runExperiment(cmd, e, &o, inputs)
+			return runExperiment(cmd, e, &o, bench.Files(inputs))
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
 	return cmd
 }
 
-// embeddedExperiment loads an experiment and its labs from the files built into the binary.
-func embeddedExperiment(name string) (*experiment.Experiment, bench.Files, error) {
-	data, err := fs.ReadFile(sfclab.Files, name)
-	if err != nil {
-		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)
-	}
-	inputs := bench.Files{"experiment.yaml": data}
-	load := func(p string) (*spec.Lab, error) {
-		p = path.Clean(p)
-		lab, err := fs.ReadFile(sfclab.Files, p)
-		if err != nil {
-			return nil, fmt.Errorf("read embedded lab: %w", err)
-		}
-		inputs["labs/"+path.Base(p)] = lab
-		return spec.Decode(lab, p)
-	}
-	e, err := experiment.Decode(data, name, path.Dir(name), load)
-	if err != nil {
-		return nil, nil, err
-	}
-	return e, inputs, nil
-}
