@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"slices"
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -75,7 +76,13 @@ func (d *Deployer) teardownFunctions(ctx context.Context, p *plan.Plan) {
 	}
 }
 
-// DestroyAll destroys every journaled lab; it returns the names destroyed.
+// labLister is a runtime that can list the labs it holds (docker: by label).
+type labLister interface {
+	Labs(ctx context.Context) ([]string, error)
+}
+
+// DestroyAll destroys every journaled lab, and every lab a runtime finds by its owner tag; it
+// returns the names destroyed.
 func (d *Deployer) DestroyAll(ctx context.Context) ([]string, error) {
 	if err := CheckRoot(); err != nil {
 		return nil, err
@@ -84,6 +91,16 @@ func (d *Deployer) DestroyAll(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
+	// Runtimes that can list their labs by owner tag find those whose journal is gone.
+	for _, rt := range d.runtimes() {
+		if l, ok := rt.(labLister); ok {
+			if more, err := l.Labs(ctx); err == nil {
+				labs = append(labs, more...)
+			}
+		}
+	}
+	slices.Sort(labs)
+	labs = slices.Compact(labs)
 	var done []string
 	var errs []error
 	for _, lab := range labs {

@@ -82,8 +82,28 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 	return info, nil
 }
 
+// nsOpener is a node whose network namespace has no name (a container).
+type nsOpener interface{ OpenNS() (*netdev.NS, error) }
+
+// openNodeNS opens a node's network namespace: by name on the netns runtime, through the
+// runtime's node otherwise.
+func openNodeNS(d *Deployer, p *plan.Plan, n *plan.Node) (*netdev.NS, error) {
+	if p.Runtime == "" || p.Runtime == "netns" {
+		return netdev.OpenNS(n.Netns)
+	}
+	node, err := d.Node(p, n.Name)
+	if err != nil {
+		return nil, err
+	}
+	o, ok := node.(nsOpener)
+	if !ok {
+		return nil, fmt.Errorf("open namespace of node %s: runtime %s cannot", n.Name, p.Runtime)
+	}
+	return o.OpenNS()
+}
+
 func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *NodeInfo) error {
-	ns, err := netdev.OpenNS(n.Netns)
+	ns, err := openNodeNS(d, p, n)
 	if err != nil {
 		return err
 	}

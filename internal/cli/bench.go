@@ -162,4 +162,3 @@ func newReproduce() *cobra.Command {
 	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
 	return cmd
 }
-

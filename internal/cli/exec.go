@@ -46,6 +46,10 @@ func newExec() *cobra.Command {
 				}
 				return &exitError{code: code}
 			}
+			var coded interface{ ExitCode() int }
+			if errors.As(err, &coded) {
+				return &exitError{code: coded.ExitCode()}
+			}
 			return err
 		},
 	}

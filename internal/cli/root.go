@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"io"
 
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/spf13/cobra"
 )
 
@@ -48,6 +50,9 @@ load balancers, any command), steers traffic through them and removes every trac
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(), newReproduce())
+	// Deploy builds the docker node image when it is missing, with a progress display.
+	deploy.RegisterRuntime(docker.Runtime{Progress: imageProgress(stderr)})
+	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(),
+		newReproduce(), newImages(), newExport())
 	return root
 }

@@ -1,0 +1,293 @@
+package docker
+
+import (
+	"bytes"
+	"fmt"
+	"io"
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/l4lb"
+	"github.com/sfclab/sfclab/vnf/nat"
+)
+
+// LabelExported marks what a compose file exported from a lab creates (with the lab's name);
+// sfclab never removes those: docker-compose down does.
+const LabelExported = "sfclab.exported-from"
+
+// ComposeVersion is the compose file format written: 2.4 is read by docker-compose v1 (as
+// Debian ships it) and `docker compose` v2, and keeps ipam gateways and sysctls.
+const ComposeVersion = "2.4"
+
+// HAProxyConfigPath is where an exported l4lb node writes its HAProxy configuration.
+const HAProxyConfigPath = "/etc/haproxy/sfclab.cfg"
+
+type composeFile struct {
+	Version  string                    `yaml:"version"`
+	Services map[string]composeService `yaml:"services"`
+	Networks map[string]composeNetwork `yaml:"networks"`
+}
+
+type composeService struct {
+	Image    string                     `yaml:"image"`
+	Hostname string                     `yaml:"hostname"`
+	Init     bool                       `yaml:"init"`
+	CapAdd   []string                   `yaml:"cap_add"`
+	Labels   map[string]string          `yaml:"labels"`
+	Sysctls  map[string]string          `yaml:"sysctls,omitempty"`
+	Networks map[string]composeEndpoint `yaml:"networks"`
+	Ports    []string                   `yaml:"ports,omitempty"`
+	Command  []string                   `yaml:"command"`
+}
+
+type composeEndpoint struct {
+	IPv4Address string `yaml:"ipv4_address"`
+}
+
+type composeNetwork struct {
+	Driver     string            `yaml:"driver"`
+	DriverOpts map[string]string `yaml:"driver_opts"`
+	Labels     map[string]string `yaml:"labels"`
+	IPAM       composeIPAM       `yaml:"ipam"`
+}
+
+type composeIPAM struct {
+	Config []composeSubnet `yaml:"config"`
+}
+
+type composeSubnet struct {
+	Subnet  string `yaml:"subnet"`
+	Gateway string `yaml:"gateway"`
+}
+
+// Compose writes a docker-compose file that brings the plan up with plain Docker tools, as
+// study A's authors worked: a service per node (the plan's image, NET_ADMIN and NET_RAW, the
+// node's sysctls, one network per segment with the plan's address) whose command is a shell
+// script generated from the plan (NodeScript): it finds its interfaces by address (it renames
+// nothing), deletes the default route, adds the plan's routes and policy rules, loads the
+// function's configuration and then runs `sleep infinity` or the function's daemon. Networks
+// have the plan's subnet and gateway. In routed mode they are plain bridges without
+// masquerading, not internal: a compose file cannot add the DOCKER-USER rule that lets a
+// chain's traffic cross an internal network's bridge (see hostfw.go). In nat mode the
+// published ports are published on the source's network, which masquerades as the engine's
+// default does.
+// Equivalent to: sfclab export --format compose LAB.yaml > compose.yaml; docker-compose -f compose.yaml up -d
+func Compose(w io.Writer, p *plan.Plan) error {
+	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
+	lbl := map[string]string{LabelExported: p.Lab}
+	for _, s := range p.Segments {
+		opts := map[string]string{"com.docker.network.driver.mtu": fmt.Sprint(mtu(p))}
+		if !published(p, s) {
+			opts["com.docker.network.bridge.enable_ip_masquerade"] = "false"
+		}
+		f.Networks[s.Name] = composeNetwork{Driver: "bridge", DriverOpts: opts, Labels: lbl,
+			IPAM: composeIPAM{Config: []composeSubnet{{Subnet: s.Subnet.Masked().String(), Gateway: s.Gateway.String()}}}}
+	}
+	for _, n := range p.Nodes {
+		script, err := NodeScript(p, n)
+		if err != nil {
+			return err
+		}
+		svc := composeService{
+			Image: Image(p), Hostname: n.Name, Init: true, CapAdd: []string{"NET_ADMIN", "NET_RAW"},
+			Labels:   map[string]string{LabelExported: p.Lab, LabelNode: n.Name},
+			Sysctls:  map[string]string{},
+			Networks: map[string]composeEndpoint{},
+			// compose interpolates $VAR in the file: $$ is a literal $.
+			Command: []string{"/bin/sh", "-c", strings.ReplaceAll(script, "$", "$$")},
+		}
+		for _, sc := range n.Sysctls {
+			svc.Sysctls[sc.Key] = sc.Value
+		}
+		for _, i := range n.Interfaces {
+			svc.Networks[i.Segment] = composeEndpoint{IPv4Address: i.Address.Addr().String()}
+		}
+		for _, pub := range p.Publish {
+			if pub.Node == n.Name {
+				svc.Ports = append(svc.Ports, fmt.Sprintf("%s:%d:%d/%s", pub.HostIP, pub.HostPort, pub.Port, pub.Protocol))
+			}
+		}
+		f.Services[n.Name] = svc
+	}
+	var data bytes.Buffer
+	enc := yaml.NewEncoder(&data)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return fmt.Errorf("encode compose file: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return fmt.Errorf("encode compose file: %w", err)
+	}
+	header := fmt.Sprintf("# Lab %s exported by sfclab (attach %s): bring it up with plain Docker tools.\n"+
+		"#   docker-compose -p %s -f THIS_FILE up -d; docker-compose -p %s -f THIS_FILE down\n"+
+		"# Image %s: build it with `sfclab images build`, or use any image with\n# %s.\n",
+		p.Lab, attach(p), p.Lab, p.Lab, Image(p), strings.Join(Packages, ", "))
+	if _, err := io.WriteString(w, header); err != nil {
+		return fmt.Errorf("write compose file: %w", err)
+	}
+	if _, err := w.Write(data.Bytes()); err != nil {
+		return fmt.Errorf("write compose file: %w", err)
+	}
+	return nil
+}
+
+func attach(p *plan.Plan) string {
+	if p.Attach == "" {
+		return AttachRouted
+	}
+	return p.Attach
+}
+
+// ifVar is the shell variable holding the container's name of a plan interface.
+func ifVar(name string) string {
+	return "IF_" + strings.Map(func(r rune) rune {
+		switch {
+		case r >= 'a' && r <= 'z':
+			return r - 'a' + 'A'
+		case r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+			return r
+		}
+		return '_'
+	}, name)
+}
+
+// placeholder stands for an interface name in rendered rules until it becomes ${IF_NAME}.
+func placeholder(name string) string { return "@@" + ifVar(name) + "@@" }
+
+// heredoc embeds rendered configuration in the script: the shell expands nothing in it but
+// the interface variables (in unquoted here-documents $, ` and \ are special).
+func heredoc(cmd, text string, ifaces []*plan.Interface) string {
+	r := strings.NewReplacer(`\`, `\\`, "$", `\$`, "`", "\\`", "\t", "  ")
+	text = r.Replace(text)
+	for _, i := range ifaces {
+		text = strings.ReplaceAll(text, placeholder(i.Name), "${"+ifVar(i.Name)+"}")
+	}
+	if !strings.HasSuffix(text, "\n") {
+		text += "\n"
+	}
+	return cmd + " <<SFCLAB_EOF\n" + text + "SFCLAB_EOF\n"
+}
+
+// NodeScript is the shell script an exported node runs at start: it waits for its interfaces
+// and finds their names by address, deletes default routes, adds the plan's routes and rules,
+// loads the function (nftables/iptables rules rendered by the function kinds, HAProxy's
+// configuration) and ends in `exec sleep infinity`, or in the function's daemon.
+// Equivalent to what deploy does through netlink and Node.Output, with ip(8) and the tools.
+func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
+	var b strings.Builder
+	kind := n.Kind
+	fmt.Fprintf(&b, "# sfclab lab %s, node %s (%s %s), generated from its plan\nset -e\n", p.Lab, n.Name, n.Role, kind)
+	b.WriteString(`ifname() { ip -o -4 addr show | while read -r _ dev _ addr _; do [ "$addr" = "$1" ] && { echo "${dev%%@*}"; break; }; done; }` + "\n")
+	b.WriteString(`wait_if() { i=0; until [ -n "$(ifname "$1")" ]; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "no interface has $1" >&2; exit 1; }; sleep 0.1; done; ifname "$1"; }` + "\n")
+	for _, i := range n.Interfaces {
+		fmt.Fprintf(&b, "%s=$(wait_if %s)  # plan: %s on segment %s\n", ifVar(i.Name), i.Address, i.Name, i.Segment)
+	}
+	b.WriteString("while ip route del default 2>/dev/null; do :; done  # lab traffic never leaves the lab\n")
+	for _, r := range n.Routes {
+		b.WriteString("ip route add " + r.Dst.Masked().String())
+		if r.Table != 0 {
+			fmt.Fprintf(&b, " table %d", r.Table)
+		}
+		if len(r.NextHops) == 1 {
+			h := r.NextHops[0]
+			fmt.Fprintf(&b, " via %s dev \"$%s\"", h.Via, ifVar(h.Dev))
+		} else {
+			for _, h := range r.NextHops {
+				fmt.Fprintf(&b, " nexthop via %s dev \"$%s\" weight %d", h.Via, ifVar(h.Dev), max(h.Weight, 1))
+			}
+		}
+		b.WriteString("\n")
+	}
+	for _, r := range n.Rules {
+		fmt.Fprintf(&b, "ip rule add priority %d", r.Priority)
+		if r.Src.IsValid() {
+			fmt.Fprintf(&b, " from %s", r.Src)
+		}
+		if r.Dst.IsValid() {
+			fmt.Fprintf(&b, " to %s", r.Dst)
+		}
+		if r.Protocol != "" {
+			fmt.Fprintf(&b, " ipproto %s", r.Protocol)
+		}
+		if s := portRange(r.SrcPort); s != "" {
+			fmt.Fprintf(&b, " sport %s", s)
+		}
+		if s := portRange(r.DstPort); s != "" {
+			fmt.Fprintf(&b, " dport %s", s)
+		}
+		fmt.Fprintf(&b, " lookup %d\n", r.Table)
+	}
+	final := "exec sleep infinity"
+	if f := n.Function; f != nil {
+		pf := *f // rendered rules name interfaces by placeholder
+		pf.Ingress, pf.Egress = placeholder(f.Ingress), placeholder(f.Egress)
+		switch params := f.Params.(type) {
+		case *spec.FirewallParams:
+			if params.Backend == spec.BackendIptables {
+				b.WriteString(heredoc("iptables-restore -w --noflush", firewall.IptablesRules(&pf), n.Interfaces))
+			} else {
+				b.WriteString(heredoc("nft -f -", firewall.NftRuleset(&pf), n.Interfaces))
+			}
+		case *spec.NATParams:
+			if params.Backend == spec.BackendIptables {
+				b.WriteString(heredoc("iptables-restore -w --noflush", nat.IptablesRules(&pf), n.Interfaces))
+			} else {
+				b.WriteString(heredoc("nft -f -", nat.NftRuleset(&pf), n.Interfaces))
+			}
+		case *spec.L4LBParams:
+			if params.Impl == spec.ImplNft {
+				b.WriteString(heredoc("nft -f -", l4lb.NftRuleset(&pf), n.Interfaces))
+			} else {
+				b.WriteString(heredoc("cat >"+HAProxyConfigPath, l4lb.HAProxyConfig(&pf), n.Interfaces))
+				fmt.Fprintf(&b, "haproxy -c -q -f %s\n", HAProxyConfigPath)
+				final = "exec haproxy -db -f " + HAProxyConfigPath
+			}
+		case *spec.CustomParams:
+			for _, c := range params.Setup {
+				b.WriteString(c + "\n")
+			}
+			for _, c := range params.Run {
+				fmt.Fprintf(&b, "( %s ) &\n", c)
+			}
+		default:
+			if f.Kind != spec.KindForwarder {
+				fmt.Fprintf(&b, "# function kind %s: not exported (sfclab sets it up itself)\n", f.Kind)
+			}
+		}
+	}
+	for _, c := range n.Run {
+		fmt.Fprintf(&b, "( %s ) &\n", c)
+	}
+	b.WriteString(final + "\n")
+	return b.String(), nil
+}
+
+func portRange(r spec.PortRange) string {
+	switch {
+	case r.From == 0 && r.To == 0:
+		return ""
+	case r.To == 0 || r.To == r.From:
+		return fmt.Sprint(r.From)
+	}
+	return fmt.Sprintf("%d-%d", r.From, r.To)
+}
+
+// exportedKinds are the function kinds Compose renders; others are left as a comment.
+var exportedKinds = []string{spec.KindForwarder, spec.KindFirewall, spec.KindNAT, spec.KindL4LB, spec.KindCustom}
+
+// ComposeGaps lists what of a plan a compose file does not reproduce (function kinds it
+// cannot render), for the export command to warn about.
+func ComposeGaps(p *plan.Plan) []string {
+	var out []string
+	for _, n := range p.Nodes {
+		if n.Function != nil && !slices.Contains(exportedKinds, n.Function.Kind) {
+			out = append(out, fmt.Sprintf("node %s: function kind %s is not exported", n.Name, n.Function.Kind))
+		}
+	}
+	return out
+}

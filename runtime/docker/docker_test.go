@@ -1,0 +1,737 @@
+package docker_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/client"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/docker"
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/firewall"
+)
+
+// skipReason is set by TestMain when the tests cannot run here; every test then skips loudly.
+var skipReason string
+
+func TestMain(m *testing.M) {
+	switch {
+	case os.Geteuid() != 0:
+		skipReason = "SKIPPED LOUDLY: docker runtime tests need root (namespaces, iptables)"
+	default:
+		ctx, cancel := context.WithTimeout(context.Background(), 15*time.Minute)
+		if err := (docker.Runtime{}).Reachable(ctx); err != nil {
+			skipReason = "SKIPPED LOUDLY: " + err.Error()
+		} else {
+			// The image build is slow (minutes): once per run, reused when present.
+			start := time.Now()
+			last := ""
+			ref, err := docker.Runtime{}.BuildImage(ctx, docker.BuildOptions{Progress: func(p docker.BuildProgress) {
+				if p.Phase != last {
+					fmt.Fprintf(os.Stderr, "image build: %s (%s)\n", p.Phase, p.Message)
+					last = p.Phase
+				}
+			}})
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "build node image: %v\n", err)
+				cancel()
+				os.Exit(1)
+			}
+			fmt.Fprintf(os.Stderr, "node image %s ready in %s\n", ref, time.Since(start).Round(time.Second))
+		}
+		cancel()
+	}
+	if skipReason != "" {
+		fmt.Fprintln(os.Stderr, "\n*** "+skipReason+" ***")
+	}
+	os.Exit(m.Run())
+}
+
+func requireEngine(t *testing.T) {
+	t.Helper()
+	if skipReason != "" {
+		t.Skip(skipReason)
+	}
+}
+
+// deployer journals into a temporary directory and knows both runtimes; the docker runtime
+// bind-mounts node directories from that journal.
+func deployer(t *testing.T) *deploy.Deployer {
+	root := t.TempDir()
+	// Squid and Apache run as their own users and must reach the node directory.
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	return &deploy.Deployer{Journal: deploy.Journal{Root: root}, Log: t.Logf,
+		Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": docker.Runtime{StateRoot: root}}}
+}
+
+// loadLab reads a lab file, names the lab for the test and runs it on docker.
+func loadLab(t *testing.T, path, name string, edit func(*spec.Lab)) *plan.Plan {
+	t.Helper()
+	lab, err := spec.Load(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Name = name
+	lab.Runtime = spec.RuntimeDocker
+	if edit != nil {
+		edit(lab)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+func decodeLab(t *testing.T, yaml string) *plan.Plan {
+	t.Helper()
+	lab, err := spec.Decode([]byte(yaml), "test.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return p
+}
+
+// deployLab deploys and registers the lab's destruction, checking nothing is left.
+func deployLab(t *testing.T, d *deploy.Deployer, p *plan.Plan) {
+	t.Helper()
+	t.Cleanup(func() {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+			t.Errorf("destroy: %v", err)
+		}
+		assertClean(t, p.Lab)
+	})
+	timing, err := d.Deploy(context.Background(), p, "test")
+	if err != nil {
+		t.Fatalf("deploy %s: %v", p.Lab, err)
+	}
+	t.Logf("deployed %s on docker in %s", p.Lab, timing)
+}
+
+// assertClean fails if the engine or the host firewall holds anything of the lab.
+func assertClean(t *testing.T, lab string) {
+	t.Helper()
+	left, err := docker.Runtime{}.Leftovers(context.Background(), lab)
+	if err != nil {
+		t.Errorf("list leftovers of %s: %v", lab, err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab %s left %v", lab, left)
+	}
+	out, _ := exec.Command("docker", "ps", "-a", "--filter", "name=sfc."+lab+".", "--format", "{{.Names}}").Output()
+	if s := strings.TrimSpace(string(out)); s != "" {
+		t.Errorf("docker ps -a shows %s", s)
+	}
+}
+
+func node(t *testing.T, d *deploy.Deployer, p *plan.Plan, name string) *docker.Node {
+	t.Helper()
+	n, err := d.Node(p, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n.(*docker.Node)
+}
+
+func linkStats(t *testing.T, n *docker.Node, ifname string) netdev.LinkStats {
+	t.Helper()
+	ns, err := n.OpenNS()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	s, err := ns.LinkStats(ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
+}
+
+type iperfResult struct {
+	Start struct {
+		Connected []struct {
+			RemoteHost string `json:"remote_host"`
+		} `json:"connected"`
+	} `json:"start"`
+	End struct {
+		SumReceived struct {
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+	} `json:"end"`
+}
+
+// iperf3 starts a one-off iperf3 server on the chain's destination (as a daemon logging to the
+// lab's node directory) and runs a TCP test from the source to target:port.
+func iperf3(t *testing.T, d *deploy.Deployer, p *plan.Plan, c *plan.Chain, seconds int) (iperfResult, string) {
+	t.Helper()
+	server := node(t, d, p, c.To)
+	log := filepath.Join(d.Journal.NodeDir(p.Lab), c.To+".iperf3.log")
+	pid, err := server.Daemon([]string{"iperf3", "-s", "-1"}, log)
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertHostPID(t, server, pid, "iperf3")
+	args := []string{"iperf3", "-c", c.Target.String(), "-t", fmt.Sprint(seconds), "-J"}
+	if c.Port != 0 {
+		args = append(args, "-p", fmt.Sprint(c.Port))
+	}
+	var out []byte
+	for try := 0; try < 20; try++ {
+		out, err = node(t, d, p, c.From).Output(context.Background(), nil, args...)
+		if err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through %s: %v\n%s", c.Name, err, out)
+	}
+	var res iperfResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("decode iperf3 output: %v", err)
+	}
+	for i := 0; i < 50 && processAlive(pid); i++ {
+		time.Sleep(20 * time.Millisecond)
+	}
+	logText, _ := os.ReadFile(log)
+	return res, string(logText)
+}
+
+func processAlive(pid int) bool {
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	return err == nil && !strings.Contains(string(data), ") Z ")
+}
+
+// assertHostPID checks that a PID Daemon returned is a host PID of the named program running
+// in the node's network namespace.
+func assertHostPID(t *testing.T, n *docker.Node, pid int, comm string) {
+	t.Helper()
+	got, err := os.ReadFile(fmt.Sprintf("/proc/%d/comm", pid))
+	if err != nil {
+		t.Fatalf("daemon pid %d is not a host process: %v", pid, err)
+	}
+	if strings.TrimSpace(string(got)) != comm {
+		t.Errorf("daemon pid %d runs %q, want %q", pid, strings.TrimSpace(string(got)), comm)
+	}
+	a, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+	b, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", n.PID))
+	if a == "" || a != b {
+		t.Errorf("daemon pid %d is in netns %s, the container in %s", pid, a, b)
+	}
+}
+
+// TestFwLBCarriesTraffic deploys examples/fw-lb.yaml on docker (routed), checks that every
+// container has the plan's interfaces, addresses and MTU and no default route, pushes iperf3
+// through the firewall and HAProxy and checks that both functions' ingress and egress
+// counters rose; then it exercises Node: Output with stdin and errors, Run's exit code, CPU
+// from the cgroup beside docker stats.
+func TestFwLBCarriesTraffic(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	p := loadLab(t, "../../examples/fw-lb.yaml", "t-dk-fwlb", nil)
+	deployLab(t, d, p)
+
+	for _, pn := range p.Nodes {
+		n := node(t, d, p, pn.Name)
+		ns, err := n.OpenNS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		links, err := ns.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes, err := ns.Routes(0)
+		ns.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		byName := map[string]netdev.LinkInfo{}
+		for _, l := range links {
+			byName[l.Name] = l
+		}
+		for _, i := range pn.Interfaces {
+			l, ok := byName[i.Name]
+			switch {
+			case !ok:
+				t.Errorf("node %s has no interface %s: %+v", pn.Name, i.Name, links)
+			case len(l.Addrs) != 1 || l.Addrs[0] != i.Address:
+				t.Errorf("node %s %s has %v, plan %s", pn.Name, i.Name, l.Addrs, i.Address)
+			case l.MTU != 1500 || !l.Up:
+				t.Errorf("node %s %s: mtu %d up %v", pn.Name, i.Name, l.MTU, l.Up)
+			}
+		}
+		for _, r := range routes {
+			if r.Dst.Bits() == 0 {
+				t.Errorf("node %s keeps a default route: %s", pn.Name, r)
+			}
+		}
+	}
+
+	c := p.Chains[0]
+	before := map[string]netdev.LinkStats{}
+	for _, pn := range p.Nodes {
+		if pn.Role == plan.RoleFunction {
+			n := node(t, d, p, pn.Name)
+			before[pn.Name+"/in"] = linkStats(t, n, "ingress")
+			before[pn.Name+"/out"] = linkStats(t, n, "egress")
+		}
+	}
+	lbCPU, err := node(t, d, p, "lb").CPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, _ := iperf3(t, d, p, c, 2)
+	bps := res.End.SumReceived.BitsPerSecond
+	t.Logf("fw-lb on docker: iperf3 %.2f Gbit/s through %s", bps/1e9, strings.Join(c.Path, " -> "))
+	if bps <= 0 {
+		t.Fatal("no throughput through fw-lb")
+	}
+	for _, pn := range p.Nodes {
+		if pn.Role != plan.RoleFunction {
+			continue
+		}
+		n := node(t, d, p, pn.Name)
+		in := linkStats(t, n, "ingress").RxPackets - before[pn.Name+"/in"].RxPackets
+		out := linkStats(t, n, "egress").TxPackets - before[pn.Name+"/out"].TxPackets
+		t.Logf("hop %s: ingress rx +%d, egress tx +%d packets", pn.Name, in, out)
+		if in < 1000 || out < 1000 {
+			t.Errorf("hop %s: ingress rx +%d, egress tx +%d packets; traffic did not cross it", pn.Name, in, out)
+		}
+	}
+	lbAfter, err := node(t, d, p, "lb").CPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("lb (HAProxy) cpu during iperf3: %s", lbAfter.Total()-lbCPU.Total())
+	if lbAfter.Total() <= lbCPU.Total() {
+		t.Errorf("lb cgroup cpu did not rise: %v -> %v", lbCPU, lbAfter)
+	}
+
+	t.Run("output", func(t *testing.T) {
+		n := node(t, d, p, "client")
+		out, err := n.Output(context.Background(), []byte("rules on stdin\n"), "cat")
+		if err != nil || string(out) != "rules on stdin\n" {
+			t.Errorf("cat with stdin: %q, %v", out, err)
+		}
+		out, err = n.Output(context.Background(), nil, "sh", "-c", "echo out; echo oops >&2; exit 3")
+		var ee *docker.ExitError
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 || !strings.Contains(err.Error(), "oops") || string(out) != "out\n" {
+			t.Errorf("failing command: out %q, err %v", out, err)
+		}
+		if _, err := n.Output(context.Background(), nil, "no-such-program"); err == nil || !strings.Contains(err.Error(), "executable file not found") {
+			t.Errorf("missing program: %v", err)
+		}
+		start := time.Now()
+		out, err = n.Output(context.Background(), nil, "sh", "-c", "sleep 4 & echo left a child")
+		if err != nil || string(out) != "left a child\n" || time.Since(start) > 3*time.Second {
+			t.Errorf("command leaving a child on stdout: %q, %v after %s", out, err, time.Since(start))
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
+		defer cancel()
+		start = time.Now()
+		if _, err := n.Output(ctx, nil, "sleep", "30"); !errors.Is(err, context.DeadlineExceeded) {
+			t.Errorf("cancelled sleep: %v", err)
+		}
+		if time.Since(start) > 3*time.Second {
+			t.Errorf("cancelled Output took %s", time.Since(start))
+		}
+		if out, _ := n.Output(context.Background(), nil, "sh", "-c", "ps -eo args | grep -c '^sleep [i3]' || true"); strings.TrimSpace(string(out)) != "1" {
+			t.Errorf("the cancelled sleep still runs: %s sleeps (want only the container's own)", out)
+		}
+	})
+	t.Run("run", func(t *testing.T) {
+		var stdout strings.Builder
+		cmd := exec.Command("sh", "-c", "read x; echo got $x; exit 7")
+		cmd.Stdin = strings.NewReader("hello\n")
+		cmd.Stdout = &stdout
+		err := node(t, d, p, "server").Run(cmd)
+		var ee interface{ ExitCode() int }
+		if !errors.As(err, &ee) || ee.ExitCode() != 7 {
+			t.Errorf("run: err %v, want exit code 7", err)
+		}
+		if stdout.String() != "got hello\n" {
+			t.Errorf("run: stdout %q", stdout.String())
+		}
+	})
+	t.Run("cpu", func(t *testing.T) {
+		n := node(t, d, p, "client")
+		log := filepath.Join(d.Journal.NodeDir(p.Lab), "client.stress.log")
+		c0, err := n.CPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		t0 := time.Now()
+		if _, err := n.Daemon([]string{"stress-ng", "--cpu", "1", "--timeout", "3"}, log); err != nil {
+			t.Fatal(err)
+		}
+		time.Sleep(500 * time.Millisecond)
+		pct, err := n.StatsCPUPercent(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		c1, err := n.CPU()
+		if err != nil {
+			t.Fatal(err)
+		}
+		cg := float64(c1.Total()-c0.Total()) / float64(time.Since(t0)) * 100
+		t.Logf("one busy CPU: docker stats %.1f %%, cgroup %.1f %% (user %s, system %s)", pct, cg, c1.User-c0.User, c1.System-c0.System)
+		if pct < 50 || pct > 150 {
+			t.Errorf("docker stats says %.1f %% for one busy CPU", pct)
+		}
+		if cg < 40 || cg > 150 {
+			t.Errorf("cgroup says %.1f %% for one busy CPU", cg)
+		}
+		if pct2, err := docker.StatsCPUPercent(context.Background(), p.Lab, "server"); err != nil || pct2 > 20 {
+			t.Errorf("idle server: docker stats %.1f %%, %v", pct2, err)
+		}
+	})
+	t.Run("leftovers", func(t *testing.T) {
+		left, err := docker.Runtime{}.Leftovers(context.Background(), p.Lab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var cs, ns int
+		for _, l := range left {
+			switch {
+			case strings.HasPrefix(l, "container "):
+				cs++
+			case strings.HasPrefix(l, "network "):
+				ns++
+			}
+		}
+		if cs != len(p.Nodes) || ns != len(p.Segments) {
+			t.Errorf("leftovers %v: want %d containers and %d networks", left, len(p.Nodes), len(p.Segments))
+		}
+		labs, err := docker.Runtime{}.Labs(context.Background())
+		if err != nil || !contains(labs, p.Lab) {
+			t.Errorf("labs %v, %v: want %s", labs, err, p.Lab)
+		}
+	})
+}
+
+func contains(xs []string, x string) bool {
+	for _, y := range xs {
+		if y == x {
+			return true
+		}
+	}
+	return false
+}
+
+// listenIn accepts and closes TCP connections inside a node until the test ends.
+func listenIn(t *testing.T, n runtime.Node, addr string) {
+	t.Helper()
+	var l net.Listener
+	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { l.Close() })
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			c.Close()
+		}
+	}()
+}
+
+func dialFrom(n runtime.Node, addr string, timeout time.Duration) error {
+	return n.Do(func() error {
+		c, err := net.DialTimeout("tcp", addr, timeout)
+		if err == nil {
+			c.Close()
+		}
+		return err
+	})
+}
+
+// TestFirewallDropsDeniedPort checks on docker that the fw example's deny rule drops port 9999
+// (its counter rises, the connection times out) while port 8080 passes.
+func TestFirewallDropsDeniedPort(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	p := loadLab(t, "../../examples/fw.yaml", "t-dk-fw", nil)
+	deployLab(t, d, p)
+	server, client := node(t, d, p, "server"), node(t, d, p, "client")
+	target := p.Chains[0].Target.String()
+	listenIn(t, server, target+":9999")
+	listenIn(t, server, target+":8080")
+	if err := dialFrom(client, target+":8080", 2*time.Second); err != nil {
+		t.Fatalf("allowed port 8080: %v", err)
+	}
+	if err := dialFrom(client, target+":9999", 500*time.Millisecond); err == nil {
+		t.Fatal("denied port 9999 connected through the firewall")
+	}
+	counters, err := firewall.Counters(context.Background(), node(t, d, p, "fw"), p.Node("fw").Function)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var denied uint64
+	for _, c := range counters {
+		if c.Rule == firewall.RuleName(0) {
+			denied = c.Packets
+		}
+	}
+	if denied == 0 {
+		t.Errorf("deny rule counter is 0; counters %+v", counters)
+	}
+}
+
+// TestNATPublishedPort deploys client -> server with attach nat: the server's port 5201 is
+// published on the host address of their network and iperf3 goes to that address. It reports
+// how the engine carried it (userland proxy or hairpin NAT).
+func TestNATPublishedPort(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	p := decodeLab(t, `name: t-dk-nat
+runtime: docker
+docker: {attach: nat}
+endpoints: {client: {kind: client}, server: {kind: server}}
+chains:
+  - name: direct
+    from: client
+    to: server
+    classifier: {protocol: tcp, destination_port: 5201}
+`)
+	if len(p.Publish) != 1 {
+		t.Fatalf("plan publishes %v", p.Publish)
+	}
+	pub := p.Publish[0]
+	deployLab(t, d, p)
+	c := p.Chains[0]
+	if c.Target != pub.HostIP {
+		t.Fatalf("chain target %s, published at %s", c.Target, pub.HostIP)
+	}
+	for _, name := range []string{"client", "server"} {
+		ns, err := node(t, d, p, name).OpenNS()
+		if err != nil {
+			t.Fatal(err)
+		}
+		routes, err := ns.Routes(0)
+		ns.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, r := range routes {
+			if r.Dst.Bits() == 0 {
+				t.Errorf("node %s keeps a default route on a non-internal network: %s", name, r)
+			}
+		}
+	}
+	res, serverLog := iperf3(t, d, p, c, 1)
+	bps := res.End.SumReceived.BitsPerSecond
+	if bps <= 0 {
+		t.Fatal("no throughput through the published port")
+	}
+	via := "hairpin NAT (server saw the client's own address)"
+	if strings.Contains(serverLog, "Accepted connection from "+pub.HostIP.String()) {
+		via = "the userland proxy (server saw the gateway " + pub.HostIP.String() + " as source)"
+	}
+	proxy := dockerProxy(pub.HostIP.String(), pub.HostPort)
+	t.Logf("nat: iperf3 %.2f Gbit/s to %s:%d, carried by %s; docker-proxy process: %q", bps/1e9, pub.HostIP, pub.HostPort, via, proxy)
+}
+
+// dockerProxy returns the command line of the engine's userland proxy for a published port.
+func dockerProxy(hostIP string, port uint16) string {
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		cmd := strings.ReplaceAll(strings.TrimRight(string(data), "\x00"), "\x00", " ")
+		if strings.Contains(cmd, "docker-proxy") && strings.Contains(cmd, "-host-ip "+hostIP) && strings.Contains(cmd, fmt.Sprintf("-host-port %d", port)) {
+			return cmd
+		}
+	}
+	return ""
+}
+
+// TestCancelUnwinds cancels a deploy (Ctrl-C) while a custom function's setup runs: deploy
+// unwinds, and Destroy afterwards finds nothing; no container and no network is left.
+func TestCancelUnwinds(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	p := decodeLab(t, `name: t-dk-cancel
+runtime: docker
+endpoints: {client: {}, server: {}}
+functions:
+  slow: {kind: custom, params: {setup: ["sleep 27.5"]}}
+chains: [{from: client, to: server, hops: [slow]}]
+`)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if findProcess("sleep", "27.5") {
+				time.Sleep(200 * time.Millisecond)
+				cancel()
+				return
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}()
+	start := time.Now()
+	_, err := d.Deploy(ctx, p, "test")
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Fatal("cancelled deploy succeeded")
+	}
+	t.Logf("cancelled deploy returned after %s: %v", time.Since(start).Round(time.Millisecond), err)
+	if !strings.Contains(err.Error(), context.Canceled.Error()) { // function kinds format errors with %v
+		t.Errorf("error does not say it was cancelled: %v", err)
+	}
+	if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+		t.Errorf("destroy after cancel: %v", err)
+	}
+	assertClean(t, p.Lab)
+	if findProcess("sleep", "27.5") {
+		t.Error("the setup command still runs")
+	}
+}
+
+// findProcess reports whether a host process runs argv exactly.
+func findProcess(argv ...string) bool {
+	want := strings.Join(argv, "\x00") + "\x00"
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		if data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline")); err == nil && string(data) == want {
+			return true
+		}
+	}
+	return false
+}
+
+// TestForeignNameClash puts a container and a network sfclab did not create on the names a
+// lab needs: the deploy is refused before anything is created, and both stay untouched.
+func TestForeignNameClash(t *testing.T) {
+	requireEngine(t)
+	ctx := context.Background()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	p := loadLab(t, "../../examples/baseline.yaml", "t-dk-clash", nil)
+	cname := docker.ContainerName(p.Lab, "client")
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: cname,
+		Config: &container.Config{Image: docker.DefaultImage(), Cmd: []string{"true"}, Labels: map[string]string{"owner": "someone-else"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.ContainerRemove(ctx, res.ID, client.ContainerRemoveOptions{Force: true}) })
+	nname := docker.NetworkName(p.Lab, p.Segments[0].Name)
+	nres, err := cli.NetworkCreate(ctx, nname, client.NetworkCreateOptions{Driver: "bridge", Internal: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.NetworkRemove(ctx, nres.ID, client.NetworkRemoveOptions{}) })
+
+	d := deployer(t)
+	_, err = d.Deploy(ctx, p, "test")
+	if err == nil {
+		d.Destroy(ctx, p.Lab)
+		t.Fatal("deploy over a foreign container succeeded")
+	}
+	t.Logf("refused: %v", err)
+	if !errors.Is(err, docker.ErrNameClash) || !strings.Contains(err.Error(), cname) || !strings.Contains(err.Error(), nname) {
+		t.Errorf("error does not name the clash: %v", err)
+	}
+	if err := d.Destroy(ctx, p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+		t.Errorf("destroy: %v", err)
+	}
+	if _, err := cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{}); err != nil {
+		t.Errorf("the foreign container is gone: %v", err)
+	}
+	if _, err := cli.NetworkInspect(ctx, nres.ID, client.NetworkInspectOptions{}); err != nil {
+		t.Errorf("the foreign network is gone: %v", err)
+	}
+	if _, err := os.Stat(d.Journal.Dir(p.Lab)); err == nil {
+		t.Error("the refused deploy left a journal")
+	}
+}
+
+// TestOwnImage runs a lab on an image of the user's (here: sfclab's, committed with haproxy
+// removed, an entrypoint that exits and a non-root user): the entrypoint and user are
+// overridden, a lab that needs no haproxy runs, one that needs it is refused before any
+// function starts, naming the missing program.
+func TestOwnImage(t *testing.T) {
+	requireEngine(t)
+	ctx := context.Background()
+	cli, err := client.New(client.FromEnv)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.Close()
+	const ref = "sfclab-test/own:nohaproxy"
+	c, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Config: &container.Config{
+		Image: docker.DefaultImage(), Cmd: []string{"rm", "-f", "/usr/sbin/haproxy"}}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer cli.ContainerRemove(ctx, c.ID, client.ContainerRemoveOptions{Force: true})
+	if _, err := cli.ContainerStart(ctx, c.ID, client.ContainerStartOptions{}); err != nil {
+		t.Fatal(err)
+	}
+	w := cli.ContainerWait(ctx, c.ID, client.ContainerWaitOptions{Condition: container.WaitConditionNotRunning})
+	select {
+	case <-w.Result:
+	case err := <-w.Error:
+		t.Fatal(err)
+	}
+	if _, err := cli.ContainerCommit(ctx, c.ID, client.ContainerCommitOptions{Reference: ref,
+		Changes: []string{`ENTRYPOINT ["/bin/false"]`, "USER nobody"}}); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cli.ImageRemove(ctx, ref, client.ImageRemoveOptions{Force: true}) })
+
+	own := func(l *spec.Lab) { l.Docker.Image = ref }
+	d := deployer(t)
+	p := loadLab(t, "../../examples/fw.yaml", "t-dk-own", own)
+	deployLab(t, d, p)
+	server, client := node(t, d, p, "server"), node(t, d, p, "client")
+	target := p.Chains[0].Target.String()
+	listenIn(t, server, target+":8080")
+	if err := dialFrom(client, target+":8080", 2*time.Second); err != nil {
+		t.Fatalf("through the firewall on the own image: %v", err)
+	}
+	if out, err := server.Output(ctx, nil, "id", "-u"); err != nil || strings.TrimSpace(string(out)) != "0" {
+		t.Errorf("exec user: %q %v", out, err)
+	}
+
+	// Beside the first lab: the engine refuses overlapping subnets, so another pool.
+	p2 := loadLab(t, "../../examples/fw-lb.yaml", "t-dk-own2", func(l *spec.Lab) { own(l); l.Addressing.Pool = "198.19.0.0/16" })
+	_, err = d.Deploy(ctx, p2, "test")
+	if err == nil {
+		d.Destroy(ctx, p2.Lab)
+		t.Fatal("fw-lb deployed on an image without haproxy")
+	}
+	t.Logf("refused: %v", err)
+	if !strings.Contains(err.Error(), "haproxy (needed by lb)") {
+		t.Errorf("error does not name the missing program: %v", err)
+	}
+	assertClean(t, p2.Lab)
+}

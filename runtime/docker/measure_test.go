@@ -1,0 +1,90 @@
+package docker_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// TestMeasure prints what the docker runtime costs beside netns: the deploy time of
+// examples/chain-6.yaml on both, and iperf3 (TCP, one stream, 5 s) through baseline, fw and
+// fw-lb on both. Each is run once: figures, not a benchmark. Opt in with
+// SFCLAB_DOCKER_MEASURE=1.
+func TestMeasure(t *testing.T) {
+	requireEngine(t)
+	if os.Getenv("SFCLAB_DOCKER_MEASURE") == "" {
+		t.Skip("set SFCLAB_DOCKER_MEASURE=1 to measure deploy time and throughput on docker vs netns")
+	}
+	cc, _ := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control")
+	t.Logf("host TCP congestion control: %s", strings.TrimSpace(string(cc)))
+	for _, rt := range []string{"netns", "docker"} {
+		d := deployer(t)
+		p := loadLab(t, "../../examples/chain-6.yaml", "m-c6-"+rt[:2], func(l *spec.Lab) { l.Runtime = rt })
+		timing, err := d.Deploy(context.Background(), p, "measure")
+		if err != nil {
+			t.Fatalf("deploy chain-6 on %s: %v", rt, err)
+		}
+		start := time.Now()
+		if err := d.Destroy(context.Background(), p.Lab); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("chain-6 (%d nodes, %d segments) on %-6s: deploy %s; destroy %s", len(p.Nodes), len(p.Segments), rt, timing, time.Since(start).Round(time.Millisecond))
+	}
+	for _, ex := range []string{"baseline", "fw", "fw-lb"} {
+		for _, rt := range []string{"netns", "docker"} {
+			d := deployer(t)
+			p := loadLab(t, "../../examples/"+ex+".yaml", "m-"+ex+"-"+rt[:2], func(l *spec.Lab) { l.Runtime = rt })
+			if _, err := d.Deploy(context.Background(), p, "measure"); err != nil {
+				t.Fatalf("deploy %s on %s: %v", ex, rt, err)
+			}
+			bps := measureIperf(t, d, p)
+			if err := d.Destroy(context.Background(), p.Lab); err != nil {
+				t.Fatal(err)
+			}
+			t.Logf("iperf3 %-8s on %-6s: %.2f Gbit/s", ex, rt, bps/1e9)
+		}
+	}
+}
+
+// measureIperf runs iperf3 for 5 s from the chain's source to its target on any runtime.
+func measureIperf(t *testing.T, d *deploy.Deployer, p *plan.Plan) float64 {
+	c := p.Chains[0]
+	server, err := d.Node(p, c.To)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-1"}, d.Journal.NodeDir(p.Lab)+"/iperf3.log"); err != nil {
+		t.Fatal(err)
+	}
+	client, err := d.Node(p, c.From)
+	if err != nil {
+		t.Fatal(err)
+	}
+	args := []string{"iperf3", "-c", c.Target.String(), "-t", "5", "-J"}
+	if c.Port != 0 {
+		args = append(args, "-p", fmt.Sprint(c.Port))
+	}
+	var out []byte
+	for try := 0; try < 20; try++ {
+		if out, err = client.Output(context.Background(), nil, args...); err == nil {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3: %v\n%s", err, out)
+	}
+	var res iperfResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatal(err)
+	}
+	return res.End.SumReceived.BitsPerSecond
+}

@@ -1,0 +1,191 @@
+package docker
+
+import (
+	"context"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/plan"
+)
+
+func TestHostSourceFormats(t *testing.T) {
+	for _, tc := range []struct {
+		name, file, text string
+		want             Source
+	}{
+		{"deb822", "sources.list.d/debian.sources", `Types: deb
+# http://snapshot.debian.org/archive/debian/20250520T000000Z
+URIs: http://deb.debian.org/debian
+Suites: bookworm bookworm-updates
+Components: main
+Signed-By: /usr/share/keyrings/debian-archive-keyring.gpg
+
+Types: deb
+URIs: http://deb.debian.org/debian-security
+Suites: bookworm-security
+Components: main
+`, Source{Mirror: "http://deb.debian.org/debian", Suite: "bookworm"}},
+		{"deb822 security first", "sources.list.d/debian.sources", `Types: deb
+URIs: http://security.debian.org/debian-security
+Suites: trixie-security
+Components: main
+
+Types: deb deb-src
+URIs: https://mirror.example.org/debian/
+Suites: trixie
+Components: main contrib
+`, Source{Mirror: "https://mirror.example.org/debian", Suite: "trixie"}},
+		{"disabled stanza", "sources.list.d/x.sources", `Enabled: no
+Types: deb
+URIs: http://a.example/debian
+Suites: bookworm
+Components: main
+
+Types: deb
+URIs: http://b.example/debian
+Suites: bookworm
+Components: main
+`, Source{Mirror: "http://b.example/debian", Suite: "bookworm"}},
+		{"one-line", "sources.list", `# comment
+deb-src http://deb.debian.org/debian bookworm main
+deb [arch=amd64 signed-by=/usr/share/keyrings/k.gpg] http://ftp.de.debian.org/debian/ bookworm main non-free
+deb http://deb.debian.org/debian bookworm-updates main
+`, Source{Mirror: "http://ftp.de.debian.org/debian", Suite: "bookworm"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			old := AptDir
+			AptDir = dir
+			defer func() { AptDir = old }()
+			path := filepath.Join(dir, tc.file)
+			os.MkdirAll(filepath.Dir(path), 0o755)
+			os.WriteFile(path, []byte(tc.text), 0o644)
+			got, err := HostSource()
+			if err != nil || got != tc.want {
+				t.Errorf("HostSource() = %+v, %v; want %+v", got, err, tc.want)
+			}
+		})
+	}
+	t.Run("none", func(t *testing.T) {
+		old := AptDir
+		AptDir = t.TempDir()
+		defer func() { AptDir = old }()
+		if _, err := HostSource(); err == nil {
+			t.Error("no sources: no error")
+		}
+	})
+}
+
+func TestImageTagStable(t *testing.T) {
+	a := ImageTag("bookworm", []string{"iperf3", "haproxy"})
+	if a != ImageTag("bookworm", []string{"haproxy", "iperf3"}) {
+		t.Error("tag depends on package order")
+	}
+	if a == ImageTag("bookworm", []string{"iperf3"}) || a == ImageTag("trixie", []string{"iperf3", "haproxy"}) {
+		t.Error("tag ignores packages or suite")
+	}
+	if len(a) != 12 {
+		t.Errorf("tag %q", a)
+	}
+}
+
+func TestSplitQuoted(t *testing.T) {
+	got, err := splitQuoted(`-A DOCKER-USER -i br-0123 -o br-0123 -m comment --comment "sfclab lab=t-1" -j ACCEPT`)
+	want := []string{"-A", "DOCKER-USER", "-i", "br-0123", "-o", "br-0123", "-m", "comment", "--comment", "sfclab lab=t-1", "-j", "ACCEPT"}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("got %q, %v", got, err)
+	}
+	if _, err := splitQuoted(`a "b`); err == nil {
+		t.Error("unterminated quote accepted")
+	}
+}
+
+func TestCPUPercent(t *testing.T) {
+	prev := Stats{CPUTotal: 1e9, SystemCPU: 100e9, OnlineCPUs: 2}
+	cur := Stats{CPUTotal: 2e9, SystemCPU: 102e9, OnlineCPUs: 2, Read: time.Now()}
+	// 1 s of container CPU over 2 s of host CPU time (1 s wall on 2 CPUs) = one busy CPU.
+	if got := CPUPercent(prev, cur); got != 100 {
+		t.Errorf("CPUPercent = %v, want 100", got)
+	}
+	if got := CPUPercent(cur, prev); got != 0 {
+		t.Errorf("negative delta: %v", got)
+	}
+}
+
+func TestCgroupMount(t *testing.T) {
+	mi := `35 25 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:14 - cgroup cgroup rw,cpu,cpuacct
+36 25 0:31 / /sys/fs/cgroup/memory rw,nosuid shared:15 - cgroup cgroup rw,memory
+40 25 0:35 / /sys/fs/cgroup/unified rw shared:9 - cgroup2 cgroup2 rw
+`
+	if mp, root, ok := cgroupMount(mi, "cgroup", "cpuacct"); !ok || mp != "/sys/fs/cgroup/cpu,cpuacct" || root != "/" {
+		t.Errorf("v1: %q %q %v", mp, root, ok)
+	}
+	if mp, _, ok := cgroupMount(mi, "cgroup2", ""); !ok || mp != "/sys/fs/cgroup/unified" {
+		t.Errorf("v2: %q %v", mp, ok)
+	}
+}
+
+func TestDebootstrapProgress(t *testing.T) {
+	var got []BuildProgress
+	d := &debootstrapProgress{phase: "resolve", counts: map[string]int64{}, report: func(p BuildProgress) { got = append(got, p) }}
+	for _, l := range []string{
+		"I: Retrieving InRelease", "I: Checking Release signature", "I: Retrieving Packages", "I: Validating Packages",
+		"I: Resolving dependencies of required packages...", "I: Checking component main on http://deb.debian.org/debian...",
+		"I: Retrieving adduser 3.134", "I: Validating adduser 3.134", "I: Retrieving libc6 2.36-9", "I: Validating libc6 2.36-9",
+		"I: Chosen extractor for .deb packages: dpkg-deb", "I: Extracting adduser...", "I: Installing core packages...",
+		"I: Unpacking required packages...", "I: Unpacking libc6:amd64...", "I: Configuring required packages...",
+		"I: Configuring libc6:amd64...", "I: Unpacking the base system...", "I: Unpacking adduser...", "I: Configuring adduser...",
+		"W: something", "I: Base system installed successfully.",
+	} {
+		d.line(l)
+	}
+	last := map[string]BuildProgress{}
+	for _, p := range got {
+		last[p.Phase] = p
+	}
+	if p := last["download"]; p.Done != 2 {
+		t.Errorf("download: %+v", p)
+	}
+	if p := last["extract"]; p.Done != 1 {
+		t.Errorf("extract: %+v", p)
+	}
+	if p := last["unpack"]; p.Done != 2 || p.Total != 2 {
+		t.Errorf("unpack: %+v", p)
+	}
+	if p := last["configure"]; p.Done != 2 || p.Total != 2 {
+		t.Errorf("configure: %+v", p)
+	}
+}
+
+// An engine that does not answer is reported clearly; destroying a lab that does not run on
+// docker does not need it, destroying one that does fails.
+func TestUnreachableEngine(t *testing.T) {
+	root := t.TempDir()
+	r := Runtime{Host: "unix://" + filepath.Join(root, "no-docker.sock"), StateRoot: root}
+	ctx := context.Background()
+	err := r.Reachable(ctx)
+	if !errors.Is(err, ErrUnreachable) || !strings.Contains(err.Error(), "Docker Engine not reachable at unix://") ||
+		!strings.Contains(err.Error(), "systemctl start docker or dockerd") {
+		t.Errorf("Reachable: %v", err)
+	}
+	if left, err := r.Leftovers(ctx, "t-nolab"); err != nil || len(left) > 0 {
+		t.Errorf("Leftovers of a lab unknown here: %v, %v", left, err)
+	}
+	if err := r.Destroy(ctx, "t-nolab"); err != nil {
+		t.Errorf("Destroy of a netns/unknown lab needs the engine: %v", err)
+	}
+	j := deploy.Journal{Root: root}
+	os.MkdirAll(j.Dir("t-dklab"), 0o755)
+	if err := j.WritePlan(&plan.Plan{Lab: "t-dklab", Runtime: "docker"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := r.Destroy(ctx, "t-dklab"); !errors.Is(err, ErrUnreachable) {
+		t.Errorf("Destroy of a docker lab without the engine: %v", err)
+	}
+}

@@ -1,0 +1,716 @@
+// Package docker is the docker runtime: every node of a lab is a container on the local
+// Docker Engine (sfc.LAB.NODE) and every segment a Docker bridge network (sfc.LAB.SEGMENT)
+// with the plan's subnet and addresses, so the same plan, steering and function kinds run as
+// they do in network namespaces. Containers run sfclab's node image (built locally with
+// debootstrap, no registry: see BuildImage) or the lab's own, with NET_ADMIN and NET_RAW, the
+// lab's journal node directory bind-mounted at the same path, `sleep infinity` under
+// docker-init and no restart policy. Everything created carries the labels
+// sfclab.managed=true and sfclab.lab=LAB, which is all Destroy ever removes.
+//
+// Two attachment modes (study B compared them): "routed" reaches containers at their own
+// addresses over internal networks; "nat" publishes the chain's service port on the host
+// address of the source's network (a non-internal network) as a default Docker user would.
+// In both modes every default route inside the containers is deleted: lab traffic never leaves
+// the lab.
+package docker
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/moby/moby/api/types/container"
+	"github.com/moby/moby/api/types/network"
+	"github.com/moby/moby/client"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+// Runtime is the docker runtime. The zero value talks to $DOCKER_HOST or the local socket and
+// bind-mounts node directories under deploy.StateRoot().
+type Runtime struct {
+	// Host is the engine's address, e.g. unix:///var/run/docker.sock ("" = $DOCKER_HOST or
+	// the default socket).
+	Host string
+	// StateRoot is the journal root of the Deployer using this runtime ("" =
+	// deploy.StateRoot()); the lab's node directory StateRoot/LAB/nodes is bind-mounted into
+	// every container at the same path, so that function configuration and logs written on
+	// the host are read and written at the same path inside.
+	StateRoot string
+	// Progress receives the steps of an image build Preflight starts; nil means silent.
+	Progress func(BuildProgress)
+	// Parallel bounds how many containers are created or wired at once (0 = 4).
+	Parallel int
+}
+
+var _ runtime.Runtime = Runtime{}
+
+// Name is "docker".
+func (Runtime) Name() string { return spec.RuntimeDocker }
+
+// Attachment modes of the plan (spec.AttachRouted, spec.AttachNAT).
+const (
+	// AttachRouted reaches containers at their own addresses over internal networks.
+	AttachRouted = spec.AttachRouted
+	// AttachNAT publishes the chain's port at the gateway of the source's network.
+	AttachNAT = spec.AttachNAT
+)
+
+// DefaultMTU is the MTU of lab networks when the plan has none (the engine's own default may
+// be lower, e.g. "mtu": 1400 in daemon.json; labs use the same MTU on every runtime).
+const DefaultMTU = 1500
+
+func (r Runtime) stateRoot() string {
+	if r.StateRoot != "" {
+		return r.StateRoot
+	}
+	return deploy.StateRoot()
+}
+
+// NodeDir is the directory bind-mounted into a lab's containers (the journal's node directory).
+func (r Runtime) NodeDir(lab string) string {
+	return deploy.Journal{Root: r.stateRoot()}.NodeDir(lab)
+}
+
+// Image is the image a plan's containers run.
+func Image(p *plan.Plan) string {
+	if p.Image != "" {
+		return p.Image
+	}
+	return DefaultImage()
+}
+
+func mtu(p *plan.Plan) int {
+	if p.MTU > 0 {
+		return p.MTU
+	}
+	return DefaultMTU
+}
+
+// published reports whether a segment is the network a port is published on (attach nat):
+// that network must not be internal, the engine forwards the published port into it.
+func published(p *plan.Plan, s *plan.Segment) bool {
+	for _, pub := range p.Publish {
+		if pub.HostIP == s.Gateway {
+			return true
+		}
+	}
+	return false
+}
+
+// Preflight checks that the engine answers, that no container or network sfclab did not
+// create holds one of the lab's names, that no other Docker network overlaps a segment's
+// subnet, and that the image is there: sfclab's own is built when missing (minutes, reported
+// to r.Progress), another one is pulled.
+func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return err
+	}
+	if err := r.checkNames(ctx, cli, p); err != nil {
+		return err
+	}
+	return r.EnsureImage(ctx, p.Image)
+}
+
+func (r Runtime) checkNames(ctx context.Context, cli *client.Client, p *plan.Plan) error {
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true})
+	if err != nil {
+		return fmt.Errorf("list containers: %w", err)
+	}
+	want := map[string]bool{}
+	for _, n := range p.Nodes {
+		want[ContainerName(p.Lab, n.Name)] = true
+	}
+	var clashes []string
+	for _, c := range cs.Items {
+		for _, name := range c.Names {
+			name = strings.TrimPrefix(name, "/")
+			if want[name] && !ours(c.Labels, p.Lab) {
+				clashes = append(clashes, fmt.Sprintf("container %s (image %s, %s)", name, c.Image, c.State))
+			}
+		}
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return fmt.Errorf("list networks: %w", err)
+	}
+	segs := map[string]*plan.Segment{}
+	for _, s := range p.Segments {
+		segs[NetworkName(p.Lab, s.Name)] = s
+	}
+	var overlaps []string
+	for _, n := range nets.Items {
+		if ours(n.Labels, p.Lab) {
+			continue
+		}
+		if segs[n.Name] != nil {
+			clashes = append(clashes, "network "+n.Name)
+			continue
+		}
+		for _, cfg := range n.IPAM.Config {
+			for _, s := range p.Segments {
+				if cfg.Subnet.IsValid() && cfg.Subnet.Overlaps(s.Subnet) {
+					overlaps = append(overlaps, fmt.Sprintf("segment %s (%s) overlaps Docker network %s (%s)", s.Name, s.Subnet.Masked(), n.Name, cfg.Subnet))
+				}
+			}
+		}
+	}
+	if len(clashes) > 0 {
+		return fmt.Errorf("check names of lab %q: %w: %s; sfclab leaves them alone: remove or rename them (docker rm -f NAME, docker network rm NAME) or rename the lab",
+			p.Lab, ErrNameClash, strings.Join(clashes, "; "))
+	}
+	if len(overlaps) > 0 {
+		return fmt.Errorf("check subnets of lab %q: %s; give the lab another addressing.pool (the engine refuses overlapping networks)", p.Lab, strings.Join(overlaps, "; "))
+	}
+	return nil
+}
+
+// lockedUndo lets parallel steps push their undo.
+type lockedUndo struct {
+	mu sync.Mutex
+	u  runtime.Undo
+}
+
+// Push records an undo step.
+func (l *lockedUndo) Push(what string, fn func() error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.u.Push(what, fn)
+}
+
+// parallel runs fn(0..n-1) with at most r.Parallel at once; it stops starting new ones after
+// the first error or when ctx is done, waits for the running ones and returns every error.
+func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) error {
+	limit := r.Parallel
+	if limit <= 0 {
+		limit = 4
+	}
+	sem := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	failed := func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 }
+	for i := range n {
+		if failed() {
+			break
+		}
+		if err := ctx.Err(); err != nil {
+			mu.Lock()
+			errs = append(errs, err)
+			mu.Unlock()
+			break
+		}
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			if err := fn(i); err != nil {
+				mu.Lock()
+				errs = append(errs, err)
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// CreateNodes creates a Docker network per segment and a container per node, attached to its
+// first segment's network with its plan address, started, and returns each container's network
+// namespace (/proc/PID/ns/net of its init).
+// Equivalent to: docker network create --internal --subnet S --gateway G sfc.LAB.SEG ...;
+// docker run -d --name sfc.LAB.NODE --network sfc.LAB.SEG0 --ip A --cap-add NET_ADMIN
+// --cap-add NET_RAW -v DIR:DIR --init IMAGE sleep infinity
+func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	u := &lockedUndo{u: undo}
+	nodeDir := r.NodeDir(p.Lab)
+	if st, err := os.Stat(nodeDir); err != nil || !st.IsDir() {
+		return nil, fmt.Errorf("find node directory %s to bind-mount (Runtime.StateRoot must be the Deployer's journal root): %w", nodeDir, err)
+	}
+	// Undone last: whatever the engine created although its request was cancelled (the
+	// container or network exists, its undo was never pushed) is found by label.
+	u.Push("docker objects of lab "+p.Lab, func() error {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		return r.Destroy(cctx, p.Lab)
+	})
+	fw := userChainExists(ctx)
+	err = r.parallel(ctx, len(p.Segments), func(i int) error {
+		return r.createNetwork(ctx, cli, p, p.Segments[i], fw, u)
+	})
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*netdev.NS{}
+	var mu sync.Mutex
+	image := Image(p)
+	err = r.parallel(ctx, len(p.Nodes), func(i int) error {
+		ns, err := r.createContainer(ctx, cli, p, p.Nodes[i], image, nodeDir, u)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
+		out[p.Nodes[i].Name] = ns
+		mu.Unlock()
+		return nil
+	})
+	if err == nil && p.Image != "" {
+		err = r.checkPrograms(ctx, cli, p)
+	}
+	if err != nil {
+		for _, ns := range out {
+			ns.Close()
+		}
+		return nil, err
+	}
+	return out, nil
+}
+
+// createNetwork creates a segment's network: a bridge with the plan's subnet, the segment's
+// gateway address on the host side and the lab's MTU; internal unless a port is published on it.
+func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, fw bool, u runtime.Undo) error {
+	name := NetworkName(p.Lab, s.Name)
+	internal := !published(p, s)
+	res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+		Driver:   "bridge",
+		Internal: internal,
+		IPAM: &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
+			Subnet: s.Subnet.Masked(), Gateway: s.Gateway,
+		}}},
+		Options: map[string]string{"com.docker.network.driver.mtu": strconv.Itoa(mtu(p))},
+		Labels:  labels(p.Lab, LabelSegment, s.Name),
+	})
+	if err != nil {
+		return fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
+	}
+	u.Push("network "+name, func() error {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		if _, err := cli.NetworkRemove(cctx, res.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+			return fmt.Errorf("remove network %s: %w", name, err)
+		}
+		return nil
+	})
+	if internal && fw {
+		br := bridgeName(res.ID)
+		if err := acceptBridge(ctx, br, p.Lab); err != nil {
+			return err
+		}
+		u.Push("iptables rule for "+br, func() error {
+			cctx, cancel := cleanupCtx()
+			defer cancel()
+			return dropBridgeRule(cctx, br, p.Lab)
+		})
+	}
+	return nil
+}
+
+// bridgeName is the host bridge the engine makes for a network (br- and 12 hex digits).
+func bridgeName(id string) string { return "br-" + id[:min(12, len(id))] }
+
+// createContainer creates and starts a node's container on its first segment's network.
+func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *plan.Plan, n *plan.Node, image, nodeDir string, u runtime.Undo) (*netdev.NS, error) {
+	name := ContainerName(p.Lab, n.Name)
+	if len(n.Interfaces) == 0 {
+		return nil, fmt.Errorf("create container %s: node %s has no interface", name, n.Name)
+	}
+	first := n.Interfaces[0]
+	netName := NetworkName(p.Lab, first.Segment)
+	cfg := &container.Config{
+		Hostname: n.Name,
+		Image:    image,
+		Cmd:      []string{"sleep", "infinity"},
+		// A lab's own image may have an entrypoint or a non-root user: nodes need neither.
+		Entrypoint: []string{},
+		User:       "0",
+		Labels:     labels(p.Lab, LabelNode, n.Name),
+	}
+	yes := true
+	hc := &container.HostConfig{
+		NetworkMode:   container.NetworkMode(netName),
+		CapAdd:        []string{"NET_ADMIN", "NET_RAW"},
+		Binds:         []string{nodeDir + ":" + nodeDir},
+		Init:          &yes,
+		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+	}
+	for _, pub := range p.Publish {
+		if pub.Node != n.Name {
+			continue
+		}
+		port, err := network.ParsePort(fmt.Sprintf("%d/%s", pub.Port, pub.Protocol))
+		if err != nil {
+			return nil, fmt.Errorf("create container %s: publish %d/%s: %w", name, pub.Port, pub.Protocol, err)
+		}
+		if cfg.ExposedPorts == nil {
+			cfg.ExposedPorts = network.PortSet{}
+			hc.PortBindings = network.PortMap{}
+		}
+		cfg.ExposedPorts[port] = struct{}{}
+		hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: pub.HostIP, HostPort: strconv.Itoa(int(pub.HostPort))})
+	}
+	nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
+		netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: first.Address.Addr()}},
+	}}
+	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	if err != nil {
+		return nil, fmt.Errorf("create container %s: %w", name, err)
+	}
+	u.Push("container "+name, func() error {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		return removeContainer(cctx, cli, res.ID, name)
+	})
+	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+		return nil, fmt.Errorf("start container %s: %w", name, err)
+	}
+	insp, err := cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", name, err)
+	}
+	st := insp.Container.State
+	if st == nil || !st.Running || st.Pid == 0 {
+		msg := "not running"
+		if st != nil && st.Error != "" {
+			msg = st.Error
+		}
+		return nil, fmt.Errorf("start container %s: %s", name, msg)
+	}
+	return netdev.OpenNSPath(fmt.Sprintf("/proc/%d/ns/net", st.Pid), name)
+}
+
+// removeContainer removes a container and whatever runs in it; a missing one is not an error.
+// Equivalent to: docker rm -f NAME
+func removeContainer(ctx context.Context, cli *client.Client, id, name string) error {
+	if _, err := cli.ContainerRemove(ctx, id, client.ContainerRemoveOptions{Force: true, RemoveVolumes: true}); err != nil && !isNotFound(err) {
+		return fmt.Errorf("remove container %s: %w", name, err)
+	}
+	return nil
+}
+
+// checkPrograms verifies that a lab's own image has every program the functions and run
+// commands need, before anything runs in it.
+func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.Plan) error {
+	need := map[string][]string{}
+	for _, n := range p.Nodes {
+		if n.Function != nil {
+			k, err := kinds.Get(n.Function.Kind)
+			if err != nil {
+				return err
+			}
+			for _, prog := range k.Requires(n.Function) {
+				need[prog] = append(need[prog], n.Name)
+			}
+		}
+		for _, c := range n.Run {
+			if w := vnf.FirstWord(c); w != "" {
+				need[w] = append(need[w], n.Name)
+			}
+		}
+	}
+	if len(need) == 0 {
+		return nil
+	}
+	progs := make([]string, 0, len(need))
+	for prog := range need {
+		progs = append(progs, prog)
+	}
+	sort.Strings(progs)
+	node, err := r.openNode(ctx, cli, p.Lab, p.Nodes[0].Name)
+	if err != nil {
+		return err
+	}
+	script := `for p in "$@"; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done`
+	out, err := node.Output(ctx, nil, append([]string{"/bin/sh", "-c", script, "sh"}, progs...)...)
+	if err != nil {
+		return fmt.Errorf("check programs in image %s: %w", p.Image, err)
+	}
+	var missing []string
+	for _, prog := range strings.Fields(string(out)) {
+		who := slices.Compact(slices.Sorted(slices.Values(need[prog])))
+		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who, ", ")))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// Link connects every container to the networks of its other segments with their plan
+// addresses, names every interface as the plan does (matched by address: the engine calls
+// them eth0, eth1, ... in its own order) and deletes every default route in the containers
+// (internal networks still get one on this engine).
+// Equivalent to: docker network connect --ip A sfc.LAB.SEG sfc.LAB.NODE;
+// ip link set ethN name IFNAME; ip route del default
+func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, _ runtime.Undo) error {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return err
+	}
+	return r.parallel(ctx, len(p.Nodes), func(i int) error {
+		n := p.Nodes[i]
+		name := ContainerName(p.Lab, n.Name)
+		for _, ifc := range n.Interfaces[1:] {
+			netName := NetworkName(p.Lab, ifc.Segment)
+			_, err := cli.NetworkConnect(ctx, netName, client.NetworkConnectOptions{Container: name,
+				EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ifc.Address.Addr()}}})
+			if err != nil {
+				return fmt.Errorf("connect container %s to network %s: %w", name, netName, err)
+			}
+		}
+		h := ns[n.Name]
+		if h == nil {
+			return fmt.Errorf("link node %s: no namespace handle", n.Name)
+		}
+		if err := nameInterfaces(h, n); err != nil {
+			return err
+		}
+		return h.DelDefaultRoutes()
+	})
+}
+
+// nameInterfaces renames a container's interfaces to the plan's names, finding each by its
+// address; names that are taken are freed through a temporary name first.
+func nameInterfaces(h *netdev.NS, n *plan.Node) error {
+	links, err := h.Links()
+	if err != nil {
+		return fmt.Errorf("name interfaces of node %s: %w", n.Name, err)
+	}
+	current := map[string]bool{}
+	for _, l := range links {
+		current[l.Name] = true
+	}
+	type move struct{ from, to string }
+	var moves []move
+	for _, ifc := range n.Interfaces {
+		found := ""
+		for _, l := range links {
+			if slices.ContainsFunc(l.Addrs, func(a netip.Prefix) bool { return a == ifc.Address }) {
+				found = l.Name
+			}
+		}
+		if found == "" {
+			return fmt.Errorf("name interfaces of node %s: no interface has address %s", n.Name, ifc.Address)
+		}
+		if found != ifc.Name {
+			moves = append(moves, move{found, ifc.Name})
+		}
+	}
+	for i, m := range moves {
+		if current[m.to] {
+			tmp := fmt.Sprintf("sfctmp%d", i)
+			if err := h.RenameLink(m.from, tmp); err != nil {
+				return err
+			}
+			current[m.from], current[tmp] = false, true
+			moves[i].from = tmp
+		}
+	}
+	for _, m := range moves {
+		if err := h.RenameLink(m.from, m.to); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// Node returns the running container of a deployed lab's node.
+func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
+	if p.Node(name) == nil {
+		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	cli, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.openNode(ctx, cli, p.Lab, name)
+}
+
+// OpenNode returns the running container of a lab's node without the lab's plan (for probes).
+func (r Runtime) OpenNode(ctx context.Context, lab, name string) (*Node, error) {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return r.openNode(ctx, cli, lab, name)
+}
+
+func (r Runtime) openNode(ctx context.Context, cli *client.Client, lab, name string) (*Node, error) {
+	cname := ContainerName(lab, name)
+	res, err := cli.ContainerInspect(ctx, cname, client.ContainerInspectOptions{})
+	if isNotFound(err) {
+		return nil, fmt.Errorf("find container %s of node %s: %w", cname, name, ErrNotFound)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("inspect container %s: %w", cname, err)
+	}
+	c := res.Container
+	if c.Config == nil || !ours(c.Config.Labels, lab) {
+		return nil, fmt.Errorf("open container %s: %w", cname, ErrNameClash)
+	}
+	if c.State == nil || !c.State.Running || c.State.Pid == 0 {
+		return nil, fmt.Errorf("open container %s of node %s: not running: %w", cname, name, ErrNotFound)
+	}
+	n := &Node{Name: name, Lab: lab, Container: cname, ID: c.ID, PID: c.State.Pid, cli: cli}
+	for _, m := range c.Mounts {
+		if m.Type == "bind" && m.Source == m.Destination {
+			n.mounts = append(n.mounts, m.Destination)
+		}
+	}
+	return n, nil
+}
+
+// Labs lists the labs that have containers or networks in the engine (found by label), for
+// `sfclab destroy --all` after a crash that lost the journal.
+// Equivalent to: docker ps -a --filter label=sfclab.managed=true --format '{{.Label "sfclab.lab"}}'
+func (r Runtime) Labs(ctx context.Context) ([]string, error) {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	f := make(client.Filters).Add("label", LabelManaged+"=true")
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list containers: %w", err)
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: f})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	var labs []string
+	for _, c := range cs.Items {
+		labs = append(labs, c.Labels[LabelLab])
+	}
+	for _, n := range nets.Items {
+		labs = append(labs, n.Labels[LabelLab])
+	}
+	sort.Strings(labs)
+	labs = slices.Compact(labs)
+	return slices.DeleteFunc(labs, func(s string) bool { return s == "" }), nil
+}
+
+// labUsesDocker reports whether the journal says a lab runs on this runtime.
+func (r Runtime) labUsesDocker(lab string) bool {
+	p, err := deploy.Journal{Root: r.stateRoot()}.ReadPlan(lab)
+	return err == nil && p.Runtime == spec.RuntimeDocker
+}
+
+// unreachable turns an engine that does not answer into "nothing here" for labs that do not
+// run on docker (destroying a netns lab must not need the engine), and into the error for
+// labs that do.
+func (r Runtime) unreachable(lab string, err error) error {
+	if errors.Is(err, ErrUnreachable) && !r.labUsesDocker(lab) {
+		return nil
+	}
+	return err
+}
+
+// Leftovers lists a lab's containers, networks and DOCKER-USER rules.
+// Equivalent to: docker ps -a --filter label=sfclab.lab=LAB; docker network ls --filter label=sfclab.lab=LAB
+func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
+	rules, _ := labRules(ctx, lab)
+	var out []string
+	for _, rl := range rules {
+		out = append(out, rl.String())
+	}
+	cli, err := r.client(ctx)
+	if err != nil {
+		return out, r.unreachable(lab, err)
+	}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labFilter(lab)})
+	if err != nil {
+		return out, fmt.Errorf("list containers: %w", err)
+	}
+	for _, c := range cs.Items {
+		if ours(c.Labels, lab) && len(c.Names) > 0 {
+			out = append(out, "container "+strings.TrimPrefix(c.Names[0], "/"))
+		}
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: labFilter(lab)})
+	if err != nil {
+		return out, fmt.Errorf("list networks: %w", err)
+	}
+	for _, n := range nets.Items {
+		if ours(n.Labels, lab) {
+			out = append(out, "network "+n.Name)
+		}
+	}
+	return out, nil
+}
+
+// Destroy removes the lab's containers (with everything running in them), then its networks,
+// then its DOCKER-USER rules: only objects labelled sfclab.managed=true and sfclab.lab=LAB.
+// Equivalent to: docker rm -f $(docker ps -aq --filter label=sfclab.lab=LAB);
+// docker network rm $(docker network ls -q --filter label=sfclab.lab=LAB)
+func (r Runtime) Destroy(ctx context.Context, lab string) error {
+	var errs []error
+	cli, err := r.client(ctx)
+	if err != nil {
+		if err := dropLabRules(ctx, lab); err != nil {
+			errs = append(errs, err)
+		}
+		if err := r.unreachable(lab, err); err != nil {
+			errs = append(errs, err)
+		}
+		return joinDestroy(lab, errs)
+	}
+	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: labFilter(lab)})
+	if err != nil {
+		return fmt.Errorf("destroy containers of lab %q: %w", lab, err)
+	}
+	var mine []container.Summary
+	for _, c := range cs.Items {
+		if ours(c.Labels, lab) {
+			mine = append(mine, c)
+		}
+	}
+	if err := r.parallel(context.WithoutCancel(ctx), len(mine), func(i int) error {
+		name := mine[i].ID
+		if len(mine[i].Names) > 0 {
+			name = strings.TrimPrefix(mine[i].Names[0], "/")
+		}
+		return removeContainer(ctx, cli, mine[i].ID, name)
+	}); err != nil {
+		errs = append(errs, err)
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{Filters: labFilter(lab)})
+	if err != nil {
+		errs = append(errs, fmt.Errorf("list networks: %w", err))
+	}
+	for _, n := range nets.Items {
+		if !ours(n.Labels, lab) {
+			continue
+		}
+		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
+			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+		}
+	}
+	if err := dropLabRules(ctx, lab); err != nil {
+		errs = append(errs, err)
+	}
+	return joinDestroy(lab, errs)
+}
+
+func joinDestroy(lab string, errs []error) error {
+	if len(errs) == 0 {
+		return nil
+	}
+	return fmt.Errorf("destroy docker objects of lab %q: %w", lab, errors.Join(errs...))
+}
