@@ -339,7 +339,9 @@ func TestTopology(t *testing.T) {
 		}{
 			{"veth", a, "198.18.1.2", map[*NS][]string{a: {"a0"}, b: {"b0"}}, false},
 			{"multipath", a, "198.19.0.1", map[*NS][]string{a: {"a0", "a1"}}, true},
-			{"bridge", c, "198.18.2.2", map[*NS][]string{br: {"pc", "pd", "br0"}, d: {"d0"}}, false},
+			// The bridge device itself only counts frames for its own stack (ARP broadcasts,
+			// absent once neighbours are cached); its ports show forwarded traffic.
+			{"bridge", c, "198.18.2.2", map[*NS][]string{br: {"pc", "pd"}, d: {"d0"}}, false},
 		} {
 			t.Run(tc.name, func(t *testing.T) {
 				before := map[string]LinkStats{}
