@@ -1,0 +1,527 @@
+// Package httpproxy is the HTTP forward proxy function (kind "http-proxy"): Squid, forwarding
+// only (cache off, the default) or caching in memory and optionally on disk, as study B ran it.
+// Clients send proxy requests (absolute URLs) to the proxy's ingress address; Squid fetches
+// from the chain's origin over its egress side.
+//
+// Squid refuses to run as root, so it runs as the Debian user "proxy": everything it writes
+// (cache.log, the optional access log and cache directory) is in a directory of the node's state
+// directory that user owns, and the state directory's parents must be searchable by others
+// (they are under /run/sfclab).
+package httpproxy
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
+)
+
+// ReadyTimeout bounds the wait for Squid to accept connections after it starts.
+const ReadyTimeout = 10 * time.Second
+
+// User is the account Squid drops to (cache_effective_user); Debian's squid package creates it.
+const User = "proxy"
+
+// LabPrefix is the source prefix allowed to use the proxy: RFC 2544's benchmarking range, where
+// lab addresses come from.
+var LabPrefix = netip.MustParsePrefix("198.18.0.0/15")
+
+// Files Squid's instance directory holds (see Dir).
+const (
+	ConfFile     = "squid.conf"
+	PidFile      = "squid.pid"  // written by Squid
+	DaemonFile   = "daemon.pid" // the process group sfclab started, for Teardown
+	CacheLogFile = "cache.log"
+	AccessFile   = "access.log"
+	OutFile      = "squid.out" // Squid's standard output and error
+	CacheSubdir  = "cache"
+)
+
+// Proxy implements vnf.Function for kind "http-proxy". The zero value is what labs deploy.
+type Proxy struct {
+	// AccessLog makes Squid log every request to access.log in its directory (result codes
+	// such as TCP_MISS, TCP_MEM_HIT). Off by default: logging costs, and study B's figures are
+	// for the proxy's forwarding path.
+	AccessLog bool
+}
+
+func params(f *plan.Function) *spec.HTTPProxyParams { return f.Params.(*spec.HTTPProxyParams) }
+
+// Requires lists squid.
+func (Proxy) Requires(*plan.Function) []string { return []string{"squid"} }
+
+// Dir is the directory of one proxy instance under the state directory: configuration, logs,
+// pid files and cache, owned by User.
+func Dir(env vnf.Env) string { return env.Path(".squid") }
+
+// ServiceName is the Squid service name (squid -n) of a node: it names the instance's shared
+// memory segments (/dev/shm/NAME-*.shm) and SMP sockets (/run/squid/NAME-*.ipc), so that
+// proxies in several labs never share them. Squid accepts letters and digits only.
+func ServiceName(netns string) string {
+	h := fnv.New64a()
+	h.Write([]byte(netns))
+	return fmt.Sprintf("sfc%016x", h.Sum64())
+}
+
+// Setup writes squid.conf, checks it (squid -k parse), creates the cache directories when
+// there is an on-disk cache (squid -z), starts Squid in the foreground and waits until it
+// accepts connections on its ingress address and port.
+//
+// Equivalent to:
+//
+//	squid -k parse -f DIR/squid.conf && squid -N -z -n NAME -f DIR/squid.conf &&
+//	ip netns exec NETNS squid -N -n NAME -f DIR/squid.conf
+func (p Proxy) Setup(ctx context.Context, env vnf.Env) error {
+	f := env.Plan.Function
+	pp := params(f)
+	dir := Dir(env)
+	conf := filepath.Join(dir, ConfFile)
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return vnf.Errorf(env, "create squid directory: %v", err)
+	}
+	if pp.CacheDir > 0 {
+		if err := os.MkdirAll(filepath.Join(dir, CacheSubdir), 0o755); err != nil {
+			return vnf.Errorf(env, "create squid cache directory: %v", err)
+		}
+	}
+	uid, gid, err := lookupUser(User)
+	if err != nil {
+		return vnf.Errorf(env, "%v", err)
+	}
+	if err := chownTree(dir, uid, gid); err != nil {
+		return vnf.Errorf(env, "give squid directory to user %s: %v", User, err)
+	}
+	if err := canWrite(dir, uid, gid); err != nil {
+		return vnf.Errorf(env, "squid runs as user %s, which cannot write %s (%v): make the state directory's parents searchable by others (chmod o+x)", User, dir, err)
+	}
+	if err := os.WriteFile(conf, []byte(p.Config(f, dir)), 0o644); err != nil {
+		return vnf.Errorf(env, "write squid config: %v", err)
+	}
+	if out, err := env.Node.Output(ctx, nil, "squid", "-k", "parse", "-f", conf); err != nil {
+		return vnf.Errorf(env, "squid rejects its config %s: %s", conf, squidProblems(err.Error(), string(out)))
+	}
+	name := ServiceName(env.Plan.Netns)
+	mode := "-N"
+	if pp.Workers > 1 {
+		mode = "--foreground" // -N would disable SMP workers
+	}
+	if pp.CacheDir > 0 {
+		zctx, cancel := context.WithTimeout(ctx, time.Minute)
+		_, err := env.Node.Output(zctx, nil, "squid", mode, "-z", "-n", name, "-f", conf)
+		cancel()
+		removeIPC(name) // squid -z leaves its SMP segments behind
+		if err != nil {
+			return vnf.Errorf(env, "create squid cache directories (squid -z): %s", squidProblems(err.Error(), string(readTail(filepath.Join(dir, CacheLogFile)))))
+		}
+	}
+	cacheLog := filepath.Join(dir, CacheLogFile)
+	var logStart int64 // cache.log may hold an earlier run's lines
+	if st, err := os.Stat(cacheLog); err == nil {
+		logStart = st.Size()
+	}
+	pid, err := env.Node.Daemon([]string{"squid", mode, "-n", name, "-f", conf}, filepath.Join(dir, OutFile))
+	if err != nil {
+		return vnf.Errorf(env, "start squid: %s", squidProblems(err.Error(), string(readFrom(cacheLog, logStart))))
+	}
+	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return vnf.Errorf(env, "write squid pid file: %v", err)
+	}
+	addr := net.JoinHostPort(f.IngressAddr.String(), strconv.Itoa(int(f.Port)))
+	if err := waitReady(ctx, env.Node, addr, pid, cacheLog, logStart); err != nil {
+		return vnf.Errorf(env, "squid does not accept on %s: %v (log: %s)", addr, err, cacheLog)
+	}
+	return nil
+}
+
+// fatalMarks are the cache.log phrases of a Squid that will not serve.
+var fatalMarks = []string{"FATAL", "Cannot bind", "cannot bind", "Address already in use", "Cannot assign requested address"}
+
+// readyMark is what Squid logs once it listens on an http_port.
+const readyMark = "Accepting HTTP Socket connections"
+
+// waitReady waits until this Squid says in cache.log (after logStart) that it listens and addr
+// accepts connections from inside the node; it fails as soon as Squid dies or logs a fatal
+// problem (a port in use: another process answering on addr is not this Squid being ready),
+// and after ReadyTimeout.
+func waitReady(ctx context.Context, node vnf.Node, addr string, pid int, cacheLog string, logStart int64) error {
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		log := readFrom(cacheLog, logStart)
+		if containsAny(log, fatalMarks) {
+			return errors.New(squidProblems(string(log)))
+		}
+		err := errors.New("squid has not logged that it listens")
+		if bytes.Contains(log, []byte(readyMark)) {
+			err = node.Do(func() error {
+				c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
+				if err == nil {
+					c.Close()
+				}
+				return err
+			})
+			if err == nil {
+				return nil
+			}
+		}
+		if syscall.Kill(pid, 0) != nil {
+			return fmt.Errorf("squid exited: %s", squidProblems(string(readFrom(cacheLog, logStart))))
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("%w after %s: %s", err, ReadyTimeout, squidProblems(string(log)))
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// Teardown stops Squid: it kills the process group it started (master, workers, helpers) and
+// removes the shared memory segments and SMP sockets of its service name. It works after a
+// partial Setup and twice in a row.
+//
+// Equivalent to: kill -KILL -PGID; rm -f /dev/shm/NAME-*.shm /run/squid/NAME-*.ipc
+func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
+	dir := Dir(env)
+	pidFile := filepath.Join(dir, DaemonFile)
+	data, err := os.ReadFile(pidFile)
+	if errors.Is(err, os.ErrNotExist) {
+		removeIPC(ServiceName(env.Plan.Netns))
+		return nil
+	}
+	if err != nil {
+		return vnf.Errorf(env, "read squid pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return vnf.Errorf(env, "squid pid file %s: bad pid %q", pidFile, data)
+	}
+	// Squid's orderly shutdown takes over a second even with shutdown_lifetime 0; nothing it
+	// would save matters to a lab, so the whole group is killed at once.
+	if groupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
+		if err := killGroup(pid, 2*time.Second); err != nil {
+			return vnf.Errorf(env, "stop squid (process group %d): %v", pid, err)
+		}
+	}
+	removeIPC(ServiceName(env.Plan.Netns))
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return vnf.Errorf(env, "remove squid pid file: %v", err)
+	}
+	return nil
+}
+
+// killGroup kills process group pgid and waits up to timeout for it to be gone.
+func killGroup(pgid int, timeout time.Duration) error {
+	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(timeout)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of group %d still alive after %s", pgid, timeout)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// groupAlive reports whether process group pgid has a process that is not a zombie (killed
+// Squid kids are re-parented and stay zombies until init reaps them).
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// removeIPC removes what a Squid service leaves when killed: its shared memory segments and
+// its SMP coordinator and kid sockets.
+func removeIPC(name string) {
+	for _, pattern := range []string{"/dev/shm/" + name + "-*", "/run/squid/" + name + "-*"} {
+		matches, _ := filepath.Glob(pattern)
+		for _, m := range matches {
+			_ = os.Remove(m)
+		}
+	}
+}
+
+// Config renders squid.conf for the function with this Proxy's options; dir is the instance
+// directory (Dir) that holds Squid's logs, pid file and cache.
+func (p Proxy) Config(f *plan.Function, dir string) string {
+	pp := params(f)
+	var b strings.Builder
+	mode := "off: forwarding only"
+	if pp.Cache {
+		mode = "on"
+	}
+	fmt.Fprintf(&b, "# generated by sfclab: Squid forward proxy, cache %s\n", mode)
+	fmt.Fprintf(&b, "http_port %s:%d\n", f.IngressAddr, f.Port)
+	fmt.Fprintf(&b, "acl sfclab_lab src %s\n", strings.Join(sources(f.IngressAddr), " "))
+	b.WriteString("http_access allow sfclab_lab\nhttp_access deny all\n")
+	b.WriteString("\n# Origins are addresses: no DNS, ICMP pinger, ICP, HTCP or netdb.\n")
+	b.WriteString("dns_nameservers 127.0.0.1\npinger_enable off\nicp_port 0\nhtcp_port 0\nnetdb_filename none\n")
+	b.WriteString("visible_hostname sfclab\n")
+	fmt.Fprintf(&b, "cache_effective_user %s\nworkers %d\n", User, pp.Workers)
+	b.WriteString("\n")
+	if !pp.Cache {
+		b.WriteString("cache deny all\ncache_mem 0 MB\n")
+	} else {
+		fmt.Fprintf(&b, "cache_mem %d MB\n", pp.CacheMem)
+		fmt.Fprintf(&b, "maximum_object_size %d MB\n", pp.MaxObject)
+		fmt.Fprintf(&b, "maximum_object_size_in_memory %d MB\n", pp.MaxObject)
+		fmt.Fprintf(&b, "memory_replacement_policy %s\n", pp.Policy)
+		fmt.Fprintf(&b, "cache_replacement_policy %s\n", pp.Policy)
+		if pp.CacheDir > 0 {
+			cd := filepath.Join(dir, CacheSubdir)
+			if pp.Workers > 1 {
+				// ufs is not SMP-aware (Squid 5.7 asserts in Controller.cc with a ufs
+				// directory per worker): SMP workers share a rock store.
+				fmt.Fprintf(&b, "cache_dir rock %s %d\n", cd, pp.CacheDir)
+			} else {
+				fmt.Fprintf(&b, "cache_dir ufs %s %d 16 256\n", cd, pp.CacheDir)
+			}
+		}
+		// Squid's default heuristic: fresh for 20 % of the object's age, at most three days
+		// (the origin's objects are dated 2000-01-01, so they stay fresh).
+		b.WriteString("refresh_pattern . 0 20% 4320\n")
+	}
+	b.WriteString("\n")
+	if p.AccessLog {
+		fmt.Fprintf(&b, "access_log stdio:%s squid\n", filepath.Join(dir, AccessFile))
+	} else {
+		b.WriteString("access_log none\n")
+	}
+	fmt.Fprintf(&b, "cache_log %s\n", filepath.Join(dir, CacheLogFile))
+	fmt.Fprintf(&b, "pid_filename %s\n", filepath.Join(dir, PidFile))
+	fmt.Fprintf(&b, "coredump_dir %s\n", dir)
+	b.WriteString("logfile_rotate 0\nshutdown_lifetime 0 seconds\n")
+	return b.String()
+}
+
+// SquidConfig renders squid.conf for an http-proxy function as labs deploy it (Proxy{}): dir
+// is the instance directory (Dir) for Squid's logs, pid file and cache.
+func SquidConfig(f *plan.Function, dir string) string { return Proxy{}.Config(f, dir) }
+
+// sources lists the prefixes allowed to use the proxy: the lab range, plus the ingress
+// address's /16 when a lab file moved its addressing pool out of it.
+func sources(ingress netip.Addr) []string {
+	out := []string{LabPrefix.String()}
+	if ingress.IsValid() && ingress.Is4() && !LabPrefix.Contains(ingress) {
+		p, _ := ingress.Prefix(16)
+		out = append(out, p.String())
+	}
+	return out
+}
+
+// Counters returns Squid's cache manager counters (client_http.requests, client_http.hits,
+// server.all.requests, ...), fetched from inside the node.
+//
+// Equivalent to: ip netns exec NETNS curl http://INGRESS:PORT/squid-internal-mgr/counters
+func Counters(ctx context.Context, node vnf.Node, f *plan.Function) (map[string]float64, error) {
+	addr := net.JoinHostPort(f.IngressAddr.String(), strconv.Itoa(int(f.Port)))
+	url := "http://" + addr + "/squid-internal-mgr/counters"
+	var conn net.Conn
+	if err := node.Do(func() (err error) { conn, err = net.DialTimeout("tcp", addr, 2*time.Second); return err }); err != nil {
+		return nil, fmt.Errorf("read squid counters: %w", err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(5 * time.Second))
+	stop := context.AfterFunc(ctx, func() { _ = conn.SetDeadline(time.Unix(1, 0)) })
+	defer stop()
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return nil, fmt.Errorf("read squid counters: %w", err)
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return nil, fmt.Errorf("read squid counters: %w", err)
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return nil, fmt.Errorf("read squid counters: %w", err)
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if err != nil {
+		return nil, fmt.Errorf("read squid counters: %w", err)
+	}
+	if resp.StatusCode != http.StatusOK {
+		return nil, fmt.Errorf("read squid counters: %s", resp.Status)
+	}
+	return ParseCounters(body), nil
+}
+
+// ParseCounters parses the cache manager's "key = value" lines; values that are not numbers
+// are skipped.
+func ParseCounters(body []byte) map[string]float64 {
+	out := map[string]float64{}
+	for _, line := range strings.Split(string(body), "\n") {
+		k, v, ok := strings.Cut(line, "=")
+		if !ok {
+			continue
+		}
+		x, err := strconv.ParseFloat(strings.TrimSpace(v), 64)
+		if err != nil {
+			continue
+		}
+		out[strings.TrimSpace(k)] = x
+	}
+	return out
+}
+
+// squidProblems keeps what matters of Squid's chatter: the FATAL, ERROR and WARNING lines of
+// the texts (the end of the first non-empty text when there are none).
+func squidProblems(texts ...string) string {
+	var keep []string
+	for _, t := range texts {
+		for _, line := range strings.Split(t, "\n") {
+			if containsAny([]byte(line), []string{"FATAL", "ERROR", "WARNING", "Bungled", "Cannot", "cannot"}) &&
+				!strings.Contains(line, "BCP 177") {
+				keep = append(keep, strings.TrimSpace(line))
+			}
+		}
+	}
+	if len(keep) > 0 {
+		return strings.Join(keep, "; ")
+	}
+	for _, t := range texts {
+		if t = strings.TrimSpace(t); t != "" {
+			if len(t) > 1024 {
+				t = "..." + t[len(t)-1024:]
+			}
+			return t
+		}
+	}
+	return "(no message)"
+}
+
+func containsAny(b []byte, subs []string) bool {
+	for _, s := range subs {
+		if bytes.Contains(b, []byte(s)) {
+			return true
+		}
+	}
+	return false
+}
+
+// readTail returns the last 16 KiB of a file (nothing when it is missing).
+func readTail(path string) []byte { return readFrom(path, 0) }
+
+// readFrom returns what a file holds after offset, at most its last 16 KiB.
+func readFrom(path string, offset int64) []byte {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil
+	}
+	defer f.Close()
+	const max = 16 << 10
+	if st, err := f.Stat(); err == nil && st.Size()-offset > max {
+		offset = st.Size() - max
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return nil
+	}
+	b, _ := io.ReadAll(f)
+	return b
+}
+
+func lookupUser(name string) (uid, gid int, err error) {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return 0, 0, fmt.Errorf("look up user %s (created by the squid package): %w", name, err)
+	}
+	uid, _ = strconv.Atoi(u.Uid)
+	gid, _ = strconv.Atoi(u.Gid)
+	return uid, gid, nil
+}
+
+// chownTree gives dir and everything below it to uid:gid.
+func chownTree(dir string, uid, gid int) error {
+	return filepath.Walk(dir, func(path string, _ os.FileInfo, err error) error {
+		if err != nil {
+			return err
+		}
+		return os.Lchown(path, uid, gid)
+	})
+}
+
+// canWrite checks that uid:gid can create files in dir, by asking a shell running as them.
+//
+// Equivalent to: setpriv --reuid UID --regid GID --clear-groups test -w DIR
+func canWrite(dir string, uid, gid int) error {
+	cmd := exec.Command("/bin/sh", "-c", `test -d "$0" && test -w "$0" && test -x "$0"`, dir)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	if err := cmd.Run(); err != nil {
+		return errors.New("test -w failed")
+	}
+	return nil
+}
+
+// groupRuns reports whether process group pgid has a live process whose command line contains
+// marker (the configuration path): a pid file outliving its processes must not make Teardown
+// kill a group that reused the number.
+func groupRuns(pgid int, marker string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
+			return true
+		}
+	}
+	return false
+}

@@ -1,0 +1,505 @@
+// Package httpserver is the origin of an http-server endpoint: Apache (as study B) or nginx
+// serving objects of chosen sizes at /obj-SIZE (spec.ObjectPath), from files sfclab generates
+// in the node's state directory. Objects hold deterministic pseudo-random bytes and are dated
+// ObjectTime, so that a caching proxy sees the same, old (hence fresh by Squid's heuristic)
+// object in every run.
+//
+// Apache's children run as www-data, so the state directory's parents must be searchable by
+// others (they are under /run/sfclab); nginx runs as root.
+package httpserver
+
+import (
+	"bufio"
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"os"
+	"os/exec"
+	"os/user"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
+)
+
+// ReadyTimeout bounds the wait for the server to answer its first request.
+const ReadyTimeout = 10 * time.Second
+
+// ApacheUser is the account Apache's children run as (Apache refuses root).
+const ApacheUser = "www-data"
+
+// ApacheModules is where Debian keeps Apache's loadable modules.
+const ApacheModules = "/usr/lib/apache2/modules"
+
+// ObjectTime is the modification time of every object: old enough that a cache's heuristic
+// freshness (20 % of the object's age, capped at three days) keeps it fresh.
+var ObjectTime = time.Date(2000, 1, 1, 0, 0, 0, 0, time.UTC)
+
+// Files of an instance directory (see Dir).
+const (
+	ObjectsSubdir = "objects"
+	ApacheConf    = "httpd.conf"
+	NginxConf     = "nginx.conf"
+	RunSubdir     = "run"        // pid file, Apache's runtime files, nginx's temp directories
+	LogFile       = "server.log" // standard output and error, and the error log
+	AccessFile    = "access.log"
+	DaemonFile    = "daemon.pid" // the process group sfclab started, for Teardown
+)
+
+// Server implements vnf.Function for the endpoint kind "http-server". The zero value is what
+// labs deploy.
+type Server struct {
+	// AccessLog makes the server log every request to access.log in its directory (off by
+	// default: logging costs).
+	AccessLog bool
+}
+
+func params(f *plan.Function) *spec.HTTPServer { return f.Params.(*spec.HTTPServer) }
+
+// Requires lists apache2 or nginx.
+func (Server) Requires(f *plan.Function) []string {
+	if params(f).Server == spec.ServerNginx {
+		return []string{"nginx"}
+	}
+	return []string{"apache2"}
+}
+
+// Dir is the directory of one server instance under the state directory.
+func Dir(env vnf.Env) string { return env.Path(".www") }
+
+// Setup generates the objects, writes and checks the server's configuration, starts the
+// server in the foreground and waits until it answers GET of its first object with 200 from
+// inside the node.
+//
+// Equivalent to:
+//
+//	apache2 -t -f DIR/httpd.conf && ip netns exec NETNS apache2 -f DIR/httpd.conf -DFOREGROUND
+//	nginx -t -p DIR/ -e stderr -c DIR/nginx.conf && ip netns exec NETNS nginx -p DIR/ -e stderr -c DIR/nginx.conf -g 'daemon off;'
+func (s Server) Setup(ctx context.Context, env vnf.Env) error {
+	f := env.Plan.Function
+	hp := params(f)
+	dir := Dir(env)
+	for _, d := range []string{dir, filepath.Join(dir, ObjectsSubdir), filepath.Join(dir, RunSubdir)} {
+		if err := os.MkdirAll(d, 0o755); err != nil {
+			return vnf.Errorf(env, "create server directory: %v", err)
+		}
+	}
+	if len(hp.Objects) == 0 {
+		return vnf.Errorf(env, "no objects to serve")
+	}
+	for _, o := range hp.Objects {
+		size, err := spec.ParseSize(o)
+		if err != nil {
+			return vnf.Errorf(env, "%v", err)
+		}
+		path := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(o), "/"))
+		if err := WriteObject(path, size); err != nil {
+			return vnf.Errorf(env, "%v", err)
+		}
+	}
+	var conf string
+	var check, argv []string
+	switch hp.Server {
+	case spec.ServerNginx:
+		conf = filepath.Join(dir, NginxConf)
+		if err := os.WriteFile(conf, []byte(s.NginxConfig(f, dir)), 0o644); err != nil {
+			return vnf.Errorf(env, "write nginx config: %v", err)
+		}
+		base := []string{"nginx", "-p", dir + "/", "-e", "stderr", "-c", conf}
+		check = append(append([]string(nil), base...), "-t", "-q")
+		argv = append(append([]string(nil), base...), "-g", "daemon off;")
+	default:
+		conf = filepath.Join(dir, ApacheConf)
+		if err := os.WriteFile(conf, []byte(s.ApacheConfig(f, dir)), 0o644); err != nil {
+			return vnf.Errorf(env, "write apache config: %v", err)
+		}
+		first := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(hp.Objects[0]), "/"))
+		if err := canRead(first, ApacheUser); err != nil {
+			return vnf.Errorf(env, "apache serves as user %s, which cannot read %s (%v): make the state directory's parents searchable by others (chmod o+x)", ApacheUser, first, err)
+		}
+		check = []string{"apache2", "-t", "-f", conf}
+		argv = []string{"apache2", "-f", conf, "-DFOREGROUND"}
+	}
+	if _, err := env.Node.Output(ctx, nil, check...); err != nil {
+		return vnf.Errorf(env, "%s rejects its config %s: %v", hp.Server, conf, err)
+	}
+	log := filepath.Join(dir, LogFile)
+	var logStart int64
+	if st, err := os.Stat(log); err == nil {
+		logStart = st.Size()
+	}
+	pid, err := env.Node.Daemon(argv, log)
+	if err != nil {
+		return vnf.Errorf(env, "start %s: %v", hp.Server, err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return vnf.Errorf(env, "write %s pid file: %v", hp.Server, err)
+	}
+	if err := waitServing(ctx, env.Node, hp, pid, log, logStart); err != nil {
+		return vnf.Errorf(env, "%s does not serve: %v; log %s: %s", hp.Server, err, log, tail(log, logStart))
+	}
+	return nil
+}
+
+// waitServing waits until the process sfclab started listens on the port (another server
+// answering there is not this one being ready) and GET of the first object on the loopback
+// address gets 200 from inside the node; it fails when the server exits or logs that its port
+// is taken, and after ReadyTimeout.
+func waitServing(ctx context.Context, node vnf.Node, hp *spec.HTTPServer, pid int, log string, logStart int64) error {
+	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(hp.Port)))
+	path := spec.ObjectPath(hp.Objects[0])
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		err := listensOn(ctx, node, hp.Port, pid)
+		if err == nil {
+			err = get(node, addr, path)
+		}
+		if err == nil {
+			return nil
+		}
+		if syscall.Kill(pid, 0) != nil {
+			return fmt.Errorf("it exited (%v)", err)
+		}
+		if strings.Contains(tail(log, logStart), "Address already in use") { // nginx retries for 2.5 s
+			return fmt.Errorf("its port is taken (%v)", err)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("GET http://%s%s: %w after %s", addr, path, err, ReadyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
+// listensOn checks that process pid holds a listening TCP socket on port in the node.
+//
+// Equivalent to: ip netns exec NETNS ss -Htlnp sport = :PORT | grep pid=PID,
+//
+// ss runs on the host inside the node's network namespace (node.Do), so it reports host PIDs
+// on every runtime: inside a container's own PID namespace Apache would have another number
+// than the host PID Daemon returned.
+func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
+	var out []byte
+	err := node.Do(func() (err error) {
+		out, err = exec.CommandContext(ctx, "ss", "-Htlnp", "sport = :"+strconv.Itoa(int(port))).Output()
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("run ss in the node: %w", err)
+	}
+	if !strings.Contains(string(out), "pid="+strconv.Itoa(pid)+",") {
+		if len(strings.TrimSpace(string(out))) > 0 {
+			return fmt.Errorf("port %d is held by another process: %s", port, strings.TrimSpace(string(out)))
+		}
+		return fmt.Errorf("nothing listens on port %d yet", port)
+	}
+	return nil
+}
+
+// get requests path from addr over a connection made inside the node and reads the response.
+func get(node vnf.Node, addr, path string) error {
+	var conn net.Conn
+	if err := node.Do(func() (err error) { conn, err = net.DialTimeout("tcp", addr, 200*time.Millisecond); return err }); err != nil {
+		return err
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(2 * time.Second))
+	req, err := http.NewRequest(http.MethodGet, "http://"+addr+path, nil)
+	if err != nil {
+		return err
+	}
+	req.Close = true
+	if err := req.Write(conn); err != nil {
+		return err
+	}
+	resp, err := http.ReadResponse(bufio.NewReader(conn), req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if _, err := io.Copy(io.Discard, resp.Body); err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("GET %s: %s", path, resp.Status)
+	}
+	return nil
+}
+
+// Teardown stops the server: SIGTERM to the process group it started, SIGKILL after two
+// seconds. It works after a partial Setup and twice in a row.
+//
+// Equivalent to: kill -TERM -PGID; sleep 2; kill -KILL -PGID
+func (Server) Teardown(ctx context.Context, env vnf.Env) error {
+	pidFile := filepath.Join(Dir(env), DaemonFile)
+	data, err := os.ReadFile(pidFile)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		return vnf.Errorf(env, "read server pid: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil || pid <= 1 {
+		return vnf.Errorf(env, "server pid file %s: bad pid %q", pidFile, data)
+	}
+	conf := filepath.Join(Dir(env), ApacheConf)
+	if params(env.Plan.Function).Server == spec.ServerNginx {
+		conf = filepath.Join(Dir(env), NginxConf)
+	}
+	if groupRuns(pid, conf) { // else gone already
+		if err := stopGroup(pid, 2*time.Second); err != nil {
+			return vnf.Errorf(env, "stop server (process group %d): %v", pid, err)
+		}
+	}
+	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return vnf.Errorf(env, "remove server pid file: %v", err)
+	}
+	return nil
+}
+
+// stopGroup sends SIGTERM to process group pgid, then SIGKILL when it is still there after
+// grace, and waits for it to be gone.
+func stopGroup(pgid int, grace time.Duration) error {
+	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return err
+	}
+	deadline := time.Now().Add(grace)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	deadline = time.Now().Add(2 * time.Second)
+	for groupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("processes of group %d still alive after SIGKILL", pgid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// ApacheConfig renders a standalone httpd.conf: the event MPM with Debian's default sizing,
+// keep-alive on, sendfile on, no access log (unless the Server asks for one), everything
+// under dir.
+func (s Server) ApacheConfig(f *plan.Function, dir string) string {
+	hp := params(f)
+	var b strings.Builder
+	b.WriteString("# generated by sfclab: Apache origin\n")
+	fmt.Fprintf(&b, "ServerRoot %q\nServerName sfclab\nListen 0.0.0.0:%d\n", dir, hp.Port)
+	for _, m := range []string{"mpm_event", "authz_core"} {
+		fmt.Fprintf(&b, "LoadModule %s_module %s/mod_%s.so\n", m, ApacheModules, m)
+	}
+	fmt.Fprintf(&b, "User %s\nGroup %s\n", ApacheUser, ApacheUser)
+	fmt.Fprintf(&b, "PidFile %q\nDefaultRuntimeDir %q\n", filepath.Join(dir, RunSubdir, "httpd.pid"), filepath.Join(dir, RunSubdir))
+	b.WriteString("ErrorLog /dev/stderr\nLogLevel warn\n")
+	if s.AccessLog {
+		b.WriteString("LogFormat \"%h %l %u %t \\\"%r\\\" %>s %b\" common\n")
+		fmt.Fprintf(&b, "CustomLog %q common\n", filepath.Join(dir, AccessFile))
+	}
+	b.WriteString("\nStartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\nThreadLimit 64\nThreadsPerChild 25\nMaxRequestWorkers 150\nMaxConnectionsPerChild 0\n")
+	b.WriteString("Timeout 60\nKeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5\nEnableSendfile On\nEnableMMAP On\n\n")
+	objects := filepath.Join(dir, ObjectsSubdir)
+	fmt.Fprintf(&b, "DocumentRoot %q\n<Directory %q>\n\tOptions None\n\tAllowOverride None\n\tRequire all granted\n</Directory>\n", objects, objects)
+	return b.String()
+}
+
+// NginxConfig renders a standalone nginx.conf: one worker per core, sendfile, keep-alive, no
+// access log (unless the Server asks for one), pid and temporary paths under dir.
+func (s Server) NginxConfig(f *plan.Function, dir string) string {
+	hp := params(f)
+	run := filepath.Join(dir, RunSubdir)
+	var b strings.Builder
+	b.WriteString("# generated by sfclab: nginx origin\n")
+	b.WriteString("user root;\nworker_processes auto;\n")
+	fmt.Fprintf(&b, "pid %s;\nerror_log stderr warn;\n", filepath.Join(run, "nginx.pid"))
+	b.WriteString("events {\n\tworker_connections 4096;\n}\n")
+	b.WriteString("http {\n")
+	if s.AccessLog {
+		fmt.Fprintf(&b, "\taccess_log %s;\n", filepath.Join(dir, AccessFile))
+	} else {
+		b.WriteString("\taccess_log off;\n")
+	}
+	b.WriteString("\tsendfile on;\n\ttcp_nopush on;\n\tkeepalive_timeout 65;\n\tkeepalive_requests 1000;\n")
+	b.WriteString("\tdefault_type application/octet-stream;\n")
+	for _, t := range []string{"client_body", "proxy", "fastcgi", "uwsgi", "scgi"} {
+		fmt.Fprintf(&b, "\t%s_temp_path %s;\n", t, filepath.Join(run, t))
+	}
+	fmt.Fprintf(&b, "\tserver {\n\t\tlisten 0.0.0.0:%d;\n\t\troot %s;\n\t}\n}\n", hp.Port, filepath.Join(dir, ObjectsSubdir))
+	return b.String()
+}
+
+// WriteObject writes an object of size bytes at path (Content), dated ObjectTime.
+func WriteObject(path string, size int64) error {
+	f, err := os.Create(path)
+	if err != nil {
+		return fmt.Errorf("write object: %w", err)
+	}
+	w := bufio.NewWriterSize(f, 64<<10)
+	_, err = io.Copy(w, Content(size))
+	if err == nil {
+		err = w.Flush()
+	}
+	if cerr := f.Close(); err == nil {
+		err = cerr
+	}
+	if err == nil {
+		err = os.Chtimes(path, ObjectTime, ObjectTime)
+	}
+	if err != nil {
+		return fmt.Errorf("write object %s: %w", path, err)
+	}
+	return nil
+}
+
+// Content returns the bytes of an object of the given size: a xorshift64 stream seeded by the
+// size, the same in every run and on every host.
+func Content(size int64) io.Reader {
+	return &content{left: size, x: uint64(size)*0x9e3779b97f4a7c15 | 1}
+}
+
+type content struct {
+	left int64
+	x    uint64
+	buf  [8]byte
+	n    int // bytes of buf not yet handed out
+}
+
+// Read fills p with the next bytes of the object.
+func (c *content) Read(p []byte) (int, error) {
+	if c.left <= 0 {
+		return 0, io.EOF
+	}
+	if int64(len(p)) > c.left {
+		p = p[:c.left]
+	}
+	n := 0
+	for n < len(p) {
+		if c.n == 0 {
+			c.x ^= c.x << 13
+			c.x ^= c.x >> 7
+			c.x ^= c.x << 17
+			for i := range c.buf {
+				c.buf[i] = byte(c.x >> (8 * i))
+			}
+			c.n = 8
+		}
+		k := copy(p[n:], c.buf[8-c.n:])
+		c.n -= k
+		n += k
+	}
+	c.left -= int64(n)
+	return n, nil
+}
+
+// canRead checks that user name can read path, by asking a shell running as that user.
+//
+// Equivalent to: runuser -u USER -- test -r PATH
+func canRead(path, name string) error {
+	u, err := user.Lookup(name)
+	if err != nil {
+		return fmt.Errorf("look up user %s: %w", name, err)
+	}
+	uid, _ := strconv.Atoi(u.Uid)
+	gid, _ := strconv.Atoi(u.Gid)
+	cmd := exec.Command("/bin/sh", "-c", `test -r "$0"`, path)
+	cmd.SysProcAttr = &syscall.SysProcAttr{Credential: &syscall.Credential{Uid: uint32(uid), Gid: uint32(gid), Groups: []uint32{}}}
+	if err := cmd.Run(); err != nil {
+		return errors.New("test -r failed")
+	}
+	return nil
+}
+
+// tail returns what a log file got after offset, at most its last 2 KiB, trimmed.
+func tail(path string, offset int64) string {
+	f, err := os.Open(path)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	defer f.Close()
+	const max = 2 << 10
+	if st, err := f.Stat(); err == nil && st.Size()-offset > max {
+		offset = st.Size() - max
+	}
+	if _, err := f.Seek(offset, io.SeekStart); err != nil {
+		return "(" + err.Error() + ")"
+	}
+	b, _ := io.ReadAll(f)
+	if s := strings.TrimSpace(string(b)); s != "" {
+		return s
+	}
+	return "(empty)"
+}
+
+// groupAlive reports whether process group pgid has a process that is not a zombie (children
+// of a killed parent are re-parented and stay zombies until init reaps them).
+func groupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
+
+// groupRuns reports whether process group pgid has a live process whose command line contains
+// marker (the configuration path): a pid file outliving its processes must not make Teardown
+// kill a group that reused the number.
+func groupRuns(pgid int, marker string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
+			return true
+		}
+	}
+	return false
+}
