@@ -10,11 +10,14 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sfclab/sfclab/bench/load"
 	"github.com/sfclab/sfclab/bench/probe"
 	"github.com/sfclab/sfclab/bench/probe/cpu"
+	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
 	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/bench/probe/ping"
 	"github.com/sfclab/sfclab/bench/probe/tcprtt"
@@ -22,6 +25,7 @@ import (
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/runtime/docker"
 )
 
 // ErrInterrupted is returned when a run was stopped before its last trial (e.g. Ctrl-C); the
@@ -162,7 +166,8 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			err = errors.Join(err, fmt.Errorf("destroy: %w", derr))
 		}
 	}()
-	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s"})
+	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s",
+		Labels: map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": p.Runtime}})
 	logDir, err := os.MkdirTemp("", "sfclab-probe-")
 	if err != nil {
 		return samples, err
@@ -170,6 +175,16 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 	defer os.RemoveAll(logDir)
 	env := probe.Env{Plan: p, Chain: p.Chain(s.Chain), LogDir: logDir,
 		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
+	if b := e.Background; b != nil {
+		node := experiment.BackgroundNode(p, b.Node)
+		bg, lerr := load.Start(ctx, env, load.Config{Kind: b.Kind, Count: b.Count, Node: node})
+		if lerr != nil {
+			return samples, fmt.Errorf("start background load: %w", lerr)
+		}
+		defer func() { err = errors.Join(err, bg.Stop()) }()
+		emit(results.Sample{Probe: "load", Metric: "count", Value: float64(b.Count), Unit: "count",
+			Labels: map[string]string{"kind": b.Kind, "node": node}})
+	}
 	if c := e.Probes.Iperf3; c != nil {
 		if e.Warmup.Duration > 0 {
 			cfg := iperf3Config(c)
@@ -178,19 +193,15 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 				return samples, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		var sampler *cpu.Sampler
+		var stopCPU func(func(results.Sample)) error
 		if e.Probes.CPUOn() {
-			if sampler, err = cpu.Start(env, nodeNames(p)); err != nil {
+			if stopCPU, err = startCPU(ctx, env); err != nil {
 				return samples, err
 			}
 		}
 		err := iperf3.New(iperf3Config(c)).Run(ctx, env, emit)
-		if sampler != nil {
-			cs, cerr := sampler.Stop()
-			for _, x := range cs {
-				emit(x)
-			}
-			err = errors.Join(err, cerr)
+		if stopCPU != nil {
+			err = errors.Join(err, stopCPU(emit))
 		}
 		if err != nil {
 			return samples, err
@@ -208,7 +219,89 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			return samples, err
 		}
 	}
+	if h := e.Probes.HTTP; h != nil {
+		if err := r.http(ctx, e, env, h, emit); err != nil {
+			return samples, err
+		}
+	}
 	return samples, ctx.Err()
+}
+
+// http runs the HTTP grid (every object at every concurrency), with CPU sampled over the
+// whole grid when the experiment has no iperf3 probe to sample during.
+func (r *Runner) http(ctx context.Context, e *experiment.Experiment, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
+	if e.Probes.CPUOn() && e.Probes.Iperf3 == nil {
+		stopCPU, serr := startCPU(ctx, env)
+		if serr != nil {
+			return serr
+		}
+		defer func() { err = errors.Join(err, stopCPU(emit)) }()
+	}
+	for _, obj := range h.Objects {
+		for _, conc := range h.Concurrency {
+			cfg := httpprobe.Config{Requests: h.Requests, Concurrency: conc, Object: obj, KeepAlive: h.KeepAlive, Timeout: h.Timeout.Duration}
+			if err := httpprobe.New(cfg).Run(ctx, env, emit); err != nil {
+				return err
+			}
+			if h.AB {
+				abSamples, err := httpprobe.RunAB(ctx, env, cfg)
+				for _, x := range abSamples {
+					emit(x)
+				}
+				if err != nil {
+					return err
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// dockerStatser is a container node that reports `docker stats` samples.
+type dockerStatser interface {
+	Stats(ctx context.Context) (docker.Stats, error)
+}
+
+// startCPU starts sampling every node's cgroup and the host's softirq and, for containers,
+// the engine's stats; the returned func stops it and emits the samples: cpu_user, cpu_system
+// (cores) per node, softirq (cores) for the host, docker_cpu_percent (as `docker stats`
+// computes it, over the same window) per container.
+func startCPU(ctx context.Context, env probe.Env) (func(emit func(results.Sample)) error, error) {
+	names := nodeNames(env.Plan)
+	sampler, err := cpu.Start(env, names)
+	if err != nil {
+		return nil, err
+	}
+	first := map[string]docker.Stats{}
+	for _, name := range names {
+		if n, err := env.Node(name); err == nil {
+			if ds, ok := n.(dockerStatser); ok {
+				if st, err := ds.Stats(ctx); err == nil {
+					first[name] = st
+				}
+			}
+		}
+	}
+	return func(emit func(results.Sample)) error {
+		cs, err := sampler.Stop()
+		for _, x := range cs {
+			emit(x)
+		}
+		for name, st := range first {
+			n, nerr := env.Node(name)
+			if nerr != nil {
+				continue
+			}
+			cur, serr := n.(dockerStatser).Stats(context.WithoutCancel(ctx))
+			if serr != nil {
+				err = errors.Join(err, serr)
+				continue
+			}
+			emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: docker.CPUPercent(st, cur), Unit: "%",
+				Labels: map[string]string{"node": name}})
+		}
+		return err
+	}, nil
 }
 
 func iperf3Config(c *experiment.Iperf3) iperf3.Config {

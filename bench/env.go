@@ -27,6 +27,7 @@ func Environment(ctx context.Context, version string) map[string]string {
 	if syscall.Uname(&u) == nil {
 		env["kernel"] = utsString(u.Release[:]) + " " + utsString(u.Machine[:])
 	}
+	env["kvm"] = KVMStatus()
 	if b, err := os.ReadFile("/proc/sys/net/ipv4/tcp_congestion_control"); err == nil {
 		env["tcp_congestion_control"] = strings.TrimSpace(string(b))
 	}

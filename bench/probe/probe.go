@@ -62,7 +62,7 @@ func NewSample(probe, metric, unit string, value float64, labels map[string]stri
 func DestinationNodes(p *plan.Plan, c *plan.Chain) []string {
 	var names []string
 	for _, n := range p.Nodes {
-		if n.Group == c.To && n.Function == nil {
+		if n.Group == c.To && n.Role != plan.RoleFunction {
 			names = append(names, n.Name)
 		}
 	}
@@ -76,7 +76,7 @@ func DestinationNodes(p *plan.Plan, c *plan.Chain) []string {
 func DestinationAddr(p *plan.Plan, c *plan.Chain) netip.Addr {
 	var first *plan.Node
 	for _, n := range p.Nodes {
-		if n.Group == c.To && n.Function == nil && (first == nil || n.Instance < first.Instance) {
+		if n.Group == c.To && n.Role != plan.RoleFunction && (first == nil || n.Instance < first.Instance) {
 			first = n
 		}
 	}
