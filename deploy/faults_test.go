@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"net"
 	"os"
 	"strconv"
 	"strings"
@@ -139,3 +140,51 @@ chains: [{from: client, to: server}]
 }
 
 func itoa(i int) string { return strconv.Itoa(i) }
+
+// The nat kind on its own: destination NAT of a port to the chain's destination and
+// masquerade, for both backends; the server sees the NAT's egress address as the source.
+func TestNATForwardsAndMasquerades(t *testing.T) {
+	requireRoot(t)
+	for _, backend := range []string{"nftables", "iptables"} {
+		t.Run(backend, func(t *testing.T) {
+			d := testDeployer(t)
+			p := decodePlan(t, `name: t-nat-`+backend[:3]+`
+endpoints: {client: {}, server: {}}
+functions:
+  n: {kind: nat, params: {backend: `+backend+`, masquerade: true, dnat: [{protocol: tcp, port: 8080, to: server, to_port: 5201}]}}
+chains: [{from: client, to: server, hops: [n]}]
+`)
+			deploy(t, d, p)
+			server := node(t, d, p, "server")
+			srvAddr := p.Chains[0].Target.String()
+			var l net.Listener
+			if err := server.Do(func() (err error) { l, err = net.Listen("tcp", srvAddr+":5201"); return err }); err != nil {
+				t.Fatal(err)
+			}
+			defer l.Close()
+			peer := make(chan string, 1)
+			go func() {
+				c, err := l.Accept()
+				if err != nil {
+					peer <- err.Error()
+					return
+				}
+				peer <- c.RemoteAddr().String()
+				c.Close()
+			}()
+			natIn := p.Node("n").Function.IngressAddr
+			if err := dialFrom(node(t, d, p, "client"), natIn.String()+":8080", 2*time.Second); err != nil {
+				t.Fatalf("connect to the NAT's port 8080: %v", err)
+			}
+			select {
+			case got := <-peer:
+				want := p.Node("n").Function.EgressAddr.String() + ":"
+				if !strings.HasPrefix(got, want) {
+					t.Errorf("server saw the connection from %s, want the NAT's egress %s (masquerade)", got, want)
+				}
+			case <-time.After(3 * time.Second):
+				t.Fatal("server never accepted the DNATed connection")
+			}
+		})
+	}
+}

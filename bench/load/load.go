@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/bench/probe"
+	procgroup "github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/plan"
 )
 
@@ -299,66 +300,11 @@ func (l *Load) Stop() error {
 		l.mu.Unlock()
 		var errs []error
 		for i := len(l.procs) - 1; i >= 0; i-- {
-			if err := stopGroup(l.procs[i].pid, time.Second); err != nil {
+			if err := procgroup.StopGroup(l.procs[i].pid, time.Second); err != nil {
 				errs = append(errs, fmt.Errorf("stop load on node %s: %w", l.procs[i].node, err))
 			}
 		}
 		l.err = errors.Join(errs...)
 	})
 	return l.err
-}
-
-// stopGroup sends SIGTERM to process group pgid, SIGKILL when it is still there after grace,
-// and waits for it to be gone.
-func stopGroup(pgid int, grace time.Duration) error {
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
-	deadline := time.Now().Add(grace)
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	deadline = time.Now().Add(2 * time.Second)
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("process group %d still alive after SIGKILL", pgid)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
-}
-
-// groupAlive reports whether process group pgid has a process that is not a zombie (children
-// of a killed parent are re-parented and stay zombies until init reaps them).
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
 }

@@ -12,7 +12,7 @@ import (
 	"github.com/sfclab/sfclab/bench/load"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/vnf/httpserver/labtest"
+	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 const lab = `

@@ -4,6 +4,7 @@ import (
 	"fmt"
 
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/spf13/cobra"
@@ -11,13 +12,13 @@ import (
 
 func newDeploy() *cobra.Command {
 	var dryRun bool
-	var format string
+	var format, runtime, attach string
 	cmd := &cobra.Command{
 		Use:   "deploy FILE",
 		Short: "Build the lab a file describes (--dry-run: print the plan, touch nothing)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPlan(args[0])
+			p, err := loadPlan(args[0], runtime, attach)
 			if err != nil {
 				return err
 			}
@@ -47,13 +48,19 @@ func newDeploy() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the resolved plan and create nothing")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "plan format with --dry-run: text or json")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "deploy on this runtime instead of the file's (netns, docker)")
+	cmd.Flags().StringVar(&attach, "attach", "", "docker attachment instead of the file's (routed, nat)")
 	return cmd
 }
 
-// loadPlan reads, validates and resolves a lab file.
-func loadPlan(path string) (*plan.Plan, error) {
+// loadPlan reads, validates and resolves a lab file, on another runtime or docker attachment
+// when given.
+func loadPlan(path, runtime, attach string) (*plan.Plan, error) {
 	lab, err := spec.Load(path)
 	if err != nil {
+		return nil, err
+	}
+	if err := experiment.Override(lab, runtime, attach); err != nil {
 		return nil, err
 	}
 	return plan.Build(lab)

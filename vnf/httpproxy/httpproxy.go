@@ -29,6 +29,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
@@ -218,7 +219,7 @@ func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 	// Squid's orderly shutdown takes over a second even with shutdown_lifetime 0; nothing it
 	// would save matters to a lab, so the whole group is killed at once.
 	if groupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
-		if err := killGroup(pid, 2*time.Second); err != nil {
+		if err := proc.StopGroup(pid, 0); err != nil {
 			return vnf.Errorf(env, "stop squid (process group %d): %v", pid, err)
 		}
 	}
@@ -227,52 +228,6 @@ func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 		return vnf.Errorf(env, "remove squid pid file: %v", err)
 	}
 	return nil
-}
-
-// killGroup kills process group pgid and waits up to timeout for it to be gone.
-func killGroup(pgid int, timeout time.Duration) error {
-	if err := syscall.Kill(-pgid, syscall.SIGKILL); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
-	deadline := time.Now().Add(timeout)
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of group %d still alive after %s", pgid, timeout)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	return nil
-}
-
-// groupAlive reports whether process group pgid has a process that is not a zombie (killed
-// Squid kids are re-parented and stay zombies until init reaps them).
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
 }
 
 // removeIPC removes what a Squid service leaves when killed: its shared memory segments and

@@ -20,7 +20,7 @@ import (
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/vnf/httpserver/labtest"
+	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 func lab(name, proxyParams string) string {

@@ -9,7 +9,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
-	"github.com/sfclab/sfclab/vnf/httpserver/labtest"
+	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

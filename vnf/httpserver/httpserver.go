@@ -25,6 +25,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
@@ -259,39 +260,12 @@ func (Server) Teardown(ctx context.Context, env vnf.Env) error {
 		conf = filepath.Join(Dir(env), NginxConf)
 	}
 	if groupRuns(pid, conf) { // else gone already
-		if err := stopGroup(pid, 2*time.Second); err != nil {
+		if err := proc.StopGroup(pid, 2*time.Second); err != nil {
 			return vnf.Errorf(env, "stop server (process group %d): %v", pid, err)
 		}
 	}
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return vnf.Errorf(env, "remove server pid file: %v", err)
-	}
-	return nil
-}
-
-// stopGroup sends SIGTERM to process group pgid, then SIGKILL when it is still there after
-// grace, and waits for it to be gone.
-func stopGroup(pgid int, grace time.Duration) error {
-	if err := syscall.Kill(-pgid, syscall.SIGTERM); err != nil {
-		if errors.Is(err, syscall.ESRCH) {
-			return nil
-		}
-		return err
-	}
-	deadline := time.Now().Add(grace)
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			_ = syscall.Kill(-pgid, syscall.SIGKILL)
-			break
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	deadline = time.Now().Add(2 * time.Second)
-	for groupAlive(pgid) {
-		if time.Now().After(deadline) {
-			return fmt.Errorf("processes of group %d still alive after SIGKILL", pgid)
-		}
-		time.Sleep(10 * time.Millisecond)
 	}
 	return nil
 }
@@ -446,34 +420,6 @@ func tail(path string, offset int64) string {
 		return s
 	}
 	return "(empty)"
-}
-
-// groupAlive reports whether process group pgid has a process that is not a zombie (children
-// of a killed parent are re-parented and stay zombies until init reaps them).
-func groupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 3 && f[2] == strconv.Itoa(pgid) && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
 }
 
 // groupRuns reports whether process group pgid has a live process whose command line contains

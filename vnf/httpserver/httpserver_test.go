@@ -16,7 +16,7 @@ import (
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/vnf/httpserver/labtest"
+	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -16,7 +16,7 @@ import (
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/vnf/httpserver/labtest"
+	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 func lab(name, cache string) string {

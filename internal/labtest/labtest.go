@@ -1,6 +1,6 @@
-// Package labtest deploys throwaway labs for the tests of sfclab's HTTP and load packages: a
-// private journal, destruction at the end of the test even when it fails, and a check that
-// nothing of the lab is left (namespaces, processes, Squid shared memory).
+// Package labtest deploys throwaway labs for tests: a private journal, destruction at the end
+// of the test even when it fails, and a check that nothing of the lab is left (namespaces,
+// processes, Squid shared memory).
 package labtest
 
 import (

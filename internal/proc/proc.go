@@ -1,0 +1,81 @@
+// Package proc holds the process-group handling that function kinds and background load
+// share: stopping a group politely then firmly, and telling whether any live (non-zombie)
+// member is left.
+package proc
+
+import (
+	"errors"
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+)
+
+// KillWait bounds the wait for a group to vanish after SIGKILL.
+const KillWait = 2 * time.Second
+
+// StopGroup sends SIGTERM to process group pgid, SIGKILL when it is still there after grace
+// (grace 0: SIGKILL at once), and waits until no live member is left. A group already gone
+// is not an error.
+//
+// Equivalent to: kill -TERM -PGID; sleep GRACE; kill -KILL -PGID
+func StopGroup(pgid int, grace time.Duration) error {
+	sig := syscall.SIGTERM
+	if grace <= 0 {
+		sig = syscall.SIGKILL
+	}
+	if err := syscall.Kill(-pgid, sig); err != nil {
+		if errors.Is(err, syscall.ESRCH) {
+			return nil
+		}
+		return fmt.Errorf("signal process group %d: %w", pgid, err)
+	}
+	if sig == syscall.SIGTERM {
+		deadline := time.Now().Add(grace)
+		for GroupAlive(pgid) && time.Now().Before(deadline) {
+			time.Sleep(10 * time.Millisecond)
+		}
+		if GroupAlive(pgid) {
+			_ = syscall.Kill(-pgid, syscall.SIGKILL)
+		}
+	}
+	deadline := time.Now().Add(KillWait)
+	for GroupAlive(pgid) {
+		if time.Now().After(deadline) {
+			return fmt.Errorf("stop process group %d: still alive after SIGKILL", pgid)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return nil
+}
+
+// GroupAlive reports whether process group pgid has a member that is not a zombie (children of
+// a killed parent are re-parented and stay zombies until init reaps them).
+func GroupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
+			return true
+		}
+	}
+	return false
+}
