@@ -423,9 +423,14 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 		if cs != len(p.Nodes) || ns != len(p.Segments) {
 			t.Errorf("leftovers %v: want %d containers and %d networks", left, len(p.Nodes), len(p.Segments))
 		}
-		labs, err := docker.Runtime{}.Labs(context.Background())
+		labs, err := docker.Runtime{StateRoot: d.Journal.Root}.Labs(context.Background())
 		if err != nil || !contains(labs, p.Lab) {
 			t.Errorf("labs %v, %v: want %s", labs, err, p.Lab)
+		}
+		// Another journal's destroy --all does not see this lab.
+		other, err := docker.Runtime{StateRoot: t.TempDir()}.Labs(context.Background())
+		if err != nil || contains(other, p.Lab) {
+			t.Errorf("labs of another journal root %v, %v: must not hold %s", other, err, p.Lab)
 		}
 	})
 }

@@ -23,6 +23,10 @@ const (
 	LabelNode = "sfclab.node"
 	// LabelSegment is the segment a network is.
 	LabelSegment = "sfclab.segment"
+	// LabelState is the journal root of the sfclab that created the object, so that
+	// `destroy --all` of one journal (a user's, or a test's private one) never reaches the labs
+	// of another.
+	LabelState = "sfclab.state"
 	// LabelImage is "node" on the node images `sfclab images build` makes.
 	LabelImage = "sfclab.image"
 	// LabelPackages lists the Debian packages of a node image (comma-separated).

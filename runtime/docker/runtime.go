@@ -296,7 +296,7 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 			Subnet: s.Subnet.Masked(), Gateway: s.Gateway,
 		}}},
 		Options: map[string]string{"com.docker.network.driver.mtu": strconv.Itoa(mtu(p))},
-		Labels:  labels(p.Lab, LabelSegment, s.Name),
+		Labels:  labels(p.Lab, LabelSegment, s.Name, LabelState, r.stateRoot()),
 	})
 	if err != nil {
 		return fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
@@ -341,7 +341,7 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		// A lab's own image may have an entrypoint or a non-root user: nodes need neither.
 		Entrypoint: []string{},
 		User:       "0",
-		Labels:     labels(p.Lab, LabelNode, n.Name),
+		Labels:     labels(p.Lab, LabelNode, n.Name, LabelState, r.stateRoot()),
 	}
 	yes := true
 	hc := &container.HostConfig{
@@ -577,15 +577,15 @@ func (r Runtime) openNode(ctx context.Context, cli *client.Client, lab, name str
 	return n, nil
 }
 
-// Labs lists the labs that have containers or networks in the engine (found by label), for
-// `sfclab destroy --all` after a crash that lost the journal.
-// Equivalent to: docker ps -a --filter label=sfclab.managed=true --format '{{.Label "sfclab.lab"}}'
+// Labs lists the labs of this runtime's journal root that have containers or networks in the
+// engine (found by label), for `sfclab destroy --all` after a crash that lost the journal.
+// Equivalent to: docker ps -a --filter label=sfclab.managed=true --filter label=sfclab.state=ROOT --format '{{.Label "sfclab.lab"}}'
 func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 	cli, err := r.client(ctx)
 	if err != nil {
 		return nil, err
 	}
-	f := make(client.Filters).Add("label", LabelManaged+"=true")
+	f := make(client.Filters).Add("label", LabelManaged+"=true").Add("label", LabelState+"="+r.stateRoot())
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
 	if err != nil {
 		return nil, fmt.Errorf("list containers: %w", err)

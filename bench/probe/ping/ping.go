@@ -7,7 +7,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os/exec"
 	"regexp"
 	"strconv"
 	"strings"
@@ -107,8 +106,11 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 
 // noPath reports whether ping ran and failed for lack of a path (exit status 1: no reply;
 // 2 with an unreachable network or host), as opposed to not running properly.
+//
+// Any runtime's exit error counts: *exec.ExitError from a namespace, the docker runtime's own
+// error type from a container; both have ExitCode.
 func noPath(err error) bool {
-	var ee *exec.ExitError
+	var ee interface{ ExitCode() int }
 	if !errors.As(err, &ee) {
 		return false
 	}

@@ -1,6 +1,7 @@
 package ping
 
 import (
+	"errors"
 	"os"
 	"strings"
 	"testing"
@@ -135,5 +136,31 @@ func TestArgs(t *testing.T) {
 	}
 	if d := (Config{Count: 20, Interval: 10 * time.Millisecond}).Timeout(); d != 5200*time.Millisecond {
 		t.Errorf("Timeout = %s", d)
+	}
+}
+
+// codedErr is an exit error of another runtime (the docker runtime's has ExitCode too).
+type codedErr struct {
+	code int
+	msg  string
+}
+
+func (e codedErr) Error() string { return e.msg }
+func (e codedErr) ExitCode() int { return e.code }
+
+func TestNoPathAnyRuntime(t *testing.T) {
+	tests := []struct {
+		err  error
+		want bool
+	}{
+		{codedErr{2, "ping: connect: Network is unreachable"}, true},
+		{codedErr{1, "no reply"}, true},
+		{codedErr{2, "ping: unknown host"}, false},
+		{errors.New("exec: ping: not found"), false},
+	}
+	for _, tt := range tests {
+		if got := noPath(tt.err); got != tt.want {
+			t.Errorf("noPath(%v) = %v, want %v", tt.err, got, tt.want)
+		}
 	}
 }
