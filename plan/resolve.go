@@ -184,12 +184,17 @@ func (b *builder) chain(ci int, c *spec.Chain) {
 			iface := &Interface{Segment: s.Name, Address: netip.PrefixFrom(host, subnet.Bits())}
 			switch {
 			case n.Role != RoleFunction:
-				iface.Name = fmt.Sprintf("eth%d", b.ifCount[n.Name])
-				b.ifCount[n.Name]++
 			case mi < len(positions[k]):
 				iface.Name, iface.Side = "egress", "egress"
 			default:
 				iface.Name, iface.Side = "ingress", "ingress"
+			}
+			// Endpoints name their interfaces eth0, eth1, ... per chain; so do containers
+			// (docker): the engine names them so in attach order, and its stats collector
+			// finds them only under those names.
+			if iface.Name == "" || docker {
+				iface.Name = fmt.Sprintf("eth%d", b.ifCount[n.Name])
+				b.ifCount[n.Name]++
 			}
 			n.Interfaces = append(n.Interfaces, iface)
 			ifaceOn[k][n.Name] = iface
