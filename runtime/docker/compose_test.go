@@ -125,11 +125,11 @@ func TestComposeScript(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, want := range []string{
-		"IF_INGRESS=$(wait_if 198.18.0.2/24)",
-		"IF_EGRESS=$(wait_if 198.18.1.1/24)",
+		"IF_ETH0=$(wait_if 198.18.0.2/24)",
+		"IF_ETH1=$(wait_if 198.18.1.1/24)",
 		"while ip route del default",
 		"iptables-restore -w --noflush <<SFCLAB_EOF",
-		"-A POSTROUTING -o ${IF_EGRESS} -j MASQUERADE",
+		"-A POSTROUTING -o ${IF_ETH1} -j MASQUERADE",
 		"exec sleep infinity",
 	} {
 		if !strings.Contains(s, want) {

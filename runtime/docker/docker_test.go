@@ -293,8 +293,8 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 	for _, pn := range p.Nodes {
 		if pn.Role == plan.RoleFunction {
 			n := node(t, d, p, pn.Name)
-			before[pn.Name+"/in"] = linkStats(t, n, "ingress")
-			before[pn.Name+"/out"] = linkStats(t, n, "egress")
+			before[pn.Name+"/in"] = linkStats(t, n, pn.Function.Ingress)
+			before[pn.Name+"/out"] = linkStats(t, n, pn.Function.Egress)
 		}
 	}
 	lbCPU, err := node(t, d, p, "lb").CPU()
@@ -312,8 +312,8 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 			continue
 		}
 		n := node(t, d, p, pn.Name)
-		in := linkStats(t, n, "ingress").RxPackets - before[pn.Name+"/in"].RxPackets
-		out := linkStats(t, n, "egress").TxPackets - before[pn.Name+"/out"].TxPackets
+		in := linkStats(t, n, pn.Function.Ingress).RxPackets - before[pn.Name+"/in"].RxPackets
+		out := linkStats(t, n, pn.Function.Egress).TxPackets - before[pn.Name+"/out"].TxPackets
 		t.Logf("hop %s: ingress rx +%d, egress tx +%d packets", pn.Name, in, out)
 		if in < 1000 || out < 1000 {
 			t.Errorf("hop %s: ingress rx +%d, egress tx +%d packets; traffic did not cross it", pn.Name, in, out)
@@ -401,6 +401,14 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 		}
 		if cg < 40 || cg > 150 {
 			t.Errorf("cgroup says %.1f %% for one busy CPU", cg)
+		}
+		// Every container, functions included, must have engine stats: renaming its
+		// interfaces once left function containers with none (0 %, no PIDs).
+		for _, pn := range p.Nodes {
+			st, err := node(t, d, p, pn.Name).Stats(context.Background())
+			if err != nil || st.Read.IsZero() || st.CPUTotal == 0 {
+				t.Errorf("docker stats of %s: %+v, %v; want a sample", pn.Name, st, err)
+			}
 		}
 		if pct2, err := docker.StatsCPUPercent(context.Background(), p.Lab, "server"); err != nil || pct2 > 20 {
 			t.Errorf("idle server: docker stats %.1f %%, %v", pct2, err)
