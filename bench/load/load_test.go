@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/bench/load"
+	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 const lab = `

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
@@ -20,7 +21,6 @@ import (
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 func lab(name, proxyParams string) string {

@@ -6,10 +6,10 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
-	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

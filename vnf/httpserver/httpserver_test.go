@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")

@@ -13,10 +13,10 @@ import (
 
 	"github.com/sfclab/sfclab/bench/probe"
 	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
+	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
 	"github.com/sfclab/sfclab/vnf/httpserver"
-	"github.com/sfclab/sfclab/internal/labtest"
 )
 
 func lab(name, cache string) string {
