@@ -85,7 +85,12 @@ func runExperiment(cmd *cobra.Command, e *experiment.Experiment, o *overrides, i
 	errOut := cmd.ErrOrStderr()
 	r := &bench.Runner{Deployer: deploy.New(), Version: Version,
 		Progress: newProgress(errOut).update,
-		Log:      func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }}
+		Log: func(f string, a ...any) {
+			if isTerminal(errOut) {
+				fmt.Fprint(errOut, "\r\033[K") // over the progress line, which redraws after
+			}
+			fmt.Fprintf(errOut, f+"\n", a...)
+		}}
 	fmt.Fprintf(errOut, "running %s: %d scenarios x %d repetitions into %s\n", e.Name, len(e.Scenarios), e.Repetitions, o.out)
 	outcome, runErr := r.Run(cmd.Context(), e, o.out, inputs)
 	if outcome == nil {
