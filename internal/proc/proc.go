@@ -6,6 +6,7 @@ package proc
 import (
 	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strconv"
 	"strings"
@@ -78,4 +79,57 @@ func GroupAlive(pgid int) bool {
 		}
 	}
 	return false
+}
+
+// GroupRuns reports whether process group pgid has a live process whose command line contains
+// marker (e.g. its configuration path): a pid file outliving its processes must not make a
+// teardown kill a group that reused the number.
+func GroupRuns(pgid int, marker string) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) < 3 || f[2] != want || f[0] == "Z" {
+			continue
+		}
+		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
+			return true
+		}
+	}
+	return false
+}
+
+// MaxLogTail bounds how much of a log LogTail returns.
+const MaxLogTail = 2048
+
+// LogTail returns what was written to a log file after offset — its last MaxLogTail bytes at
+// most, trimmed — for error messages about a process that failed; "(empty)" when nothing was.
+func LogTail(file string, offset int64) string {
+	f, err := os.Open(file)
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	defer f.Close()
+	if st, err := f.Stat(); err == nil && st.Size()-offset > MaxLogTail {
+		offset = st.Size() - MaxLogTail
+	}
+	b, err := io.ReadAll(io.NewSectionReader(f, offset, MaxLogTail))
+	if err != nil {
+		return "(" + err.Error() + ")"
+	}
+	if s := strings.TrimSpace(string(b)); s != "" {
+		return s
+	}
+	return "(empty)"
 }

@@ -48,3 +48,20 @@ func TestStopGroup(t *testing.T) {
 		})
 	}
 }
+
+func TestGroupRuns(t *testing.T) {
+	pgid := startGroup(t, "exec sleep 36 # marker-xyz")
+	time.Sleep(50 * time.Millisecond)
+	if !GroupRuns(pgid, "36") {
+		t.Error("GroupRuns misses the group's sleep 36")
+	}
+	if GroupRuns(pgid, "no-such-marker") {
+		t.Error("GroupRuns matches a marker no member has")
+	}
+	if err := StopGroup(pgid, 0); err != nil {
+		t.Fatal(err)
+	}
+	if GroupRuns(pgid, "36") {
+		t.Error("GroupRuns sees a stopped group")
+	}
+}

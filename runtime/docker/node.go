@@ -19,6 +19,7 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
+	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/runtime"
 )
@@ -269,9 +270,6 @@ func (n *Node) Run(cmd *exec.Cmd) error {
 	return nil
 }
 
-// maxLogTail bounds how much of a failed daemon's log goes into errors.
-const maxLogTail = 2048
-
 // visible reports whether a host path is seen at the same path inside the container.
 func (n *Node) visible(path string) bool {
 	path = filepath.Clean(path)
@@ -358,7 +356,7 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if !st.Running {
-		return 0, fmt.Errorf("%s: exited at once (exit status %d); log %s: %s", what, st.ExitCode, logPath, logTail(logPath, offset))
+		return 0, fmt.Errorf("%s: exited at once (exit status %d); log %s: %s", what, st.ExitCode, logPath, proc.LogTail(logPath, offset))
 	}
 	return pid, nil
 }
@@ -366,26 +364,6 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 // shQuote quotes s for a POSIX shell.
 func shQuote(s string) string {
 	return "'" + strings.ReplaceAll(s, "'", `'\''`) + "'"
-}
-
-// logTail returns the end of what was written to file after offset.
-func logTail(file string, offset int64) string {
-	f, err := os.Open(file)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size()-offset > maxLogTail {
-		offset = st.Size() - maxLogTail
-	}
-	b, err := io.ReadAll(io.NewSectionReader(f, offset, maxLogTail))
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	if s := strings.TrimSpace(string(b)); s != "" {
-		return s
-	}
-	return "(empty)"
 }
 
 // OpenNS opens the container's network namespace (/proc/PID/ns/net of its init); the caller

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"os/exec"
 	"strings"
@@ -16,6 +15,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/netdev"
 )
 
@@ -158,9 +158,6 @@ func (n *Node) Output(ctx context.Context, stdin []byte, argv ...string) ([]byte
 // success.
 const DaemonCheck = 50 * time.Millisecond
 
-// maxLogTail bounds how much of a failed daemon's log goes into errors.
-const maxLogTail = 2048
-
 // Daemon starts a long-running process in the node (namespace and cgroup)
 // in its own session, with stdin from /dev/null and stdout and stderr
 // appended to logPath. sfclab reaps it in the background, so it leaves no
@@ -199,29 +196,8 @@ func (n *Node) Daemon(argv []string, logPath string) (pid int, err error) {
 		if werr == nil {
 			werr = errors.New("exit status 0")
 		}
-		return 0, fmt.Errorf("%s: exited at once (%w); log %s: %s", what, werr, logPath, logTail(logPath, offset))
+		return 0, fmt.Errorf("%s: exited at once (%w); log %s: %s", what, werr, logPath, proc.LogTail(logPath, offset))
 	case <-time.After(DaemonCheck):
 		return cmd.Process.Pid, nil
 	}
-}
-
-// logTail returns the end of what was written to file after offset.
-func logTail(file string, offset int64) string {
-	f, err := os.Open(file)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	defer f.Close()
-	if st, err := f.Stat(); err == nil && st.Size()-offset > maxLogTail {
-		offset = st.Size() - maxLogTail
-	}
-	b, err := io.ReadAll(io.NewSectionReader(f, offset, maxLogTail))
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	s := strings.TrimSpace(string(b))
-	if s == "" {
-		return "(empty)"
-	}
-	return s
 }

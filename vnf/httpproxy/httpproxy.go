@@ -218,7 +218,7 @@ func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 	}
 	// Squid's orderly shutdown takes over a second even with shutdown_lifetime 0; nothing it
 	// would save matters to a lab, so the whole group is killed at once.
-	if groupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
+	if proc.GroupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
 		if err := proc.StopGroup(pid, 0); err != nil {
 			return vnf.Errorf(env, "stop squid (process group %d): %v", pid, err)
 		}
@@ -451,32 +451,4 @@ func canWrite(dir string, uid, gid int) error {
 		return errors.New("test -w failed")
 	}
 	return nil
-}
-
-// groupRuns reports whether process group pgid has a live process whose command line contains
-// marker (the configuration path): a pid file outliving its processes must not make Teardown
-// kill a group that reused the number.
-func groupRuns(pgid int, marker string) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" {
-			continue
-		}
-		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
-			return true
-		}
-	}
-	return false
 }

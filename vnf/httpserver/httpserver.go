@@ -145,7 +145,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 		return vnf.Errorf(env, "write %s pid file: %v", hp.Server, err)
 	}
 	if err := waitServing(ctx, env.Node, hp, pid, log, logStart); err != nil {
-		return vnf.Errorf(env, "%s does not serve: %v; log %s: %s", hp.Server, err, log, tail(log, logStart))
+		return vnf.Errorf(env, "%s does not serve: %v; log %s: %s", hp.Server, err, log, proc.LogTail(log, logStart))
 	}
 	return nil
 }
@@ -169,7 +169,7 @@ func waitServing(ctx context.Context, node vnf.Node, hp *spec.HTTPServer, pid in
 		if syscall.Kill(pid, 0) != nil {
 			return fmt.Errorf("it exited (%v)", err)
 		}
-		if strings.Contains(tail(log, logStart), "Address already in use") { // nginx retries for 2.5 s
+		if strings.Contains(proc.LogTail(log, logStart), "Address already in use") { // nginx retries for 2.5 s
 			return fmt.Errorf("its port is taken (%v)", err)
 		}
 		if time.Now().After(deadline) {
@@ -259,7 +259,7 @@ func (Server) Teardown(ctx context.Context, env vnf.Env) error {
 	if params(env.Plan.Function).Server == spec.ServerNginx {
 		conf = filepath.Join(Dir(env), NginxConf)
 	}
-	if groupRuns(pid, conf) { // else gone already
+	if proc.GroupRuns(pid, conf) { // else gone already
 		if err := proc.StopGroup(pid, 2*time.Second); err != nil {
 			return vnf.Errorf(env, "stop server (process group %d): %v", pid, err)
 		}
@@ -399,53 +399,4 @@ func canRead(path, name string) error {
 		return errors.New("test -r failed")
 	}
 	return nil
-}
-
-// tail returns what a log file got after offset, at most its last 2 KiB, trimmed.
-func tail(path string, offset int64) string {
-	f, err := os.Open(path)
-	if err != nil {
-		return "(" + err.Error() + ")"
-	}
-	defer f.Close()
-	const max = 2 << 10
-	if st, err := f.Stat(); err == nil && st.Size()-offset > max {
-		offset = st.Size() - max
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return "(" + err.Error() + ")"
-	}
-	b, _ := io.ReadAll(f)
-	if s := strings.TrimSpace(string(b)); s != "" {
-		return s
-	}
-	return "(empty)"
-}
-
-// groupRuns reports whether process group pgid has a live process whose command line contains
-// marker (the configuration path): a pid file outliving its processes must not make Teardown
-// kill a group that reused the number.
-func groupRuns(pgid int, marker string) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 3 || f[2] != strconv.Itoa(pgid) || f[0] == "Z" {
-			continue
-		}
-		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
-			return true
-		}
-	}
-	return false
 }
