@@ -52,64 +52,6 @@ func StopGroup(pgid int, grace time.Duration) error {
 	return nil
 }
 
-// GroupAlive reports whether process group pgid has a member that is not a zombie (children of
-// a killed parent are re-parented and stay zombies until init reaps them).
-func GroupAlive(pgid int) bool {
-	if syscall.Kill(-pgid, 0) != nil {
-		return false
-	}
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	want := strconv.Itoa(pgid)
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" {
-			return true
-		}
-	}
-	return false
-}
-
-// GroupRuns reports whether process group pgid has a live process whose command line contains
-// marker (e.g. its configuration path): a pid file outliving its processes must not make a
-// teardown kill a group that reused the number.
-func GroupRuns(pgid int, marker string) bool {
-	entries, err := os.ReadDir("/proc")
-	if err != nil {
-		return true
-	}
-	want := strconv.Itoa(pgid)
-	for _, e := range entries {
-		if e.Name()[0] < '0' || e.Name()[0] > '9' {
-			continue
-		}
-		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
-		if err != nil {
-			continue
-		}
-		s := string(stat)
-		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
-		if len(f) < 3 || f[2] != want || f[0] == "Z" {
-			continue
-		}
-		if cmd, _ := os.ReadFile("/proc/" + e.Name() + "/cmdline"); strings.Contains(string(cmd), marker) {
-			return true
-		}
-	}
-	return false
-}
-
 // MaxLogTail bounds how much of a log LogTail returns.
 const MaxLogTail = 2048
 
@@ -132,4 +74,49 @@ func LogTail(file string, offset int64) string {
 		return s
 	}
 	return "(empty)"
+}
+
+// GroupAlive reports whether process group pgid has a member that is not a zombie (children of
+// a killed parent are re-parented and stay zombies until init reaps them).
+func GroupAlive(pgid int) bool {
+	if syscall.Kill(-pgid, 0) != nil {
+		return false
+	}
+	return anyMember(pgid, func(string) bool { return true })
+}
+
+// GroupRuns reports whether process group pgid has a live process whose command line contains
+// marker (e.g. its configuration path): a pid file outliving its processes must not make a
+// teardown kill a group that reused the number.
+func GroupRuns(pgid int, marker string) bool {
+	return anyMember(pgid, func(pid string) bool {
+		cmd, _ := os.ReadFile("/proc/" + pid + "/cmdline")
+		return strings.Contains(string(cmd), marker)
+	})
+}
+
+// anyMember reports whether fn is true for a live (not zombie) member of process group pgid,
+// by its /proc entry; it answers true when /proc cannot be read, so callers err on "alive".
+func anyMember(pgid int, fn func(pid string) bool) bool {
+	entries, err := os.ReadDir("/proc")
+	if err != nil {
+		return true
+	}
+	want := strconv.Itoa(pgid)
+	for _, e := range entries {
+		if e.Name()[0] < '0' || e.Name()[0] > '9' {
+			continue
+		}
+		stat, err := os.ReadFile("/proc/" + e.Name() + "/stat")
+		if err != nil {
+			continue
+		}
+		// pid (comm) state ppid pgrp ...: comm may hold spaces and parentheses.
+		s := string(stat)
+		f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+		if len(f) >= 3 && f[2] == want && f[0] != "Z" && f[0] != "X" && fn(e.Name()) {
+			return true
+		}
+	}
+	return false
 }
