@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sfclab
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build test run bench vet clean
+.PHONY: all deps build test run bench fuzz vet clean generate
 
 all: build
 
@@ -21,14 +21,35 @@ vet:
 test: deps build vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
-# The main job: reproduce study A (3 runs x 30 s per scenario, ~10 minutes); the report lands in
+# The main job: reproduce study A (on Docker, netns beside; 3 runs x 30 s per scenario, ~20 minutes); the report lands in
 # out/single-host-chain-TIME/report.md and report.html.
 run: deps build
 	./$(BIN) reproduce single-host-chain
 
-# Speed and throughput figures: benchmarks, never timed unit tests.
+# Speed and throughput figures: benchmarks, never timed unit tests. They deploy labs and
+# measure, so they hold the host-wide lock other measuring runs take. Benchmark1000Nodes
+# (./deploy/) deploys a generated 1,000-node lab; BenchmarkChain2VNF (./vnf/l4lb/) compares
+# the load balancers in study A's 2-VNF chain, ratios from one interleaved run.
 bench: deps build
-	$(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/ ./bench/...
+	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/ ./bench/... ./vnf/l4lb/
+	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 100x ./api/...
+	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 1x ./steer/
+
+# Fuzzing: each target for FUZZTIME (plain go test, as in `make test`, runs only the seeds in
+# testdata/fuzz). A crasher lands in the package's testdata/fuzz/TARGET: fix it and commit it.
+FUZZTIME ?= 60s
+FUZZ_TARGETS := ./spec:FuzzDecode ./experiment:FuzzDecode ./bench/probe/iperf3:FuzzParse ./bench/probe/ping:FuzzParse
+fuzz:
+	@set -e; for t in $(FUZZ_TARGETS); do \
+		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
+		nice -n 19 $(GO) test -timeout 0 -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
+	done
+
+# Rebuild the committed eBPF objects (steer/steer_bpfel.{go,o}) from steer/bpf/*.c; only this
+# target needs clang, llvm and libbpf-dev.
+generate:
+	./scripts/install-deps.sh --bpf
+	$(GO) generate ./steer/...
 
 clean:
 	rm -rf bin

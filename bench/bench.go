@@ -19,11 +19,14 @@ import (
 	"github.com/sfclab/sfclab/bench/probe/cpu"
 	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
 	"github.com/sfclab/sfclab/bench/probe/iperf3"
+	"github.com/sfclab/sfclab/bench/probe/ndr"
 	"github.com/sfclab/sfclab/bench/probe/ping"
+	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/bench/probe/tcprtt"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime/docker"
 )
@@ -87,11 +90,18 @@ func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, 
 	run := results.Run{Experiment: e.Name, Study: e.Study, Started: time.Now().UTC(), Env: Environment(ctx, r.Version)}
 	run.Env["experiment_file"] = e.File
 	run.Env["baseline"] = e.Baseline
+	addShaping(run.Env, e)
+	if e.Reduced != "" {
+		run.Env["reduced"] = e.Reduced
+	}
 	var names []string
 	for _, s := range e.Scenarios {
 		names = append(names, s.Name)
 	}
 	run.Env["scenarios"] = strings.Join(names, ",")
+	if lbs := balancers(e); lbs != "" {
+		run.Env[report.EnvBalancers] = lbs
+	}
 	if err := store.PutRun(run); err != nil {
 		return nil, err
 	}
@@ -121,10 +131,10 @@ trials:
 				r.logf("trial %d of %s failed: %v", trial, s.Name, err)
 			}
 			if perr := store.PutSamples(samples); perr != nil {
-				return out, perr
+				return out, storeFailed(perr, t, dir)
 			}
 			if perr := store.PutTrial(t); perr != nil {
-				return out, perr
+				return out, storeFailed(perr, t, dir)
 			}
 			out.Trials++
 			done++
@@ -166,6 +176,16 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			err = errors.Join(err, fmt.Errorf("destroy: %w", derr))
 		}
 	}()
+	// A function that died (a balancer's process killed, say) fails the trial with that
+	// reason, not only with what the probe saw (runs before the destroy above).
+	defer func() {
+		if cerr := r.Deployer.Check(context.WithoutCancel(ctx), p); cerr != nil {
+			if err != nil {
+				cerr = fmt.Errorf("%w (probe: %v)", cerr, err)
+			}
+			err = cerr
+		}
+	}()
 	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s",
 		Labels: map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": p.Runtime}})
 	logDir, err := os.MkdirTemp("", "sfclab-probe-")
@@ -175,15 +195,27 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 	defer os.RemoveAll(logDir)
 	env := probe.Env{Plan: p, Chain: p.Chain(s.Chain), LogDir: logDir,
 		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
+	if c := s.Background; c != nil {
+		emit(results.Sample{Probe: "load", Metric: "background_nodes", Value: float64(c.Count), Unit: "count",
+			Labels: map[string]string{"kind": c.Kind, "side": c.Side}})
+		if c.Count > 0 {
+			bg, lerr := load.StartNodes(ctx, env, load.NodesConfig{Kind: c.Kind, Count: c.Count, Bitrate: c.Bitrate})
+			if lerr != nil {
+				return samples, fmt.Errorf("start background nodes: %w", lerr)
+			}
+			defer func() { err = errors.Join(err, bg.Stop()) }()
+		}
+	}
 	if b := e.Background; b != nil {
 		node := experiment.BackgroundNode(p, b.Node)
-		bg, lerr := load.Start(ctx, env, load.Config{Kind: b.Kind, Count: b.Count, Node: node})
+		host := b.Placement == "host"
+		bg, lerr := load.Start(ctx, env, load.Config{Kind: b.Kind, Count: b.Count, Node: node, Host: host})
 		if lerr != nil {
 			return samples, fmt.Errorf("start background load: %w", lerr)
 		}
 		defer func() { err = errors.Join(err, bg.Stop()) }()
 		emit(results.Sample{Probe: "load", Metric: "count", Value: float64(b.Count), Unit: "count",
-			Labels: map[string]string{"kind": b.Kind, "node": node}})
+			Labels: map[string]string{"kind": b.Kind, "node": map[bool]string{false: node, true: "the host, beside " + node}[host]}})
 	}
 	if c := e.Probes.Iperf3; c != nil {
 		if e.Warmup.Duration > 0 {
@@ -193,17 +225,21 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 				return samples, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		var stopCPU func(func(results.Sample)) error
+		cfg := iperf3Config(c)
 		if e.Probes.CPUOn() {
-			if stopCPU, err = startCPU(ctx, env); err != nil {
-				return samples, err
+			// The CPU window is the client's run (connect, transfer, results), not the
+			// server's start, the wait for it to listen and its stop around it, which
+			// would dilute short runs.
+			cfg.Around = func(client func()) error {
+				stopCPU, err := startCPU(ctx, env, "")
+				if err != nil {
+					return err
+				}
+				client()
+				return stopCPU(emit)
 			}
 		}
-		err := iperf3.New(iperf3Config(c)).Run(ctx, env, emit)
-		if stopCPU != nil {
-			err = errors.Join(err, stopCPU(emit))
-		}
-		if err != nil {
+		if err := iperf3.New(cfg).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
@@ -219,19 +255,42 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			return samples, err
 		}
 	}
+	if c := e.Probes.RTT; c != nil {
+		for _, rate := range c.Rate {
+			if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
+				return samples, err
+			}
+		}
+	}
 	if h := e.Probes.HTTP; h != nil {
 		if err := r.http(ctx, e, env, h, emit); err != nil {
+			return samples, err
+		}
+	}
+	if n := e.Probes.NDR; n != nil {
+		cfg, err := n.Config() // validated when the experiment was loaded
+		if err != nil {
+			return samples, err
+		}
+		if err := ndr.New(cfg).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
 	return samples, ctx.Err()
 }
 
+// HTTPClientNode is the node name the CPU samples of sfclab's own HTTP load generator carry:
+// it runs in sfclab's process, not in the source node's cgroup.
+const HTTPClientNode = "sfclab-http-client"
+
 // http runs the HTTP grid (every object at every concurrency), with CPU sampled over the
-// whole grid when the experiment has no iperf3 probe to sample during.
+// whole grid when the experiment has no iperf3 probe to sample during: the window runs from
+// before the first run to after the last (ab's runs included), so the figures are averages
+// over the grid. sfclab's own process (the load generator) is sampled too, as the node
+// HTTPClientNode.
 func (r *Runner) http(ctx context.Context, e *experiment.Experiment, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
 	if e.Probes.CPUOn() && e.Probes.Iperf3 == nil {
-		stopCPU, serr := startCPU(ctx, env)
+		stopCPU, serr := startCPU(ctx, env, HTTPClientNode)
 		if serr != nil {
 			return serr
 		}
@@ -239,7 +298,7 @@ func (r *Runner) http(ctx context.Context, e *experiment.Experiment, env probe.E
 	}
 	for _, obj := range h.Objects {
 		for _, conc := range h.Concurrency {
-			cfg := httpprobe.Config{Requests: h.Requests, Concurrency: conc, Object: obj, KeepAlive: h.KeepAlive, Timeout: h.Timeout.Duration}
+			cfg := httpprobe.Config{Requests: h.RequestsFor(obj), Concurrency: conc, Object: obj, KeepAlive: h.KeepAlive, Timeout: h.Timeout.Duration}
 			if err := httpprobe.New(cfg).Run(ctx, env, emit); err != nil {
 				return err
 			}
@@ -266,11 +325,19 @@ type dockerStatser interface {
 // the engine's stats; the returned func stops it and emits the samples: cpu_user, cpu_system
 // (cores) per node, softirq (cores) for the host, docker_cpu_percent (as `docker stats`
 // computes it, over the same window) per container.
-func startCPU(ctx context.Context, env probe.Env) (func(emit func(results.Sample)) error, error) {
+//
+// self, when not "", also counts sfclab's own process as a node of that name (the HTTP load
+// generator runs in it).
+func startCPU(ctx context.Context, env probe.Env, self string) (func(emit func(results.Sample)) error, error) {
 	names := nodeNames(env.Plan)
 	sampler, err := cpu.Start(env, names)
 	if err != nil {
 		return nil, err
+	}
+	if self != "" {
+		if err := sampler.CountSelf(self); err != nil {
+			return nil, err
+		}
 	}
 	first := map[string]docker.Stats{}
 	for _, name := range names {
@@ -297,7 +364,13 @@ func startCPU(ctx context.Context, env probe.Env) (func(emit func(results.Sample
 				err = errors.Join(err, serr)
 				continue
 			}
-			emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: docker.CPUPercent(st, cur), Unit: "%",
+			pct, perr := docker.CPUPercent(st, cur)
+			if perr != nil {
+				// n/a: no sample (the report shows n/a, not an invented 0 %); the cgroup
+				// figures of the trial stand, so the trial does not fail for it.
+				continue
+			}
+			emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: pct, Unit: "%",
 				Labels: map[string]string{"node": name}})
 		}
 		return err
@@ -315,4 +388,11 @@ func nodeNames(p *plan.Plan) []string {
 		out[i] = n.Name
 	}
 	return out
+}
+
+// storeFailed is the error of a run that cannot store a trial (the disk is full, say): the run
+// stops there (the trial's lab is already destroyed), and what was stored before stays.
+func storeFailed(err error, t results.Trial, dir string) error {
+	return fmt.Errorf("store trial %d of %s: %w; the run stops here: the trials stored before are in %s (results.db; sfclab report %s)",
+		t.Trial, t.Scenario, err, dir, dir)
 }

@@ -4,23 +4,25 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
+	goruntime "runtime"
+	"strconv"
 	"strings"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/internal/testroot"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/results"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
 
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: bench tests deploy real labs and need root")
-	}
-}
+func requireRoot(t testing.TB) { testroot.Require(t, "bench tests deploy real labs") }
 
 // writeExperiment writes an experiment and the labs it names into a temporary directory.
 func writeExperiment(t *testing.T, exp string, labs map[string]string) string {
@@ -56,7 +58,7 @@ probes:
 `
 
 func runner(t *testing.T) *Runner {
-	return &Runner{Deployer: &deploy.Deployer{Journal: deploy.Journal{Root: t.TempDir()}}, Version: "test", Log: t.Logf}
+	return &Runner{Deployer: &deploy.Deployer{Journal: journal.Journal{Root: t.TempDir()}}, Version: "test", Log: t.Logf}
 }
 
 func assertNoLabs(t *testing.T, labs ...string) {
@@ -101,6 +103,21 @@ func TestBenchRunsAndReportsFromSamples(t *testing.T) {
 	for key, want := range map[string]int{"iperf3/throughput": 8, "ping/rtt": 20, "tcprtt/rtt": 40, "tcprtt/connect": 20, "cpu/cpu_user": 10, "deploy/deploy_time": 4} {
 		if count[key] != want {
 			t.Errorf("%s: %d samples, want %d (all: %v)", key, count[key], want, count)
+		}
+	}
+	// Values, not only counts: each within what this host can physically give.
+	bounds := map[string][2]float64{
+		"iperf3/throughput":  {1e6, 1e12}, // bit/s: a live chain moves more than 1 Mbit/s, less than 1 Tbit/s
+		"ping/rtt":           {0.001, 100},
+		"tcprtt/rtt":         {0.001, 100},
+		"tcprtt/connect":     {0.001, 1000},
+		"cpu/cpu_user":       {0, float64(goruntime.NumCPU()) + 0.05}, // cores
+		"cpu/cpu_system":     {0, float64(goruntime.NumCPU()) + 0.05},
+		"deploy/deploy_time": {0.001, 60},
+	}
+	for _, s := range samples {
+		if b, ok := bounds[s.Probe+"/"+s.Metric]; ok && (s.Value < b[0] || s.Value > b[1] || math.IsNaN(s.Value)) {
+			t.Errorf("%s/%s of %s trial %d = %v %s, outside [%v, %v]", s.Probe, s.Metric, s.Scenario, s.Trial, s.Value, s.Unit, b[0], b[1])
 		}
 	}
 	if _, err := WriteReport(out, nil, []string{"base", "fw"}, "base"); err != nil {
@@ -195,4 +212,46 @@ func TestBenchInterrupted(t *testing.T) {
 	if !strings.Contains(string(md), "incomplete") {
 		t.Error("report of an interrupted run does not say it is incomplete")
 	}
+}
+
+// A balancer killed during a trial fails it with that reason, not only with what iperf3 saw.
+func TestBenchTrialNamesDeadBalancer(t *testing.T) {
+	requireRoot(t)
+	const lbLab = "name: t-bl\nendpoints: {client: {}, server: {}}\nfunctions: {lb: {kind: l4lb, params: {impl: haproxy, port: 5201}}}\nchains: [{from: client, to: server, hops: [lb]}]\n"
+	exp := "name: t-deadlb\nrepetitions: 1\nscenarios:\n  - {name: lb, lab: lb.yaml}\nprobes:\n  iperf3: {duration: 3s}\n"
+	e, err := experiment.Load(writeExperiment(t, exp, map[string]string{"lb.yaml": lbLab}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := runner(t)
+	pidFile := filepath.Join(r.Deployer.Journal.NodeDir("t-bl"), "lb.haproxy.pid")
+	killed := make(chan struct{})
+	go func() {
+		defer close(killed)
+		deadline := time.Now().Add(20 * time.Second)
+		for time.Now().Before(deadline) {
+			if data, err := os.ReadFile(pidFile); err == nil {
+				if pid, err := strconv.Atoi(strings.TrimSpace(string(data))); err == nil {
+					time.Sleep(time.Second) // inside the iperf3 run
+					_ = syscall.Kill(pid, syscall.SIGKILL)
+					return
+				}
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
+	out := filepath.Join(t.TempDir(), "run")
+	outcome, err := r.Run(context.Background(), e, out, nil)
+	<-killed
+	if err != nil {
+		t.Fatal(err)
+	}
+	assertNoLabs(t, "t-bl")
+	store, _ := results.Open(filepath.Join(out, "results.db"))
+	defer store.Close()
+	trials, _ := store.Trials()
+	if outcome.Failed != 1 || len(trials) != 1 || !strings.Contains(trials[0].Error, "haproxy process") || !strings.Contains(trials[0].Error, "is gone") {
+		t.Fatalf("outcome %+v, trials %+v; want the trial failed because haproxy is gone", outcome, trials)
+	}
+	t.Logf("failed trial recorded: %s", trials[0].Error)
 }

@@ -10,6 +10,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sfclab/sfclab/internal/testroot"
 )
 
 const testRoot = "sfclab-test"
@@ -19,12 +21,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: needs root to create cgroups; run `go test` as root")
-	}
-}
+func requireRoot(t *testing.T) { testroot.Require(t, "this test creates cgroups") }
 
 // hierarchies returns the hierarchy Create uses here and, on a hybrid host,
 // also the cgroup2 mount, so that both code paths run where possible.

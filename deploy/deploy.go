@@ -10,15 +10,14 @@ import (
 	"errors"
 	"fmt"
 	"os"
-	"os/exec"
-	"sort"
 	"strings"
 	"time"
 
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
-	nsrt "github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/runtime/runtimes"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -56,33 +55,23 @@ func round(d time.Duration) time.Duration {
 
 // Deployer builds and destroys labs.
 type Deployer struct {
-	Journal Journal
+	Journal journal.Journal
 	// Log receives progress lines; nil means silent.
 	Log func(format string, args ...any)
-	// Runtimes by name; nil means the built-in ones (see Runtimes).
+	// Runtimes by name; nil means the registered ones (runtime/runtimes).
 	Runtimes map[string]runtime.Runtime
 }
 
-// New returns a Deployer journaling under StateRoot() with the built-in runtimes.
-func New() *Deployer { return &Deployer{Journal: Journal{Root: StateRoot()}} }
+// New returns a Deployer journaling under journal.StateRoot() with the built-in runtimes.
+func New() *Deployer { return &Deployer{Journal: journal.Journal{Root: journal.StateRoot()}} }
 
-// extraRuntimes are runtimes registered by their packages' callers (docker), by name.
-var extraRuntimes = map[string]runtime.Runtime{}
-
-// RegisterRuntime makes a runtime available to every Deployer that does not set Runtimes.
-// The command line registers docker this way, so that deploy does not depend on it.
-func RegisterRuntime(r runtime.Runtime) { extraRuntimes[r.Name()] = r }
-
-// Runtimes lists the runtimes of a Deployer.
+// runtimes lists the runtimes of a Deployer: its own, or the registered ones journaling where
+// it does.
 func (d *Deployer) runtimes() map[string]runtime.Runtime {
 	if d.Runtimes != nil {
 		return d.Runtimes
 	}
-	out := map[string]runtime.Runtime{"netns": nsrt.Runtime{}}
-	for k, v := range extraRuntimes {
-		out[k] = v
-	}
-	return out
+	return runtimes.All(runtimes.Options{StateRoot: d.Journal.Root})
 }
 
 // Runtime returns the runtime called name.
@@ -111,61 +100,6 @@ func CheckRoot() error {
 	return nil
 }
 
-// packages names the Debian package of programs sfclab may need, for error hints.
-var packages = map[string]string{
-	"nft": "nftables", "iptables": "iptables", "iptables-restore": "iptables", "haproxy": "haproxy",
-	"iperf3": "iperf3", "ping": "iputils-ping", "ip": "iproute2", "sh": "dash", "squid": "squid",
-	"apache2": "apache2", "nginx": "nginx", "ab": "apache2-utils", "stress-ng": "stress-ng",
-}
-
-// Preflight checks, before anything is created, that every program the plan needs on this
-// host is installed.
-func Preflight(p *plan.Plan) error {
-	need := map[string][]string{} // program -> who needs it
-	for _, n := range p.Nodes {
-		if n.Function != nil {
-			k, err := kinds.Get(n.Function.Kind)
-			if err != nil {
-				return err
-			}
-			for _, prog := range k.Requires(n.Function) {
-				need[prog] = append(need[prog], n.Name)
-			}
-		}
-		for _, r := range n.Run {
-			if w := vnf.FirstWord(r); w != "" {
-				need[w] = append(need[w], n.Name)
-			}
-		}
-	}
-	var missing []string
-	for prog, who := range need {
-		if _, err := exec.LookPath(prog); err != nil {
-			hint := ""
-			if pkg, ok := packages[prog]; ok {
-				hint = fmt.Sprintf("; install it: apt-get install %s", pkg)
-			}
-			missing = append(missing, fmt.Sprintf("%s (needed by %s)%s", prog, strings.Join(uniq(who), ", "), hint))
-		}
-	}
-	if len(missing) > 0 {
-		sort.Strings(missing)
-		return fmt.Errorf("check programs: not installed: %s", strings.Join(missing, "; "))
-	}
-	return nil
-}
-
-func uniq(xs []string) []string {
-	sort.Strings(xs)
-	out := xs[:0]
-	for i, x := range xs {
-		if i == 0 || x != xs[i-1] {
-			out = append(out, x)
-		}
-	}
-	return out
-}
-
 // Node returns a node of a deployed lab.
 func (d *Deployer) Node(p *plan.Plan, name string) (runtime.Node, error) {
 	if p.Node(name) == nil {
@@ -192,23 +126,21 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 	if err != nil {
 		return timing, err
 	}
-	if p.Runtime == "" || p.Runtime == "netns" {
-		if err := Preflight(p); err != nil {
-			return timing, err
-		}
-	}
 	if err := rt.Preflight(ctx, p); err != nil {
 		return timing, err
 	}
+	if err := checkShaping(p); err != nil {
+		return timing, err
+	}
 	if existing, _ := rt.Leftovers(ctx, p.Lab); len(existing) > 0 {
-		return timing, fmt.Errorf("deploy lab %q: %w: %s exist; remove them: sfclab destroy %s", p.Lab, ErrExists, strings.Join(existing, ", "), p.Lab)
+		return timing, fmt.Errorf("deploy lab %q: %w: %s exist; remove them: sfclab destroy %s", p.Lab, journal.ErrExists, strings.Join(existing, ", "), p.Lab)
 	}
 	start := time.Now()
-	if err := d.Journal.create(p.Lab); err != nil {
+	if err := d.Journal.Create(p.Lab); err != nil {
 		return timing, err
 	}
 	var undo undoStack
-	undo.Push("journal", func() error { return d.Journal.remove(p.Lab) })
+	undo.Push("journal", func() error { return d.Journal.Remove(p.Lab) })
 	defer func() {
 		if err != nil {
 			d.logf("deploy failed, removing what was created")
@@ -217,7 +149,7 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 			}
 		}
 	}()
-	st := &State{Lab: p.Lab, File: file, Status: StatusDeploying, Started: start, PID: os.Getpid()}
+	st := &journal.State{Lab: p.Lab, File: file, Status: journal.StatusDeploying, Started: start, PID: os.Getpid()}
 	if err := d.Journal.WritePlan(p); err != nil {
 		return timing, err
 	}
@@ -247,7 +179,7 @@ func (d *Deployer) Deploy(ctx context.Context, p *plan.Plan, file string) (timin
 		*ph.dst = time.Since(t0)
 	}
 	timing.Total = time.Since(start)
-	st.Status, st.Deployed = StatusReady, timing.Total
+	st.Status, st.Deployed = journal.StatusReady, timing.Total
 	if err := d.Journal.WriteState(st); err != nil {
 		return timing, err
 	}
@@ -278,14 +210,16 @@ func (b *build) nodes(ctx context.Context) error {
 		return err
 	}
 	b.ns = ns
-	for _, n := range b.p.Nodes {
-		for _, s := range n.Sysctls {
-			if err := b.ns[n.Name].SetSysctl(s.Key, s.Value); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
+	return eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
+		kvs := make([][2]string, len(n.Sysctls))
+		for i, s := range n.Sysctls {
+			kvs[i] = [2]string{s.Key, s.Value}
 		}
-	}
-	return nil
+		if err := b.ns[n.Name].SetSysctls(kvs); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		return nil
+	})
 }
 
 // links wires the segments, then turns off reverse-path filtering and IPv6 on every interface
@@ -294,16 +228,23 @@ func (b *build) links(ctx context.Context) error {
 	if err := b.rt.Link(ctx, b.p, b.ns, b.undo); err != nil {
 		return err
 	}
-	for _, n := range b.p.Nodes {
-		for _, i := range n.Interfaces {
-			for _, kv := range [][2]string{{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, {"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"}} {
-				if err := b.ns[n.Name].SetSysctl(kv[0], kv[1]); err != nil {
-					return fmt.Errorf("node %s: %w", n.Name, err)
-				}
-			}
-		}
+	if b.p.Transparent != nil {
+		return b.steering(ctx)
 	}
-	return nil
+	err := eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
+		var kvs [][2]string
+		for _, i := range n.Interfaces {
+			kvs = append(kvs, [2]string{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, [2]string{"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"})
+		}
+		if err := b.ns[n.Name].SetSysctls(kvs); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return b.shaping()
 }
 
 func (b *build) routing(ctx context.Context) error {

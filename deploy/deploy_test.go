@@ -9,10 +9,13 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/testroot"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
@@ -21,16 +24,11 @@ import (
 	"github.com/sfclab/sfclab/vnf/firewall"
 )
 
-func requireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: deploy tests build real namespaces and need root; run `make test` as root")
-	}
-}
+func requireRoot(t testing.TB) { testroot.Require(t, "deploy tests build real namespaces") }
 
 // testDeployer journals into a temporary directory, so tests never see a user's labs.
 func testDeployer(t *testing.T) *Deployer {
-	return &Deployer{Journal: Journal{Root: t.TempDir()}, Log: t.Logf}
+	return &Deployer{Journal: journal.Journal{Root: t.TempDir()}, Log: t.Logf}
 }
 
 // loadPlan reads a lab file and renames the lab so tests never clash with a user's labs.
@@ -65,7 +63,7 @@ func decodePlan(t *testing.T, yaml string) *plan.Plan {
 func deploy(t *testing.T, d *Deployer, p *plan.Plan) {
 	t.Helper()
 	t.Cleanup(func() {
-		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, ErrNotDeployed) {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 			t.Errorf("destroy: %v", err)
 		}
 		assertClean(t, d, p.Lab)
@@ -314,5 +312,71 @@ func assertNoDefaultRoute(t *testing.T, p *plan.Plan) {
 			}
 		}
 		ns.Close()
+	}
+}
+
+// TestLabsSideBySide deploys four copies of examples/fw-lb.yaml at once (each its own
+// namespaces, so the same subnets), checks each carries its chain, destroys them at once and
+// checks nothing of any is left.
+func TestLabsSideBySide(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	const n = 4
+	lab := func(i int) string { return fmt.Sprintf("t-side%d", i) }
+	t.Cleanup(func() {
+		for i := range n {
+			_ = d.Destroy(context.Background(), lab(i))
+			assertClean(t, d, lab(i))
+		}
+	})
+	plans := make([]*plan.Plan, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := spec.Load("../examples/fw-lb.yaml")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			l.Name = lab(i)
+			p, release, err := d.Plan(context.Background(), l)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer release()
+			plans[i] = p
+			_, errs[i] = d.Deploy(context.Background(), p, "test")
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("deploy %s beside the others: %v", lab(i), err)
+		}
+	}
+	for _, p := range plans {
+		c := p.Chains[0]
+		dial := fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", c.Target, c.Port)
+		if out, err := node(t, d, p, "client").Output(context.Background(), nil, "bash", "-c", dial); err != nil {
+			t.Errorf("lab %s: connect to %s:%d through the chain: %v %s", p.Lab, c.Target, c.Port, err, out)
+		}
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.Destroy(context.Background(), lab(i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("destroy %s beside the others: %v", lab(i), err)
+		}
+		assertClean(t, d, lab(i))
 	}
 }

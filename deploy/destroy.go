@@ -7,14 +7,16 @@ import (
 	"os"
 	"slices"
 
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/steer"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // Destroy removes everything a lab created: its functions' state (teardown while the nodes
 // still exist), then whatever each runtime created for it (found by the lab's owner tag, so
 // also what a crashed deploy did not record), then its journal. Destroying a lab that is not
-// there returns ErrNotDeployed and changes nothing.
+// there returns journal.ErrNotDeployed and changes nothing.
 func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	if err := CheckRoot(); err != nil {
 		return err
@@ -27,11 +29,14 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 			leftovers = true
 		}
 	}
+	if pinned, _ := steer.Pinned(); slices.Contains(pinned, lab) {
+		leftovers = true
+	}
 	if planErr != nil && errors.Is(dirErr, os.ErrNotExist) && !leftovers {
-		return fmt.Errorf("destroy lab %q: %w", lab, ErrNotDeployed)
+		return fmt.Errorf("destroy lab %q: %w", lab, journal.ErrNotDeployed)
 	}
 	if st, err := d.Journal.ReadState(lab); err == nil {
-		st.Status = StatusDestroying
+		st.Status = journal.StatusDestroying
 		_ = d.Journal.WriteState(st)
 	}
 	if p != nil {
@@ -43,10 +48,14 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 			errs = append(errs, err)
 		}
 	}
+	// Steering programs went with the host namespaces; their pinned maps go now.
+	if err := unpinSteering(lab); err != nil {
+		errs = append(errs, err)
+	}
 	if len(errs) > 0 {
 		return fmt.Errorf("destroy lab %q: %w", lab, errors.Join(errs...))
 	}
-	return d.Journal.remove(lab)
+	return d.Journal.Remove(lab)
 }
 
 // teardownFunctions runs every function's teardown while its node exists (custom teardown
@@ -99,12 +108,16 @@ func (d *Deployer) DestroyAll(ctx context.Context) ([]string, error) {
 			}
 		}
 	}
+	// Pinned steering maps name their lab too.
+	if pinned, err := steer.Pinned(); err == nil {
+		labs = append(labs, pinned...)
+	}
 	slices.Sort(labs)
 	labs = slices.Compact(labs)
 	var done []string
 	var errs []error
 	for _, lab := range labs {
-		if err := d.Destroy(ctx, lab); err != nil && !errors.Is(err, ErrNotDeployed) {
+		if err := d.Destroy(ctx, lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 			errs = append(errs, err)
 			continue
 		}

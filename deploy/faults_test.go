@@ -9,8 +9,13 @@ import (
 	"strings"
 	"testing"
 
-	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"time"
+
+	"github.com/sfclab/sfclab/internal/labgen"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
 
 // A setup that fails midway unwinds everything created before it.
@@ -66,8 +71,8 @@ func TestNameClashAndSideBySide(t *testing.T) {
 	d := testDeployer(t)
 	p := loadPlan(t, "../examples/baseline.yaml", "t-clash")
 	deploy(t, d, p)
-	if _, err := d.Deploy(context.Background(), p, "again"); !errors.Is(err, ErrExists) {
-		t.Fatalf("second deploy of the same name: err = %v, want ErrExists", err)
+	if _, err := d.Deploy(context.Background(), p, "again"); !errors.Is(err, journal.ErrExists) {
+		t.Fatalf("second deploy of the same name: err = %v, want journal.ErrExists", err)
 	}
 	// The first lab still works.
 	if bps := iperf3(t, d, p, p.Chains[0]); bps <= 0 {
@@ -80,7 +85,7 @@ func TestNameClashAndSideBySide(t *testing.T) {
 	}
 }
 
-// Destroy is idempotent; a lab that is not there is ErrNotDeployed, and changes nothing.
+// Destroy is idempotent; a lab that is not there is journal.ErrNotDeployed, and changes nothing.
 func TestDestroyTwice(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
@@ -91,8 +96,8 @@ func TestDestroyTwice(t *testing.T) {
 	if err := d.Destroy(context.Background(), p.Lab); err != nil {
 		t.Fatal(err)
 	}
-	if err := d.Destroy(context.Background(), p.Lab); !errors.Is(err, ErrNotDeployed) {
-		t.Fatalf("second destroy: err = %v, want ErrNotDeployed", err)
+	if err := d.Destroy(context.Background(), p.Lab); !errors.Is(err, journal.ErrNotDeployed) {
+		t.Fatalf("second destroy: err = %v, want journal.ErrNotDeployed", err)
 	}
 	assertClean(t, d, p.Lab)
 }
@@ -187,4 +192,32 @@ chains: [{from: client, to: server, hops: [n]}]
 			}
 		})
 	}
+}
+
+// Cancelling (Ctrl-C) a 1,000-node deploy midway unwinds all of it.
+func TestCancelBigUnwinds(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := decodePlan(t, labgen.Big("t-c1k", 5, 190, 8))
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	go func() {
+		// Cancel once a good part of the namespaces exist.
+		for ctx.Err() == nil {
+			if ns, _ := netdev.ListNetns(plan.NetnsName(p.Lab, "")); len(ns) >= 300 {
+				cancel()
+				return
+			}
+			time.Sleep(5 * time.Millisecond)
+		}
+	}()
+	_, err := d.Deploy(ctx, p, "test")
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Skip("SKIPPED LOUDLY: the 1,000-node deploy finished before it could be cancelled")
+	}
+	if !errors.Is(err, context.Canceled) {
+		t.Errorf("cancelled deploy: %v, want context.Canceled", err)
+	}
+	assertClean(t, d, p.Lab)
 }

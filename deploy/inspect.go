@@ -5,9 +5,12 @@ import (
 	"fmt"
 	"net/netip"
 
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // LabInfo is what `sfclab inspect` shows of one lab: its journal, its plan and live counters.
@@ -17,8 +20,11 @@ type LabInfo struct {
 	File   string      `json:"file,omitempty"`
 	Nodes  []NodeInfo  `json:"nodes"`
 	Chains []ChainInfo `json:"chains"`
-	Plan   *plan.Plan  `json:"-"`
-	State  *State      `json:"-"`
+	// Steering is a transparent lab's data plane: classifiers, paths with per-hop counters
+	// read from the BPF maps, and the instance each group picked for the last flows.
+	Steering *SteeringInfo  `json:"steering,omitempty"`
+	Plan     *plan.Plan     `json:"-"`
+	State    *journal.State `json:"-"`
 }
 
 // NodeInfo is one node with its interfaces as the kernel reports them now.
@@ -29,9 +35,13 @@ type NodeInfo struct {
 	Netns      string          `json:"netns"`
 	Interfaces []InterfaceInfo `json:"interfaces"`
 	// Rules are per-rule counters of a firewall.
-	Rules []firewall.Counter `json:"rules,omitempty"`
+	Rules []vnf.Counter `json:"rules,omitempty"`
 	// Error says why the node could not be read (e.g. its namespace is gone).
 	Error string `json:"error,omitempty"`
+	// Down says why the node's function is not running (its process died).
+	Down string `json:"down,omitempty"`
+	// Balancer are a load balancer's per-backend counters (l4lb impl: sfclab).
+	Balancer *lb.Stats `json:"balancer,omitempty"`
 }
 
 // InterfaceInfo is one interface with its addresses and counters.
@@ -41,6 +51,8 @@ type InterfaceInfo struct {
 	Addrs   []netip.Prefix   `json:"addrs"`
 	Up      bool             `json:"up"`
 	Stats   netdev.LinkStats `json:"stats"`
+	// Shaping is the interface's tbf/netem as the kernel has it, on shaped segments.
+	Shaping string `json:"shaping,omitempty"`
 }
 
 // ChainInfo is one chain with its hops.
@@ -66,6 +78,8 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		ni := NodeInfo{Name: n.Name, Role: n.Role, Kind: n.Kind, Netns: n.Netns}
 		if err := readNode(ctx, d, p, n, &ni); err != nil {
 			ni.Error = err.Error()
+		} else {
+			readFunction(ctx, d, p, n, &ni)
 		}
 		info.Nodes = append(info.Nodes, ni)
 	}
@@ -78,6 +92,9 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 			ci.Hops = append(ci.Hops, fmt.Sprintf("%s(%s)x%d", h.Group, h.Kind, len(h.Instances)))
 		}
 		info.Chains = append(info.Chains, ci)
+	}
+	if p.Transparent != nil {
+		info.Steering = inspectSteering(p)
 	}
 	return info, nil
 }
@@ -116,22 +133,45 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 	for _, l := range links {
 		byName[l.Name] = l
 	}
-	for _, i := range n.Interfaces {
+	ifs := n.Interfaces
+	if p.Transparent != nil {
+		if tn := p.Transparent.Node(n.Name); tn != nil {
+			ifs = nil
+			for _, pt := range tn.Ports {
+				ifs = append(ifs, &plan.Interface{Name: pt.Ifname, Segment: pt.Network})
+			}
+		}
+	}
+	for _, i := range ifs {
 		l, ok := byName[i.Name]
 		ii := InterfaceInfo{Name: i.Name, Segment: i.Segment}
 		if ok {
 			ii.Addrs, ii.Up, ii.Stats = l.Addrs, l.Up, l.Stats
+			if seg := p.Segment(i.Segment); seg != nil && seg.Shape != nil {
+				if ii.Shaping, err = ns.Shaping(i.Name); err != nil {
+					ii.Shaping = "unreadable: " + err.Error()
+				}
+			}
 		}
 		ni.Interfaces = append(ni.Interfaces, ii)
 	}
-	if n.Function != nil && n.Function.Kind == "firewall" {
-		node, err := d.Node(p, n.Name)
-		if err != nil {
-			return err
-		}
-		if ni.Rules, err = firewall.Counters(ctx, node, n.Function); err != nil {
-			return err
-		}
+	if n.Function == nil {
+		return nil
+	}
+	k, err := kinds.Get(n.Function.Kind)
+	if err != nil {
+		return err
+	}
+	rc, ok := k.(vnf.RuleCounters)
+	if !ok {
+		return nil
+	}
+	node, err := d.Node(p, n.Name)
+	if err != nil {
+		return err
+	}
+	if ni.Rules, err = rc.Counters(ctx, node, n.Function); err != nil {
+		return err
 	}
 	return nil
 }

@@ -4,14 +4,18 @@
 package experiment
 
 import (
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
+	"github.com/sfclab/sfclab/bench/probe/ndr"
+	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"go.yaml.in/yaml/v3"
@@ -24,6 +28,9 @@ type Experiment struct {
 	// Study names published figures to compare with (see package studies), "" for none.
 	Study       string `yaml:"study,omitempty"`
 	Description string `yaml:"description,omitempty"`
+	// Reduced says how this run is smaller than the study it reproduces (set by `sfclab
+	// reproduce --quick` or `--standard`, recorded with the run and shown in its report).
+	Reduced string `yaml:"-"`
 	// Repetitions of every scenario (default 3); trials interleave scenarios.
 	Repetitions int `yaml:"repetitions,omitempty"`
 	// Warmup is a throughput run before the first trial of each deploy, not recorded.
@@ -35,6 +42,8 @@ type Experiment struct {
 	// Background is load kept running on a node during every trial's probes (study B: 12
 	// processes burning CPU on the proxy's host).
 	Background *Background `yaml:"background,omitempty"`
+	// BackgroundNodes crosses every scenario with background nodes (see grid.go).
+	BackgroundNodes *BackgroundNodes `yaml:"background_nodes,omitempty"`
 
 	File string `yaml:"-"`
 }
@@ -52,6 +61,8 @@ type Scenario struct {
 	// Attach overrides the lab's docker attachment ("routed", "nat").
 	Attach string `yaml:"attach,omitempty"`
 
+	// Background is the scenario's background-node cell (set by background_nodes), or nil.
+	Background *Cell `yaml:"-"`
 	// Plan is the resolved lab (filled by Load).
 	Plan *plan.Plan `yaml:"-"`
 	// LabPath is Lab resolved against the experiment file.
@@ -66,6 +77,9 @@ type Probes struct {
 	Ping   *Ping   `yaml:"ping,omitempty"`
 	TCPRTT *TCPRTT `yaml:"tcprtt,omitempty"`
 	HTTP   *HTTP   `yaml:"http,omitempty"`
+	RTT    *RTT    `yaml:"rtt,omitempty"`
+	// NDR is the no-drop-rate search (UDP, binary search over the offered rate).
+	NDR *NDR `yaml:"ndr,omitempty"`
 	// CPU samples every node's cgroup and host softirq during the iperf3 probe (default true).
 	CPU *bool `yaml:"cpu,omitempty"`
 }
@@ -84,6 +98,48 @@ type Iperf3 struct {
 	Omit       int      `yaml:"omit,omitempty"`
 }
 
+// NDR configures the no-drop-rate search; see bench/probe/ndr and docs/experiment-file.md.
+type NDR struct {
+	// Frames are frame sizes in bytes or "imix" (default [64]).
+	Frames []string `yaml:"frames,omitempty"`
+	// Trial is each trial's duration (default 2s); Drain the wait after it (default 300ms).
+	Trial Duration `yaml:"trial,omitempty"`
+	Drain Duration `yaml:"drain,omitempty"`
+	// Precision is the relative width at which a rate is found, e.g. "1%" (default).
+	Precision string `yaml:"precision,omitempty"`
+	// MaxTrials bounds each search (default 16).
+	MaxTrials int `yaml:"max_trials,omitempty"`
+	// MaxRate is the upper bound, e.g. "2Mpps" (default: as fast as the generator can).
+	MaxRate string `yaml:"max_rate,omitempty"`
+	// Loss is the partial-drop threshold, e.g. "0.1%" (default).
+	Loss string `yaml:"loss,omitempty"`
+}
+
+// Config turns the file's settings into the probe's.
+func (n *NDR) Config() (ndr.Config, error) {
+	c := ndr.Config{Frames: n.Frames, Trial: n.Trial.Duration, Drain: n.Drain.Duration, MaxTrials: n.MaxTrials}
+	var err error
+	if n.Precision != "" {
+		if c.Precision, err = ndr.ParsePercent(n.Precision); err != nil {
+			return c, fmt.Errorf("ndr precision: %w", err)
+		}
+		if c.Precision == 0 {
+			return c, fmt.Errorf("ndr precision %q: give more than 0%%", n.Precision)
+		}
+	}
+	if n.MaxRate != "" {
+		if c.MaxRate, err = ndr.ParsePPS(n.MaxRate); err != nil {
+			return c, fmt.Errorf("ndr max_rate: %w", err)
+		}
+	}
+	if n.Loss != "" {
+		if c.PDRLoss, err = ndr.ParsePercent(n.Loss); err != nil {
+			return c, fmt.Errorf("ndr loss: %w", err)
+		}
+	}
+	return c, c.Validate()
+}
+
 // Ping configures the ICMP latency probe.
 type Ping struct {
 	Count    int      `yaml:"count,omitempty"`
@@ -99,15 +155,92 @@ type TCPRTT struct {
 	Timeout  Duration `yaml:"timeout,omitempty"`
 }
 
+// RTT configures sfclab's own echo probe (package bench/probe/rtt), run once per rate.
+type RTT struct {
+	// Protocol is icmp (default) or udp.
+	Protocol string `yaml:"protocol,omitempty"`
+	// Size is the echo message above IP in bytes (default 64).
+	Size int `yaml:"size,omitempty"`
+	// Rate is one rate or a list (packets/s, "1k", "100k", or "max" for a flood); default 1k.
+	Rate Rates `yaml:"rate,omitempty"`
+	// Count of echoes per rate (default 1000, or rate x duration).
+	Count    int      `yaml:"count,omitempty"`
+	Duration Duration `yaml:"duration,omitempty"`
+	Timeout  Duration `yaml:"timeout,omitempty"`
+	// Window is a flood's outstanding echoes (default 1, as ping -f).
+	Window int    `yaml:"window,omitempty"`
+	Port   uint16 `yaml:"port,omitempty"`
+	// Busy spins between echoes (as ping at short intervals) instead of sleeping.
+	Busy bool `yaml:"busy,omitempty"`
+}
+
+// Config returns the probe configuration at one of the rates.
+func (r *RTT) Config(rate float64) rtt.Config {
+	return rtt.Config{Protocol: r.Protocol, Size: r.Size, Rate: rate, Count: r.Count, Duration: r.Duration.Duration,
+		Timeout: r.Timeout.Duration, Window: r.Window, Port: r.Port, Busy: r.Busy}
+}
+
+// Rates is one rate or a list of rates in packets per second; rtt.Max stands for "max".
+type Rates []float64
+
+// UnmarshalYAML reads 1000, "1k", "2.5M", "max", or a list of them.
+func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
+	items := []*yaml.Node{n}
+	if n.Kind == yaml.SequenceNode {
+		items = n.Content
+	}
+	*r = nil
+	for _, it := range items {
+		v, err := ParseRate(it.Value)
+		if err != nil || it.Kind != yaml.ScalarNode {
+			return fmt.Errorf("line %d: rate %q is not a number of packets/s like 1000, 1k, 1M, or max", it.Line, it.Value)
+		}
+		*r = append(*r, v)
+	}
+	return nil
+}
+
+// ParseRate reads a rate: 1000, 1k, 2.5M (packets/s) or max (rtt.Max).
+func ParseRate(s string) (float64, error) {
+	s = strings.TrimSpace(s)
+	if s == "max" {
+		return rtt.Max, nil
+	}
+	mult := 1.0
+	switch {
+	case strings.HasSuffix(s, "k"), strings.HasSuffix(s, "K"):
+		mult, s = 1e3, s[:len(s)-1]
+	case strings.HasSuffix(s, "M"):
+		mult, s = 1e6, s[:len(s)-1]
+	}
+	v, err := strconv.ParseFloat(s, 64)
+	if err != nil || v <= 0 {
+		return 0, fmt.Errorf("parse rate %q: not a positive number", s)
+	}
+	return v * mult, nil
+}
+
 // HTTP configures the HTTP load probe: every object at every concurrency, N requests each.
 type HTTP struct {
-	Requests    int      `yaml:"requests,omitempty"`
-	Concurrency []int    `yaml:"concurrency,omitempty"`
-	Objects     []string `yaml:"objects,omitempty"`
-	KeepAlive   bool     `yaml:"keepalive,omitempty"`
-	Timeout     Duration `yaml:"timeout,omitempty"`
+	Requests int `yaml:"requests,omitempty"`
+	// ObjectRequests overrides Requests for some objects, e.g. {1M: 1000, 10M: 100} (see
+	// RequestsFor).
+	ObjectRequests map[string]int `yaml:"object_requests,omitempty"`
+	Concurrency    []int          `yaml:"concurrency,omitempty"`
+	Objects        []string       `yaml:"objects,omitempty"`
+	KeepAlive      bool           `yaml:"keepalive,omitempty"`
+	Timeout        Duration       `yaml:"timeout,omitempty"`
 	// AB also runs Apache Bench (ab) for every cell, for comparison with sfclab's own client.
 	AB bool `yaml:"ab,omitempty"`
+}
+
+// RequestsFor returns the number of requests of each run for object: ObjectRequests[object]
+// when set, else Requests.
+func (h *HTTP) RequestsFor(object string) int {
+	if n, ok := h.ObjectRequests[object]; ok {
+		return n
+	}
+	return h.Requests
 }
 
 // Background is load started before a trial's probes and stopped after them.
@@ -119,6 +252,10 @@ type Background struct {
 	// Node is the node loaded: a node name, or a function or endpoint group (its first
 	// instance).
 	Node string `yaml:"node"`
+	// Placement is where cpu load runs: "node" (default: inside the node, in its namespace
+	// and cgroup, so its CPU counts as the node's) or "host" (beside the node on its host,
+	// the same on every runtime: study B's processes on the proxy's server).
+	Placement string `yaml:"placement,omitempty"`
 }
 
 // Duration is a time.Duration written as "30s", "100ms".
@@ -148,6 +285,29 @@ func Load(path string) (*Experiment, error) {
 	return Decode(data, path, filepath.Dir(path), nil)
 }
 
+var yamlLine = regexp.MustCompile(`^line (\d+): `)
+
+// decodeError turns the YAML decoder's error into one "file:line: message" per problem, in
+// the user's words (spec.UserWords), not Go type names.
+func decodeError(file string, err error) error {
+	var te *yaml.TypeError
+	msgs := []string{strings.TrimPrefix(err.Error(), "yaml: ")}
+	if errors.As(err, &te) {
+		msgs = te.Errors
+	}
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		m = spec.UserWords(strings.TrimSpace(m))
+		if sub := yamlLine.FindStringSubmatch(m); sub != nil {
+			m = file + ":" + sub[1] + ": " + m[len(sub[0]):]
+		} else {
+			m = file + ": " + m
+		}
+		out[i] = m
+	}
+	return errors.New(strings.Join(out, "\n"))
+}
+
 // LabLoader reads a lab file named by an experiment; nil means spec.Load from disk.
 type LabLoader func(path string) (*spec.Lab, error)
 
@@ -168,7 +328,7 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	dec.KnownFields(true)
 	e := &Experiment{File: file}
 	if err := dec.Decode(e); err != nil {
-		return nil, fmt.Errorf("%s: %s", file, strings.ReplaceAll(strings.TrimPrefix(err.Error(), "yaml: "), "\n ", ""))
+		return nil, decodeError(file, err)
 	}
 	lines := scenarioLines(root.Content[0])
 	for i, s := range e.Scenarios {
@@ -191,8 +351,8 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	if len(e.Scenarios) == 0 {
 		bad(0, "no scenarios; add scenarios: with a name and a lab file each")
 	}
-	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil && e.Probes.HTTP == nil {
-		bad(0, "no probes; add probes: iperf3, ping, tcprtt and/or http")
+	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil && e.Probes.HTTP == nil && e.Probes.NDR == nil && e.Probes.RTT == nil {
+		bad(0, "no probes; add probes: iperf3, ping, tcprtt, http, ndr and/or rtt")
 	}
 	e.validateProbes(bad)
 	names := map[string]bool{}
@@ -243,6 +403,13 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	if e.Baseline == "" && len(e.Scenarios) > 0 && e.Scenarios[0] != nil {
 		e.Baseline = e.Scenarios[0].Name
 	}
+	if e.BackgroundNodes != nil && len(errs) == 0 {
+		e.expand(load, bad)
+		names = map[string]bool{}
+		for _, s := range e.Scenarios {
+			names[s.Name] = true
+		}
+	}
 	if e.Baseline != "" && !names[e.Baseline] {
 		bad(0, "baseline %q is not a scenario", e.Baseline)
 	}
@@ -291,6 +458,9 @@ func (e *Experiment) defaults(file string) {
 		if h.Timeout.Duration == 0 {
 			h.Timeout.Duration = 30 * time.Second
 		}
+	}
+	if p := e.Probes.RTT; p != nil && len(p.Rate) == 0 {
+		p.Rate = Rates{1000}
 	}
 	if p := e.Probes.TCPRTT; p != nil {
 		if p.Connects == 0 {
@@ -348,9 +518,22 @@ func BackgroundNode(p *plan.Plan, name string) string {
 }
 
 func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
+	if n := e.Probes.NDR; n != nil {
+		if _, err := n.Config(); err != nil {
+			bad(0, "%v", err)
+		}
+	}
 	if h := e.Probes.HTTP; h != nil {
 		if h.Requests < 1 || h.Requests > 10000000 {
 			bad(0, "http requests must be 1-10000000, got %d", h.Requests)
+		}
+		for _, o := range sortedMapKeys(h.ObjectRequests) {
+			if !slices.Contains(h.Objects, o) {
+				bad(0, "http object_requests names %q, which is not one of objects %v", o, h.Objects)
+			}
+			if n := h.ObjectRequests[o]; n < 1 || n > 10000000 {
+				bad(0, "http object_requests of %s must be 1-10000000, got %d", o, n)
+			}
 		}
 		for _, c := range h.Concurrency {
 			if c < 1 || c > 20000 {
@@ -369,6 +552,12 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 	if b := e.Background; b != nil {
 		if b.Kind != "cpu" && b.Kind != "network" {
 			bad(0, "background kind %q is not cpu or network", b.Kind)
+		}
+		if b.Placement != "" && b.Placement != "node" && b.Placement != "host" {
+			bad(0, "background placement %q is not node or host", b.Placement)
+		}
+		if b.Placement == "host" && b.Kind != "cpu" {
+			bad(0, "background placement host is for cpu load; network load leaves from the node itself")
 		}
 		if b.Count < 1 || b.Count > 256 {
 			bad(0, "background count must be 1-256, got %d", b.Count)
@@ -394,6 +583,13 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 		}
 		if p.Interval.Duration < 2*time.Millisecond {
 			bad(0, "ping interval %s is below ping's minimum of 2ms", p.Interval)
+		}
+	}
+	if p := e.Probes.RTT; p != nil {
+		for _, rate := range p.Rate {
+			if err := p.Config(rate).Validate(); err != nil {
+				bad(0, "rtt: %s", strings.ReplaceAll(err.Error(), rtt.ErrConfig.Error()+": ", ""))
+			}
 		}
 	}
 	if p := e.Probes.TCPRTT; p != nil {
@@ -445,4 +641,13 @@ func (e *Experiment) Scenario(name string) *Scenario {
 		}
 	}
 	return nil
+}
+
+func sortedMapKeys(m map[string]int) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	return keys
 }

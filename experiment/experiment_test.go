@@ -52,26 +52,97 @@ func TestLoadGood(t *testing.T) {
 	}
 }
 
-func TestLoadBad(t *testing.T) {
-	tests := []struct{ name, text, want string }{
-		{"missing lab", strings.Replace(good, "LABDIR/fw.yaml", "LABDIR/nope.yaml", 1), `scenario "fw"`},
-		{"unknown probe", strings.Replace(good, "ping: {count: 10}", "pong: {count: 10}", 1), "field pong not found"},
-		{"bad duration", strings.Replace(good, "duration: 2s", "duration: soon", 1), "not a duration"},
-		{"short duration", strings.Replace(good, "duration: 2s", "duration: 10ms", 1), "between 1s and 1h"},
-		{"no probes", strings.Replace(good, "probes:\n  iperf3: {duration: 2s}\n  ping: {count: 10}\n", "", 1), "no probes"},
-		{"duplicate scenario", strings.Replace(good, "name: fw,", "name: base,", 1), "used twice"},
-		{"unknown chain", strings.Replace(good, "lab: LABDIR/fw.yaml,", "lab: LABDIR/fw.yaml, chain: nope,", 1), `no chain "nope"`},
-		{"bad baseline", strings.Replace(good, "repetitions: 2", "repetitions: 2\nbaseline: x", 1), `baseline "x"`},
-		{"ping interval", strings.Replace(good, "count: 10", "count: 10, interval: 1ms", 1), "minimum of 2ms"},
-		{"bad runtime", strings.Replace(good, "runtime: docker", "runtime: kvm", 1), "not one of netns, docker"},
+func TestLoadNDR(t *testing.T) {
+	text := strings.Replace(good, "ping: {count: 10}", "ndr: {frames: [64, 512, 1518, imix], trial: 1s, precision: 1%, max_trials: 10, max_rate: 1Mpps, loss: 0.1%}", 1)
+	e, err := Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t))))
+	if err != nil {
+		t.Fatal(err)
 	}
-	for _, tt := range tests {
+	c, err := e.Probes.NDR.Config()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(c.Frames) != 4 || c.Trial != time.Second || c.Precision != 0.01 || c.MaxTrials != 10 || c.MaxRate != 1e6 || c.PDRLoss != 0.001 {
+		t.Errorf("ndr config = %+v", c)
+	}
+}
+
+// badExperiments are experiment files (LABDIR: the examples) and the message part their
+// error must hold; each is also a seed of FuzzDecode (TestFuzzSeedsCoverBadExperiments).
+var badExperiments = []struct{ name, text, want string }{
+	{"rtt rate word", strings.Replace(good, "ping: {count: 10}", "rtt: {rate: fast}", 1), `rate "fast" is not a number`},
+	{"rtt rate too low", strings.Replace(good, "ping: {count: 10}", "rtt: {rate: [1k, 0.5]}", 1), "rate 0.5 must be 1-"},
+	{"rtt protocol", strings.Replace(good, "ping: {count: 10}", "rtt: {protocol: tcp}", 1), `protocol "tcp" is not icmp or udp`},
+	{"rtt size", strings.Replace(good, "ping: {count: 10}", "rtt: {size: 10}", 1), "size 10 must be 24-"},
+	{"missing lab", strings.Replace(good, "LABDIR/fw.yaml", "LABDIR/nope.yaml", 1), `scenario "fw"`},
+	{"unknown probe", strings.Replace(good, "ping: {count: 10}", "pong: {count: 10}", 1), "exp.yaml:8: unknown field pong in probes"},
+	{"bad duration", strings.Replace(good, "duration: 2s", "duration: soon", 1), "not a duration"},
+	{"short duration", strings.Replace(good, "duration: 2s", "duration: 10ms", 1), "between 1s and 1h"},
+	{"no probes", strings.Replace(good, "probes:\n  iperf3: {duration: 2s}\n  ping: {count: 10}\n", "", 1), "no probes"},
+	{"duplicate scenario", strings.Replace(good, "name: fw,", "name: base,", 1), "used twice"},
+	{"unknown chain", strings.Replace(good, "lab: LABDIR/fw.yaml,", "lab: LABDIR/fw.yaml, chain: nope,", 1), `no chain "nope"`},
+	{"bad baseline", strings.Replace(good, "repetitions: 2", "repetitions: 2\nbaseline: x", 1), `baseline "x"`},
+	{"ping interval", strings.Replace(good, "count: 10", "count: 10, interval: 1ms", 1), "minimum of 2ms"},
+	{"object_requests of an object not run", strings.Replace(good, "ping: {count: 10}", "ping: {count: 10}\n  http: {objects: [1k], object_requests: {1M: 10}}", 1), `object_requests names "1M"`},
+	{"bad runtime", strings.Replace(good, "runtime: docker", "runtime: kvm", 1), "not one of netns, docker"},
+	{"ndr frame", strings.Replace(good, "ping: {count: 10}", "ndr: {frames: [63]}", 1), "64 to 9018 or imix"},
+	{"ndr precision", strings.Replace(good, "ping: {count: 10}", "ndr: {precision: 1}", 1), "followed by %"},
+	{"ndr rate unit", strings.Replace(good, "ping: {count: 10}", "ndr: {max_rate: 10gbps}", 1), "pps, kpps or Mpps"},
+	{"ndr loss", strings.Replace(good, "ping: {count: 10}", "ndr: {loss: 150%}", 1), "below 100"},
+}
+
+func TestLoadBad(t *testing.T) {
+	for _, tt := range badExperiments {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Load(write(t, strings.ReplaceAll(tt.text, "LABDIR", labs(t))))
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
 		})
+	}
+}
+
+func TestLoadRTT(t *testing.T) {
+	text := strings.Replace(good, "ping: {count: 10}", "rtt: {protocol: udp, rate: [1, 1k, 2.5M, max], count: 500}", 1)
+	e, err := Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r := e.Probes.RTT; len(r.Rate) != 4 || r.Rate[0] != 1 || r.Rate[1] != 1000 || r.Rate[2] != 2.5e6 || r.Rate[3] != -1 || r.Count != 500 {
+		t.Errorf("rtt = %+v", r)
+	}
+	text = strings.Replace(good, "ping: {count: 10}", "rtt: {}", 1)
+	if e, err = Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t)))); err != nil || len(e.Probes.RTT.Rate) != 1 || e.Probes.RTT.Rate[0] != 1000 {
+		t.Errorf("rtt defaults: %v, %+v", err, e)
+	}
+}
+
+func TestLoadBackgroundNodes(t *testing.T) {
+	text := strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground_nodes: {count: [0, 8, 64], kind: [cpu, network], side: [sender, responder]}", 1)
+	text = strings.Replace(text, ", runtime: docker", "", 1)
+	e, err := Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t))))
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Per scenario: bg-0 once, then 2 counts x 2 kinds x 2 sides.
+	if len(e.Scenarios) != 2*9 || e.Baseline != "base.bg-0" {
+		t.Fatalf("%d scenarios, baseline %q", len(e.Scenarios), e.Baseline)
+	}
+	s := e.Scenario("fw.bg-network-responder-64")
+	if s == nil || s.Background.Count != 64 || s.Background.Side != "responder" || s.Plan.Node("bg64") == nil || s.Plan.Chain("bgc32") == nil {
+		t.Fatalf("scenario %+v", s)
+	}
+	for _, bad := range []struct{ grid, want string }{
+		{"{count: [3], kind: cpu}", "must be even"},
+		{"{count: [300], kind: cpu}", "0-256"},
+		{"{count: [8], kind: disk}", `kind "disk"`},
+		{"{count: [8], kind: cpu, side: left}", `side "left"`},
+		{"{kind: cpu}", "needs count"},
+	} {
+		text := strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground_nodes: "+bad.grid, 1)
+		if _, err := Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t)))); err == nil || !strings.Contains(err.Error(), bad.want) {
+			t.Errorf("%s: %v, want %q", bad.grid, err, bad.want)
+		}
 	}
 }
 
@@ -84,5 +155,12 @@ func TestShippedExperimentsLoad(t *testing.T) {
 		if _, err := Load(f); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
+	}
+}
+
+func TestRequestsFor(t *testing.T) {
+	h := &HTTP{Requests: 10000, ObjectRequests: map[string]int{"1M": 1000}}
+	if h.RequestsFor("1k") != 10000 || h.RequestsFor("1M") != 1000 {
+		t.Errorf("RequestsFor = %d, %d; want 10000, 1000", h.RequestsFor("1k"), h.RequestsFor("1M"))
 	}
 }

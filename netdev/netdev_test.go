@@ -12,6 +12,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sfclab/sfclab/internal/testroot"
 )
 
 // testPrefix is the namespace prefix of this test process; every namespace
@@ -35,12 +37,7 @@ func TestMain(m *testing.M) {
 	os.Exit(code)
 }
 
-func requireRoot(tb testing.TB) {
-	tb.Helper()
-	if os.Geteuid() != 0 {
-		tb.Skip("SKIP: needs root to create network namespaces; run `go test` as root")
-	}
-}
+func requireRoot(tb testing.TB) { testroot.Require(tb, "this test creates network namespaces") }
 
 // newTestNS creates the namespace testPrefix+suffix, opens it and registers
 // cleanups that close and delete it, even if the test fails.

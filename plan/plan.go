@@ -39,6 +39,10 @@ type Plan struct {
 	Nodes    []*Node    `json:"nodes"`
 	Segments []*Segment `json:"segments"`
 	Chains   []*Chain   `json:"chains"`
+	// Transparent is set for steering: transparent; then Nodes lists the nodes (for exec, CPU,
+	// inspect and telemetry) and Segments and Chains are empty: the networks, ports and port
+	// chains are here.
+	Transparent *Transparent `json:"transparent,omitempty"`
 }
 
 // Node is one namespace or container: an endpoint instance or a function instance (a port pair).
@@ -62,6 +66,8 @@ type Node struct {
 	// Function is set on function nodes, and on endpoints that run a service (http-server):
 	// what the kind needs to set itself up.
 	Function *Function `json:"function,omitempty"`
+	// Driver is how the node's interfaces are attached when not by veth (nil: veth).
+	Driver *spec.Driver `json:"driver,omitempty"`
 }
 
 // Interface is one network interface of a node, on one segment.
@@ -91,6 +97,8 @@ type Segment struct {
 	// Gateway is the host's address on the segment's Docker network (docker runtime only):
 	// the last usable address, which no member gets.
 	Gateway netip.Addr `json:"gateway,omitzero"`
+	// Shape limits every member interface's egress (tbf; netem for delay, jitter, loss).
+	Shape *spec.Shape `json:"shape,omitempty"`
 }
 
 // Publish is a port a docker node publishes on the host, at the gateway address of the

@@ -179,3 +179,18 @@ chains: [{from: client, to: server, hops: [n]}]
 		})
 	}
 }
+
+func TestDriverPlanChecks(t *testing.T) {
+	for _, tt := range []struct{ yaml, want string }{
+		{"name: d\nruntime: docker\nendpoints:\n  client: {driver: macvlan}\n  server: {}\nchains: [{from: client, to: server}]\n", "not available on runtime docker"},
+		{"name: d\nendpoints:\n  client: {driver: {type: host-device, device: eth9}}\n  a: {}\n  b: {}\nchains: [{from: client, to: a}, {from: client, to: b}]\n", "on 2 networks"},
+	} {
+		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
+			t.Errorf("Build: %v, want %q with file:line", err, tt.want)
+		}
+	}
+}

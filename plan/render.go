@@ -6,6 +6,8 @@ import (
 	"io"
 	"strings"
 	"text/tabwriter"
+
+	"github.com/sfclab/sfclab/spec"
 )
 
 // WriteText prints the plan for people: nodes with interfaces, routes, rules and sysctls,
@@ -26,6 +28,12 @@ func (p *Plan) WriteText(w io.Writer) error {
 			fmt.Fprintf(tw, "publish %s:%d -> %s:%d/%s\n", pub.HostIP, pub.HostPort, pub.Node, pub.Port, pub.Protocol)
 		}
 	}
+	if p.Transparent != nil {
+		if err := tw.Flush(); err != nil {
+			return err
+		}
+		return p.Transparent.writeText(w, p.MTU)
+	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(p.Nodes))
 	for _, n := range p.Nodes {
 		extra := ""
@@ -34,7 +42,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		fmt.Fprintf(tw, "  %s\t%s %s%s\tnetns %s\n", n.Name, n.Role, kindLabel(n), extra, n.Netns)
 		for _, i := range n.Interfaces {
-			fmt.Fprintf(tw, "    if %s\t%s\tsegment %s, peer %s\n", i.Name, i.Address, i.Segment, i.Peer)
+			fmt.Fprintf(tw, "    if %s\t%s\tsegment %s, peer %s%s\n", i.Name, i.Address, i.Segment, i.Peer, driverText(n.Driver))
 		}
 		for _, r := range n.Routes {
 			fmt.Fprintf(tw, "    route %s\t%s\t%s\n", r.Dst, hopsText(r.NextHops), tableText(r.Table))
@@ -76,6 +84,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 			link = "docker network, gateway " + s.Gateway.String()
 		}
 		fmt.Fprintf(tw, "  %s\t%s\t%s\t%s\n", s.Name, s.Subnet, link, strings.Join(s.Members, " "))
+		if s.Shape != nil {
+			fmt.Fprintf(tw, "    shaped\t%s\n", s.Shape)
+		}
 	}
 	fmt.Fprintf(tw, "\nchains (%d):\n", len(p.Chains))
 	for _, c := range p.Chains {
@@ -165,4 +176,17 @@ func classifierText(c *Chain) string {
 		s += " to " + c.Classifier.DestinationPrefix
 	}
 	return strings.TrimPrefix(s, "all ")
+}
+
+// driverText says how an interface is attached when not by veth.
+func driverText(d *spec.Driver) string {
+	switch {
+	case d == nil:
+		return ""
+	case d.Device != "":
+		return ", driver " + d.Type + " (host " + d.Device + ")"
+	case d.PF != "":
+		return ", driver " + d.Type + " (pf " + d.PF + ")"
+	}
+	return ", driver " + d.Type
 }

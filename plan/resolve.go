@@ -1,6 +1,7 @@
 package plan
 
 import (
+	"errors"
 	"fmt"
 	"maps"
 	"net/netip"
@@ -18,14 +19,35 @@ const (
 
 // Build resolves a validated lab into a plan. Problems only visible once the chains are laid
 // out (a load balancer with no port, a pool too small) come back as spec.Errors.
-func Build(lab *spec.Lab) (*Plan, error) {
-	b := &builder{lab: lab, nodes: map[string]*Node{}, ifCount: map[string]int{}}
-	b.build()
-	if len(b.errs) > 0 {
-		return nil, b.errs
+func Build(lab *spec.Lab) (*Plan, error) { return BuildAvoiding(lab, nil) }
+
+// BuildAvoiding is Build with segment subnets allocated around taken prefixes (those another
+// lab's Docker networks hold on this engine): the allocator skips them as it skips pinned ones.
+// Subnets the file pins are kept as they are; a runtime's preflight reports their overlaps.
+//
+// When the file set no addressing.prefix and the lab's segments do not fit the pool at the
+// default /24, the shortest longer prefix (the largest subnets) with which every segment fits
+// is taken, so small labs keep /24 and 1,000-node labs still deploy.
+func BuildAvoiding(lab *spec.Lab, taken []netip.Prefix) (*Plan, error) {
+	bits := lab.Addressing.Prefix
+	for {
+		b := &builder{lab: lab, nodes: map[string]*Node{}, ifCount: map[string]int{}, taken: taken, bits: bits}
+		b.build()
+		if len(b.errs) == 0 {
+			return b.plan, nil
+		}
+		if !lab.Addressing.Auto || !b.poolFull || bits >= maxAutoPrefix {
+			return nil, b.errs
+		}
+		bits++
 	}
-	return b.plan, nil
 }
+
+// maxAutoPrefix is the longest segment prefix Build picks by itself: /30 holds two hosts.
+const maxAutoPrefix = 30
+
+// errPoolFull is the allocator's error when the pool has no subnet left.
+var errPoolFull = errors.New("address pool full")
 
 type builder struct {
 	lab     *spec.Lab
@@ -33,7 +55,11 @@ type builder struct {
 	nodes   map[string]*Node
 	ifCount map[string]int // endpoint node -> interfaces so far
 	alloc   *allocator
+	taken   []netip.Prefix
 	errs    spec.Errors
+	// bits is the segment prefix length; poolFull is set when the pool ran out.
+	bits     int
+	poolFull bool
 }
 
 func (b *builder) bad(p spec.Pos, format string, args ...any) {
@@ -46,6 +72,10 @@ func (b *builder) build() {
 	if lab.Runtime == spec.RuntimeDocker {
 		b.plan.Image, b.plan.Attach = lab.Docker.Image, lab.Docker.Attach
 	}
+	if lab.Steering == spec.SteeringTransparent {
+		b.transparent()
+		return
+	}
 	pool, _ := spec.ParsePrefix(lab.Addressing.Pool)
 	var pinned []netip.Prefix
 	for _, c := range lab.Chains {
@@ -54,7 +84,7 @@ func (b *builder) build() {
 			pinned = append(pinned, p)
 		}
 	}
-	b.alloc = &allocator{pool: pool, bits: lab.Addressing.Prefix, pinned: pinned}
+	b.alloc = &allocator{pool: pool, bits: b.bits, pinned: append(pinned, b.taken...)}
 	for ci, c := range lab.Chains {
 		b.chain(ci, c)
 	}
@@ -66,6 +96,7 @@ func (b *builder) build() {
 	for _, n := range b.plan.Nodes {
 		b.sysctls(n)
 	}
+	b.checkDrivers()
 	for _, s := range b.plan.Segments {
 		if s.Bridge != "" && lab.Runtime != spec.RuntimeDocker {
 			b.plan.Fabric = FabricName(lab.Name)
@@ -89,6 +120,10 @@ func (b *builder) groupNodes(name string) []*Node {
 	var run []string
 	var wts []int
 	var service *Function
+	var driver *spec.Driver
+	if e := lab.Endpoints[name]; e != nil && e.DriverType() != spec.DriverVeth {
+		driver = e.Driver
+	}
 	if e := lab.Endpoints[name]; e != nil {
 		role, kind, instances, wts = RoleServer, e.Kind, e.Instances, e.Weights
 		if e.Kind == spec.EndpointClient {
@@ -112,7 +147,7 @@ func (b *builder) groupNodes(name string) []*Node {
 				w = wts[i]
 			}
 			n = &Node{Name: nn, Role: role, Kind: kind, Group: name, Instance: i + 1, Weight: w,
-				Netns: NetnsName(lab.Name, nn), Run: append([]string(nil), run...)}
+				Netns: NetnsName(lab.Name, nn), Run: append([]string(nil), run...), Driver: driver}
 			if service != nil {
 				svc := *service
 				n.Function = &svc
@@ -123,180 +158,6 @@ func (b *builder) groupNodes(name string) []*Node {
 		out[i] = n
 	}
 	return out
-}
-
-// chain lays out one chain: positions 0 (source) .. H+1 (destination), segment k joins
-// position k (egress side) and k+1 (ingress side).
-func (b *builder) chain(ci int, c *spec.Chain) {
-	H := len(c.Hops)
-	pc := &Chain{Name: c.Name, From: c.From.Name, To: c.To.Name, Classifier: c.Classifier, Table: TableBase + ci}
-	positions := make([][]*Node, H+2)
-	positions[0] = b.groupNodes(c.From.Name)
-	for k, h := range c.Hops {
-		positions[k+1] = b.groupNodes(h.Name)
-		f := b.lab.Functions[h.Name]
-		hop := Hop{Group: h.Name, Kind: f.Kind}
-		for _, n := range positions[k+1] {
-			n.Chain = c.Name
-			hop.Instances = append(hop.Instances, n.Name)
-		}
-		pc.Hops = append(pc.Hops, hop)
-	}
-	positions[H+1] = b.groupNodes(c.To.Name)
-	for _, nodes := range positions {
-		pc.Path = append(pc.Path, nodes[0].Name)
-	}
-
-	// Segments and interfaces.
-	segs := make([]*Segment, H+1)
-	ifaceOn := make([]map[string]*Interface, H+1) // per segment: node -> interface
-	for k := 0; k <= H; k++ {
-		var subnet netip.Prefix
-		var err error
-		if len(c.Subnets) > 0 {
-			subnet, _ = spec.ParsePrefix(c.Subnets[k])
-		} else if subnet, err = b.alloc.next(); err != nil {
-			b.bad(c.Pos, "chain %q: %v", c.Name, err)
-			return
-		}
-		g := len(b.plan.Segments)
-		s := &Segment{Name: fmt.Sprintf("%s.%d", c.Name, k), Chain: c.Name, Index: k, Subnet: subnet}
-		members := append(append([]*Node(nil), positions[k]...), positions[k+1]...)
-		docker := b.lab.Runtime == spec.RuntimeDocker
-		if len(members) > 2 || b.lab.Links == "bridge" || docker {
-			s.Bridge = fmt.Sprintf("br%d", g)
-		}
-		if docker {
-			s.Gateway = lastHost(subnet)
-			if len(members)+1 >= 1<<(32-subnet.Bits())-1 {
-				b.bad(c.Pos, "chain %q: subnet %s has no room for the Docker gateway beside %d members", c.Name, subnet, len(members))
-				return
-			}
-		}
-		ifaceOn[k] = map[string]*Interface{}
-		host := subnet.Addr()
-		for mi, n := range members {
-			host = host.Next()
-			if !subnet.Contains(host.Next()) { // keep the broadcast address free
-				b.bad(c.Pos, "chain %q: subnet %s is too small for %d members", c.Name, subnet, len(members))
-				return
-			}
-			iface := &Interface{Segment: s.Name, Address: netip.PrefixFrom(host, subnet.Bits())}
-			switch {
-			case n.Role != RoleFunction:
-			case mi < len(positions[k]):
-				iface.Name, iface.Side = "egress", "egress"
-			default:
-				iface.Name, iface.Side = "ingress", "ingress"
-			}
-			// Endpoints name their interfaces eth0, eth1, ... per chain; so do containers
-			// (docker): the engine names them so in attach order, and its stats collector
-			// finds them only under those names.
-			if iface.Name == "" || docker {
-				iface.Name = fmt.Sprintf("eth%d", b.ifCount[n.Name])
-				b.ifCount[n.Name]++
-			}
-			n.Interfaces = append(n.Interfaces, iface)
-			ifaceOn[k][n.Name] = iface
-			s.Members = append(s.Members, n.Name+"/"+iface.Name)
-			if s.Bridge != "" {
-				port := fmt.Sprintf("s%dp%d", g, mi)
-				s.Ports = append(s.Ports, port)
-				iface.Peer = "fabric/" + port
-			}
-		}
-		if s.Bridge == "" {
-			a, z := members[0], members[1]
-			ifaceOn[k][a.Name].Peer = z.Name + "/" + ifaceOn[k][z.Name].Name
-			ifaceOn[k][z.Name].Peer = a.Name + "/" + ifaceOn[k][a.Name].Name
-		}
-		segs[k] = s
-		b.plan.Segments = append(b.plan.Segments, s)
-		pc.Segments = append(pc.Segments, s.Name)
-	}
-
-	// Routes: towards every segment beyond the neighbours, through them (aggregated).
-	for p, nodes := range positions {
-		for _, n := range nodes {
-			table := 0
-			if n.Role != RoleFunction {
-				table = pc.Table
-			}
-			if p < H {
-				var beyond []netip.Prefix
-				for j := p + 1; j <= H; j++ {
-					beyond = append(beyond, segs[j].Subnet)
-				}
-				hops := nextHops(positions[p+1], ifaceOn[p], ifaceOn[p][n.Name].Name)
-				for _, dst := range aggregate(beyond) {
-					n.Routes = append(n.Routes, Route{Dst: dst, Table: table, NextHops: hops})
-				}
-			}
-			if p >= 2 {
-				var behind []netip.Prefix
-				for j := 0; j <= p-2; j++ {
-					behind = append(behind, segs[j].Subnet)
-				}
-				hops := nextHops(positions[p-1], ifaceOn[p-1], ifaceOn[p-1][n.Name].Name)
-				for _, dst := range aggregate(behind) {
-					n.Routes = append(n.Routes, Route{Dst: dst, Table: table, NextHops: hops})
-				}
-			}
-		}
-	}
-
-	// The classifier at the chain's ends, as policy routing rules.
-	cl := c.Classifier
-	fwd := Rule{Priority: RulePriorityBase + ci, Table: pc.Table, Protocol: cl.Protocol,
-		SrcPort: cl.SourcePort, DstPort: cl.DestinationPort}
-	if cl.SourcePrefix != "" {
-		fwd.Src, _ = spec.ParsePrefix(cl.SourcePrefix)
-	}
-	if cl.DestinationPrefix != "" {
-		fwd.Dst, _ = spec.ParsePrefix(cl.DestinationPrefix)
-	}
-	positions[0][0].Rules = append(positions[0][0].Rules, fwd)
-	rev := Rule{Priority: fwd.Priority, Table: fwd.Table, Protocol: fwd.Protocol,
-		SrcPort: fwd.DstPort, DstPort: fwd.SrcPort, Src: fwd.Dst, Dst: fwd.Src}
-	for _, n := range positions[H+1] {
-		n.Rules = append(n.Rules, rev)
-	}
-
-	// Functions: their port pairs and what their kind needs.
-	pc.TargetNode = positions[H+1][0].Name
-	pc.Target = ifaceOn[H][pc.TargetNode].Address.Addr()
-	for k := 1; k <= H; k++ {
-		f := b.lab.Functions[c.Hops[k-1].Name]
-		for _, n := range positions[k] {
-			in, out := ifaceOn[k-1][n.Name], ifaceOn[k][n.Name]
-			n.Function = &Function{Kind: f.Kind, Params: f.Params, Ingress: in.Name, Egress: out.Name,
-				IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
-			b.function(c, f, n, positions[H+1], ifaceOn[H], positions[0][0], ifaceOn[0])
-		}
-		if IsProxy(f.Kind) && pc.TargetNode == positions[H+1][0].Name {
-			pc.TargetNode = positions[k][0].Name
-			pc.Target = ifaceOn[k-1][pc.TargetNode].Address.Addr()
-			pc.Port = positions[k][0].Function.Port
-		}
-	}
-	if pc.Port == 0 && c.Classifier.DestinationPort.Single() {
-		pc.Port = c.Classifier.DestinationPort.From
-	}
-	if b.lab.Runtime == spec.RuntimeDocker && b.lab.Docker.Attach == spec.AttachNAT {
-		// The source reaches the target through the port Docker publishes on the host's
-		// address on the source's network.
-		if pc.TargetNode != positions[1][0].Name {
-			b.bad(c.Pos, "chain %q: docker attach nat publishes the service on the source's network: the target %s must be the chain's first hop (a proxy) or its destination", c.Name, pc.TargetNode)
-			return
-		}
-		if pc.Port == 0 {
-			b.bad(c.Pos, "chain %q: docker attach nat needs a port to publish: a proxy's port or a single destination_port in the classifier", c.Name)
-			return
-		}
-		b.plan.Publish = append(b.plan.Publish, Publish{Node: pc.TargetNode, Protocol: "tcp", Port: pc.Port, HostIP: segs[0].Gateway, HostPort: pc.Port})
-		pc.Target = segs[0].Gateway
-	}
-	b.plan.Chains = append(b.plan.Chains, pc)
 }
 
 // lastHost is the last usable address of a subnet (the one before broadcast).
@@ -431,7 +292,7 @@ func (a *allocator) next() (netip.Prefix, error) {
 			return p, nil
 		}
 	}
-	return netip.Prefix{}, fmt.Errorf("address pool %s has no free /%d left; give a larger addressing.pool", a.pool, a.bits)
+	return netip.Prefix{}, fmt.Errorf("%w: %s has no free /%d left; give a larger addressing.pool or a longer addressing.prefix", errPoolFull, a.pool, a.bits)
 }
 
 func (a *allocator) advance() {
@@ -444,4 +305,32 @@ func (a *allocator) advance() {
 		return
 	}
 	a.cur = next
+}
+
+// hasDriver reports whether any node has an attachment driver other than veth.
+func hasDriver(nodes []*Node) bool {
+	for _, n := range nodes {
+		if n.Driver != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// checkDrivers refuses what a driver cannot do with the resolved plan: no driver but veth on
+// docker yet; host-device and sriov give a node one device, so the node must have exactly one
+// interface.
+func (b *builder) checkDrivers() {
+	for _, n := range b.plan.Nodes {
+		if n.Driver != nil && b.lab.Runtime == spec.RuntimeDocker {
+			b.bad(n.Driver.Pos, "endpoint %q: driver %s is not available on runtime docker yet (docker's macvlan network driver needs a parent interface on the host, which the docker runtime does not wire); use runtime netns", n.Group, n.Driver.Type)
+			continue
+		}
+		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan {
+			continue
+		}
+		if len(n.Interfaces) != 1 {
+			b.bad(n.Driver.Pos, "endpoint %q: driver %s gives the node one device, but it is on %d networks (chains); use veth or macvlan", n.Group, n.Driver.Type, len(n.Interfaces))
+		}
+	}
 }

@@ -57,6 +57,9 @@ func chartTitle(name string) string {
 			return m.label + ": distribution of all samples (CDF)"
 		}
 	}
+	if name == "ndr-path" {
+		return "NDR search path: offered rate per trial (dot: no loss, cross: loss)"
+	}
 	if c, ok := strings.CutPrefix(name, "http-c"); ok {
 		return "HTTP total time vs object size, concurrency " + c + ": mean of trials with 95 % CI"
 	}
@@ -101,6 +104,12 @@ func (r *Report) charts() ([]chart, error) {
 		if err := add(httpChartName(c), p, 7*vg.Inch, 4.5*vg.Inch); err != nil {
 			return nil, err
 		}
+	}
+	if p, err = r.ndrPlot(); err != nil {
+		return nil, err
+	}
+	if err := add("ndr-path", p, 7*vg.Inch, 4*vg.Inch); err != nil {
+		return nil, err
 	}
 	p, err = r.cpuPlot()
 	if err != nil {

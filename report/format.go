@@ -119,12 +119,22 @@ func (r *Report) doc() doc {
 	if !r.Run.Complete {
 		d.title += " — " + IncompleteMark
 	}
+	d.sections = append(d.sections, r.verdictSection())
 	d.sections = append(d.sections, r.headerSection()...)
 	d.sections = append(d.sections, r.throughputSection(), r.latencySection())
 	if len(r.HTTP) > 0 {
 		d.sections = append(d.sections, r.httpSection())
 	}
+	if len(r.RTT) > 0 {
+		d.sections = append(d.sections, r.rttSection())
+	}
+	if len(r.NDR) > 0 {
+		d.sections = append(d.sections, r.ndrSection())
+	}
 	d.sections = append(d.sections, r.cpuSection())
+	if sec, ok := r.balancerSection(); ok {
+		d.sections = append(d.sections, sec)
+	}
 	if len(r.Deploy) > 0 {
 		d.sections = append(d.sections, r.deploySection())
 	}
@@ -191,8 +201,16 @@ func (r *Report) headerSection() []section {
 
 	trials := section{id: "trials", title: "Trials", level: 3}
 	t := &table{id: "trials-table", header: []string{"scenario", "trials ok", "trials failed"}, right: []bool{false, true, true}}
+	if len(r.Runtimes) > 0 {
+		t.header = append(t.header, "runtime")
+		t.right = append(t.right, false)
+	}
 	for _, c := range r.Trials {
-		t.rows = append(t.rows, []string{c.Scenario, strconv.Itoa(c.OK), strconv.Itoa(c.Failed)})
+		row := []string{c.Scenario, strconv.Itoa(c.OK), strconv.Itoa(c.Failed)}
+		if len(r.Runtimes) > 0 {
+			row = append(row, orDash(r.Runtimes[c.Scenario]))
+		}
+		t.rows = append(t.rows, row)
 	}
 	if len(t.rows) == 0 {
 		trials.blocks = append(trials.blocks, block{para: "No trial was recorded."})
@@ -293,7 +311,7 @@ func (r *Report) latencySection() section {
 	sec.blocks = append(sec.blocks, block{table: t}, block{para: fmt.Sprintf(
 		"mean: the mean of the per-trial means, with its Student t 95 %% CI across trials; median and p99: all samples of the scenario pooled. "+
 			"K_lat = (L − L_base) / L_base × 100 %% of the means against %s. "+
-			"%s: the scenario has samples of other probes but not a single ICMP echo reply — ICMP cannot cross an L4 proxy.",
+			"%s: the scenario's chain has a proxy on it, which ICMP cannot cross (elsewhere a ping without replies fails its trial).",
 		r.Baseline, NoICMPPath)})
 	for _, m := range metrics {
 		sec.blocks = append(sec.blocks, block{chart: chartName(m)})
@@ -348,7 +366,9 @@ func (r *Report) cpuSection() section {
 	}
 	text := "cores: CPU time per second of the measured window, 1.0 = one core busy; " +
 		"means over trials. A node's figures are its own cgroup's; host softirq is the kernel's softirq time over all cores of the host, " +
-		"whichever node the packets belong to."
+		"whichever node the packets belong to. The two can count the same ticks: without IRQ time accounting (CONFIG_IRQ_TIME_ACCOUNTING) " +
+		"softirq work done while a node's task is on the CPU is charged to that task's cgroup too, so node figures and host softirq " +
+		"must not be added, and a comparison between them is indicative only."
 	if docker {
 		text += " docker stats %: the CPU figure docker stats computes for the node's container (100 % = one core busy), mean over trials; " +
 			"— for nodes that are not containers."
@@ -391,6 +411,9 @@ func (r *Report) comparisonSections() []section {
 	}
 	if c.Study != "" {
 		intro = "Study: " + c.Study + ". " + intro
+	}
+	if c.Reference != "" {
+		intro += " Reference: " + c.Reference + "."
 	}
 	if c.Source != "" {
 		intro += " Source of the published figures: " + c.Source + "."

@@ -27,6 +27,9 @@ ul { max-width: 90ch; }
 figure { margin: 1rem 0; }
 figure svg.chart { width: 100%; max-width: 780px; height: auto; display: block; }
 figcaption { font-size: 0.9rem; color: #444; }
+section#verdict { background: #f3f7fb; border-left: 4px solid #2f6fab; padding: 0.2rem 1.2rem 0.8rem; margin-top: 1rem; }
+section#verdict h2 { margin-top: 0.8rem; border-bottom: none; }
+section#verdict li { margin: 0.25rem 0; }
 `
 
 const htmlTemplate = `<!DOCTYPE html>

@@ -154,8 +154,13 @@ type HTTPComparisonRow struct {
 	// MeasuredText is shown when there is no measured figure: Text, or
 	// NotMeasuredHTTP.
 	MeasuredText string
-	// Ratio is Measured / Published (NaN when either is missing).
+	// Ratio is Measured / Published when both ran Published.HTTPRequests
+	// requests; when the counts differ it is the ratio of the times per
+	// request and PerRequest is set; NaN when either is missing or the
+	// published count is unknown.
 	Ratio float64
+	// PerRequest marks a Ratio of times per request.
+	PerRequest bool
 	// Baseline is the scenario the changes are computed against.
 	Baseline string
 	// IsBaseline marks rows of a scenario compared with itself.
@@ -448,7 +453,7 @@ func (r *Report) buildHTTPComparison(p *Published) {
 		row.IsBaseline = row.Baseline == h.Scenario
 		if m := measured(h.Scenario, h.Object, h.Concurrency); m != nil {
 			row.Measured, row.MeasuredCI, row.MeasuredChange = m.TotalTime.Mean, m.TotalTime.CI95Half, m.Change
-			row.Ratio = row.Measured / row.Published
+			row.Ratio, row.PerRequest = httpRatio(m, row.Published, p.HTTPRequests)
 		} else {
 			row.MeasuredText = cmp.Or(h.Text, NotMeasuredHTTP)
 		}
@@ -462,6 +467,19 @@ func (r *Report) buildHTTPComparison(p *Published) {
 		}
 		r.Comparison.HTTP = append(r.Comparison.HTTP, row)
 	}
+}
+
+// httpRatio compares a measured HTTP row with a published time for
+// published requests: times when every trial ran that many, else times per
+// request.
+func httpRatio(m *HTTPRow, published float64, requests int) (float64, bool) {
+	if requests <= 0 || m.Requests.N == 0 || m.Requests.Mean <= 0 || math.IsNaN(published) {
+		return math.NaN(), false
+	}
+	if m.Requests.Min == float64(requests) && m.Requests.Max == float64(requests) {
+		return m.TotalTime.Mean / published, false
+	}
+	return (m.TotalTime.Mean / m.Requests.Mean) / (published / float64(requests)), true
 }
 
 // httpSummary adds the SummaryCSV rows of the HTTP figures of scenario s:
@@ -829,7 +847,13 @@ func (r *Report) publishedHTTPSection() section {
 	default:
 		text += fmt.Sprintf(" (%s to %s requests per run)", fixed(reqs[0], 0), fixed(reqs[len(reqs)-1], 0))
 	}
-	text += ". measured / published compares times only when both ran the same number of requests. " +
+	text += ". measured / published compares times only when both ran the same number of requests"
+	if c.HTTPRequests > 0 {
+		text += fmt.Sprintf(" (the study: %d); otherwise it compares the times per request and says so", c.HTTPRequests)
+	} else {
+		text += "; the study's count is not known, so there is no ratio"
+	}
+	text += ". " +
 		"The changes are (T − T_base) / T_base × 100 % against the scenario in \"compared with\" for the same object and concurrency: " +
 		"published from the published figures, measured from this run's."
 	t := &table{id: "published-http-table",
@@ -851,6 +875,9 @@ func (r *Report) publishedHTTPSection() section {
 		ratio := dash
 		if !math.IsNaN(row.Ratio) {
 			ratio = fixed(row.Ratio, 2) + "×"
+			if row.PerRequest {
+				ratio += " per request"
+			}
 		}
 		pc, mc := dash, dash
 		if row.IsBaseline {

@@ -37,8 +37,10 @@ func studyBSample() *Published {
 		{100, "1M", [4]cell{{87.98, 1.52}, {87.85, 1.63}, {87.93, 1.65}, {172.68, 1.05}}},
 	}
 	p := &Published{
-		Study:  "B. Virtualized HTTP proxy in KVM and Docker (Eiras, Couto, Rubinstein)",
-		Source: "shared/papers/002_3a02ef3c62f4b0e3.txt, seconds for 10,000 requests, no cache",
+		Study:        "B. Virtualized HTTP proxy in KVM and Docker (Eiras, Couto, Rubinstein)",
+		Source:       "the study's slides, seconds for 10,000 requests, no cache",
+		HTTPRequests: 10000,
+		Reference:    "R. S. Eiras, R. S. Couto, M. G. Rubinstein, \"Performance Evaluation of a Virtualized HTTP Proxy in KVM and Docker\", 7th International Conference on the Network of the Future (NOF), 2016",
 		Notes: []string{
 			"KVM is not measured: this host has no hardware virtualisation.",
 			"The study ran 10 repetitions; this sample runs 3.",
@@ -91,7 +93,7 @@ func sampleInputHTTP() Input {
 			start := t0.Add(time.Duration(si*3+trial-1) * 5 * time.Minute)
 			in.Trials = append(in.Trials, results.Trial{Experiment: expB, Scenario: sc, Trial: trial, Status: results.TrialOK,
 				Started: start, Ended: start.Add(4 * time.Minute)})
-			add(sc, trial, "deploy", "deploy_time", deploy[sc]+0.03*float64((trial*5)%3-1), "s", map[string]string{"nodes": "3", "runtime": "x"})
+			add(sc, trial, "deploy", "deploy_time", deploy[sc]+0.03*float64((trial*5)%3-1), "s", map[string]string{"nodes": "3", "runtime": map[bool]string{true: "netns", false: "docker"}[sc == "native"]})
 			add(sc, trial, "load", "count", 12, "count", map[string]string{"kind": "cpu", "node": "proxy"})
 			for _, conc := range []int{1, 100} {
 				for _, obj := range []string{"1M", "1k"} {
@@ -499,6 +501,35 @@ func TestHTTPDeterministic(t *testing.T) {
 	for range 3 {
 		if !bytes.Equal(first, render()) {
 			t.Fatal("two renderings of the same HTTP input differ")
+		}
+	}
+}
+
+// TestHTTPRatioSameRequests checks that times are compared only when both
+// ran the same number of requests (quick mode: 200 against the study's
+// 10,000 must not give 0.02×), else per request.
+func TestHTTPRatioSameRequests(t *testing.T) {
+	row := func(total float64, reqs ...float64) *HTTPRow {
+		return &HTTPRow{TotalTime: stats.Summarize([]float64{total}), Requests: stats.Summarize(reqs)}
+	}
+	tests := []struct {
+		name       string
+		m          *HTTPRow
+		published  float64
+		requests   int
+		want       float64
+		perRequest bool
+	}{
+		{"same count", row(7.0, 10000, 10000), 7.48, 10000, 7.0 / 7.48, false},
+		{"quick: 200 of 10,000", row(0.14, 200, 200), 7.48, 10000, (0.14 / 200) / (7.48 / 10000), true},
+		{"one trial short", row(7.0, 10000, 9990), 7.48, 10000, (7.0 / 9995) / (7.48 / 10000), true},
+		{"study count unknown", row(7.0, 10000), 7.48, 0, math.NaN(), false},
+		{"no request count", row(7.0), 7.48, 10000, math.NaN(), false},
+	}
+	for _, tt := range tests {
+		got, per := httpRatio(tt.m, tt.published, tt.requests)
+		if per != tt.perRequest || !(math.IsNaN(tt.want) && math.IsNaN(got) || math.Abs(got-tt.want) < 1e-12) {
+			t.Errorf("%s: ratio %v per request %v, want %v %v", tt.name, got, per, tt.want, tt.perRequest)
 		}
 	}
 }

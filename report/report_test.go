@@ -28,8 +28,16 @@ const exp = "study-a"
 // studyA is study A's published figures, mapped onto this run's scenarios.
 func studyA() *Published {
 	return &Published{
-		Study:  "A. Docker-based NFV service chaining on a single host (2026)",
-		Source: "shared/papers/001_c93d7cac790e2f07.txt, tables 3-5",
+		Study:     "A. Docker-based NFV service chaining on a single host (2026)",
+		Source:    "tables 3-5 of the paper",
+		Reference: "R. Z. Fitroh, I. N. Ichsan, \"Performance Analysis of Docker-based NFV Service Chaining Networks in a Single-Host Environment\", Sistemasi: Jurnal Sistem Informasi 15(2), 2026",
+		Claims: []Claim{{Text: "the L4 proxy is the bottleneck", Check: func(r *Report) ClaimResult {
+			b, ok := r.BusiestNode("fw-lb")
+			if !ok || b.Node != "lb" {
+				return ClaimResult{Outcome: DoesNotHold, Evidence: "lb is not the busiest node of fw-lb"}
+			}
+			return ClaimResult{Outcome: Holds, Evidence: "lb is the busiest node of fw-lb (" + f2(b.Total.Mean) + " cores)"}
+		}}},
 		Rows: []PublishedRow{
 			{Scenario: "baseline", Metric: MetricThroughput, Value: 29.5, Unit: "Gbit/s"},
 			{Scenario: "fw", Metric: MetricThroughput, Value: 19.7, Unit: "Gbit/s"},
@@ -91,6 +99,8 @@ func sampleInput() Input {
 					v := ref + 0.001*float64(trial) + 0.002*float64((seq*7+trial*3)%10)
 					add(sc, trial, "ping", "rtt", v, "ms", map[string]string{"seq": fmt.Sprint(seq)})
 				}
+			} else {
+				add(sc, trial, "ping", "loss", 100, "%", map[string]string{"icmp_path": "none"})
 			}
 			for k := 1; k <= 20; k++ {
 				add(sc, trial, "tcprtt", "rtt", rtt[sc]*(1+0.01*float64((k*13+trial)%17))+0.002*float64(trial), "ms", nil)
@@ -467,8 +477,8 @@ func TestPValueNotAvailable(t *testing.T) {
 	if !strings.Contains(md.String(), "| lonely | — | — | 0 | no data |") {
 		t.Errorf("no-data row not shown:\n%s", md.String())
 	}
-	if !strings.Contains(md.String(), "| lonely | ping RTT (ICMP echo) | 0 | 0 | "+NoICMPPath) {
-		t.Error("lonely has tcprtt samples but no ping: should be " + NoICMPPath)
+	if !strings.Contains(md.String(), "| lonely | ping RTT (ICMP echo) | 0 | 0 | no samples") {
+		t.Error("lonely has tcprtt samples but no ping and no word that its chain has no ICMP path: should be no samples, not " + NoICMPPath)
 	}
 	// A single trial against three: the exact test runs (no error) but
 	// cannot be small; with an empty side it returns an error shown as n/a.

@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"net/netip"
 	"os/exec"
 
 	"github.com/sfclab/sfclab/cgroup"
@@ -50,4 +51,12 @@ type Runtime interface {
 	// Destroy removes everything the runtime created for the lab, found by its owner tag,
 	// and never anything else. Nothing there is not an error.
 	Destroy(ctx context.Context, lab string) error
+}
+
+// SubnetHolder is a runtime whose labs share one address space on the host (Docker: the
+// engine refuses overlapping networks), so that a new lab's subnets are allocated around the
+// ones it holds already.
+type SubnetHolder interface {
+	// TakenSubnets lists the subnets held now (by any lab or any other user of the runtime).
+	TakenSubnets(ctx context.Context) ([]netip.Prefix, error)
 }

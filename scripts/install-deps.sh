@@ -6,6 +6,17 @@
 set -euo pipefail
 need=()
 check() { command -v "$1" >/dev/null 2>&1 || need+=("$2"); }
+# --bpf: only what `make generate` needs to rebuild the committed eBPF objects (steer/bpf).
+if [ "${1:-}" = "--bpf" ]; then
+  check clang clang
+  check llvm-strip llvm
+  [ -f /usr/include/bpf/bpf_helpers.h ] || need+=(libbpf-dev)
+  if [ "${#need[@]}" -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  exit 0
+fi
 check ip iproute2
 check ss iproute2
 check nft nftables
@@ -19,10 +30,15 @@ check apache2 apache2
 check nginx nginx
 check ab apache2-utils
 check stress-ng stress-ng
+check tcpdump tcpdump
 check debootstrap debootstrap
 check docker docker.io
 check dockerd docker.io
 check docker-compose docker-compose
+# The OpenStack client and its networking-sfc commands (`openstack sfc ...`), to test
+# `sfclab serve` with the client users drive networking-sfc with.
+check openstack python3-openstackclient
+/usr/bin/python3 -c 'import networking_sfc' >/dev/null 2>&1 || need+=(python3-networking-sfc)  # Debian's python, where the package installs
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "install-deps: missing packages ${need[*]}; run as root: apt-get install ${need[*]}" >&2

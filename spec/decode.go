@@ -98,7 +98,7 @@ func yamlError(file string, err error) error {
 	if errors.As(err, &te) {
 		var errs Errors
 		for _, m := range te.Errors {
-			errs = append(errs, lineError(file, m))
+			errs = append(errs, lineError(file, UserWords(m)))
 		}
 		return errs
 	}
@@ -108,7 +108,7 @@ func yamlError(file string, err error) error {
 		return pe
 	}
 	msg := strings.TrimPrefix(err.Error(), "yaml: ")
-	return lineError(file, msg)
+	return lineError(file, UserWords(msg))
 }
 
 func lineError(file, msg string) *Error {
@@ -130,6 +130,9 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Er
 	}
 	if n.Kind == yaml.AliasNode {
 		n = n.Alias
+	}
+	if n == nil || !checkShape(file, n, t, what, errs) {
+		return
 	}
 	switch t.Kind() {
 	case reflect.Struct:
@@ -159,7 +162,7 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Er
 	case reflect.Map:
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				checkKnown(file, n.Content[i+1], t.Elem(), n.Content[i].Value, errs)
+				checkKnown(file, n.Content[i+1], t.Elem(), noun(t.Elem())+" "+n.Content[i].Value, errs)
 			}
 		}
 	}
@@ -225,15 +228,18 @@ func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 // UnmarshalYAML decodes a function: its kind first, then params into the kind's own type.
 func (f *Function) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
-		Kind      string    `yaml:"kind"`
-		Instances int       `yaml:"instances"`
-		Weights   []int     `yaml:"weights"`
-		Params    yaml.Node `yaml:"params"`
+		Kind      string            `yaml:"kind"`
+		Instances int               `yaml:"instances"`
+		Weights   []int             `yaml:"weights"`
+		Params    yaml.Node         `yaml:"params"`
+		Host      string            `yaml:"host"`
+		Ports     map[string]string `yaml:"ports"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
 	f.Kind, f.Instances, f.Weights, f.Pos = raw.Kind, raw.Instances, raw.Weights, pos(n)
+	f.Host, f.Ports = raw.Host, raw.Ports
 	k, ok := kinds[raw.Kind]
 	if !ok {
 		return nil // reported by validation, with the list of kinds

@@ -6,6 +6,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 )
 
 // Function kinds.
@@ -32,6 +33,7 @@ var kinds = map[string]kind{
 	KindL4LB:      {func() any { return &L4LBParams{} }},
 	KindCustom:    {func() any { return &CustomParams{} }},
 	KindHTTPProxy: {func() any { return &HTTPProxyParams{} }},
+	KindTap:       {func() any { return &TapParams{} }},
 	// Endpoint services share the registry so stored plans decode their params too.
 	EndpointHTTPServer: {func() any { return &HTTPServer{} }},
 }
@@ -112,11 +114,14 @@ type DNATRule struct {
 const (
 	ImplHAProxy = "haproxy"
 	ImplNft     = "nft"
+	// ImplSfclab is sfclab's own TCP-terminating balancer (package lb, `sfclab lb`).
+	ImplSfclab = "sfclab"
 )
 
 // L4LBParams are the parameters of an L4 load balancer over the chain's destination instances.
 type L4LBParams struct {
-	// Impl is "haproxy" (TCP proxy in user space, default) or "nft" (kernel DNAT by hash).
+	// Impl is "haproxy" (TCP proxy in user space, default), "sfclab" (sfclab's own TCP proxy,
+	// splice(2) between sockets) or "nft" (kernel DNAT by hash).
 	Impl string `yaml:"impl,omitempty" json:"impl"`
 	// Protocol is "tcp" (default) or "udp" (nft only).
 	Protocol string `yaml:"protocol,omitempty" json:"protocol"`
@@ -124,17 +129,68 @@ type L4LBParams struct {
 	Port uint16 `yaml:"port,omitempty" json:"port"`
 	// BackendPort is the port on the backends; default Port.
 	BackendPort uint16 `yaml:"backend_port,omitempty" json:"backend_port"`
-	// Balance is the algorithm: haproxy "source" (default), "roundrobin", "leastconn";
+	// Balance is the algorithm: haproxy and sfclab "source" (default), "roundrobin", "leastconn"
+	// (all weighted by the destination's weights);
 	// nft "source" (default, hash of the source address) or "flow" (hash of the 5-tuple).
 	Balance string `yaml:"balance,omitempty" json:"balance"`
 	// Splice turns on HAProxy's splice-request and splice-response (default true).
 	Splice *bool `yaml:"splice,omitempty" json:"splice,omitempty"`
-	// Threads is HAProxy's nbthread (default 1).
+	// Threads is HAProxy's nbthread; 0 (the default) leaves it unset, so HAProxy runs as
+	// with its defaults: one thread per CPU it may run on.
 	Threads int `yaml:"threads,omitempty" json:"threads"`
 	// MaxConn is HAProxy's maxconn (default 4096).
 	MaxConn int `yaml:"maxconn,omitempty" json:"maxconn"`
 	// Seed is the nft jhash seed (default 0x5fc1ab), fixed so spreading is reproducible.
 	Seed uint32 `yaml:"seed,omitempty" json:"seed"`
+	// CheckInterval turns on TCP-connect health checks of the backends at this period, e.g.
+	// "2s" (HAProxy `check inter`); default off. haproxy and sfclab.
+	CheckInterval string `yaml:"check_interval,omitempty" json:"check_interval,omitempty"`
+	// Rise good checks in a row bring a backend back (default 2), Fall bad ones take it out
+	// (default 3), as HAProxy's rise and fall.
+	Rise int `yaml:"rise,omitempty" json:"rise,omitempty"`
+	Fall int `yaml:"fall,omitempty" json:"fall,omitempty"`
+	// TimeoutClient closes a client connection idle this long (HAProxy `timeout client`,
+	// default "10m").
+	TimeoutClient string `yaml:"timeout_client,omitempty" json:"timeout_client,omitempty"`
+	// TimeoutConnect bounds a connect to a backend (HAProxy `timeout connect`, default "5s").
+	TimeoutConnect string `yaml:"timeout_connect,omitempty" json:"timeout_connect,omitempty"`
+	// Drain is how long destroying the lab waits for open connections (sfclab, default "2s").
+	Drain string `yaml:"drain,omitempty" json:"drain,omitempty"`
+}
+
+// L4LB defaults that are not filled into the parameters (so plans written before they
+// existed stay the same).
+const (
+	DefaultRise           = 2
+	DefaultFall           = 3
+	DefaultTimeoutClient  = 10 * time.Minute
+	DefaultTimeoutConnect = 5 * time.Second
+	DefaultDrain          = 2 * time.Second
+)
+
+// Durations returns the check interval (0: checks off), the client and connect timeouts and
+// the drain time, defaults applied; validation has checked they parse.
+func (p *L4LBParams) Durations() (check, client, connect, drain time.Duration) {
+	parse := func(s string, def time.Duration) time.Duration {
+		if d, err := time.ParseDuration(s); err == nil && s != "" {
+			return d
+		}
+		return def
+	}
+	return parse(p.CheckInterval, 0), parse(p.TimeoutClient, DefaultTimeoutClient),
+		parse(p.TimeoutConnect, DefaultTimeoutConnect), parse(p.Drain, DefaultDrain)
+}
+
+// RiseFall returns rise and fall, defaults applied.
+func (p *L4LBParams) RiseFall() (rise, fall int) {
+	rise, fall = p.Rise, p.Fall
+	if rise == 0 {
+		rise = DefaultRise
+	}
+	if fall == 0 {
+		fall = DefaultFall
+	}
+	return rise, fall
 }
 
 // SpliceOn reports whether HAProxy splicing is on (the default).
@@ -273,9 +329,6 @@ func defaults(p any) {
 		if p.Balance == "" {
 			p.Balance = "source"
 		}
-		if p.Threads == 0 {
-			p.Threads = 1
-		}
 		if p.MaxConn == 0 {
 			p.MaxConn = 4096
 		}
@@ -322,15 +375,24 @@ func validateParams(fn *Function, bad func(Pos, string, ...any)) {
 			}
 		}
 	case *L4LBParams:
-		oneOf(fn, bad, "impl", p.Impl, ImplHAProxy, ImplNft)
+		oneOf(fn, bad, "impl", p.Impl, ImplHAProxy, ImplSfclab, ImplNft)
 		oneOf(fn, bad, "protocol", p.Protocol, "tcp", "udp")
-		if p.Impl == ImplHAProxy {
+		if p.Impl == ImplHAProxy || p.Impl == ImplSfclab {
 			oneOf(fn, bad, "balance", p.Balance, "source", "roundrobin", "leastconn")
 			if p.Protocol != "tcp" {
-				bad(fn.Pos, "function %q: impl haproxy balances tcp only; use impl: nft for udp", fn.Name)
+				bad(fn.Pos, "function %q: impl %s balances tcp only; use impl: nft for udp", fn.Name, p.Impl)
 			}
-			if p.Threads < 1 || p.Threads > 64 {
-				bad(fn.Pos, "function %q: threads must be 1-64, got %d", fn.Name, p.Threads)
+			for _, d := range []struct{ name, v string }{{"check_interval", p.CheckInterval},
+				{"timeout_client", p.TimeoutClient}, {"timeout_connect", p.TimeoutConnect}, {"drain", p.Drain}} {
+				if v, err := time.ParseDuration(d.v); d.v != "" && (err != nil || v <= 0) {
+					bad(fn.Pos, "function %q: %s %q is not a positive duration (e.g. 500ms, 2s, 10m)", fn.Name, d.name, d.v)
+				}
+			}
+			if p.Rise < 0 || p.Rise > 100 || p.Fall < 0 || p.Fall > 100 {
+				bad(fn.Pos, "function %q: rise and fall must be 1-100", fn.Name)
+			}
+			if p.Threads < 0 || p.Threads > 64 {
+				bad(fn.Pos, "function %q: threads must be 1-64, or 0 or left out for HAProxy's default (one per CPU), got %d", fn.Name, p.Threads)
 			}
 		} else {
 			oneOf(fn, bad, "balance", p.Balance, "source", "flow")

@@ -60,6 +60,17 @@ type Lab struct {
 	// Chains are the port chains: from an endpoint, through hops, to an endpoint.
 	Chains []*Chain `yaml:"chains" json:"chains"`
 
+	// Transparent steering (steering: transparent), networking-sfc's model; see transparent.go.
+	// Networks are the shared L2 networks (default: one named "net").
+	Networks []string `yaml:"networks,omitempty" json:"networks,omitempty"`
+	// Hosts are the emulated hosts, joined by VXLAN (default: one named "h1").
+	Hosts           []string                       `yaml:"hosts,omitempty" json:"hosts,omitempty"`
+	FlowClassifiers map[string]*FlowClassifierSpec `yaml:"flow_classifiers,omitempty" json:"flow_classifiers,omitempty"`
+	PortPairs       map[string]*PortPairSpec       `yaml:"port_pairs,omitempty" json:"port_pairs,omitempty"`
+	PortPairGroups  map[string]*PortPairGroupSpec  `yaml:"port_pair_groups,omitempty" json:"port_pair_groups,omitempty"`
+	PortChains      map[string]*PortChainSpec      `yaml:"port_chains,omitempty" json:"port_chains,omitempty"`
+	ServiceGraphs   map[string]*ServiceGraphSpec   `yaml:"service_graphs,omitempty" json:"service_graphs,omitempty"`
+
 	// File is the path the lab was read from ("" when decoded from bytes).
 	File string `yaml:"-" json:"-"`
 	// Dir is the directory of File, for resolving relative paths.
@@ -89,6 +100,9 @@ type Addressing struct {
 	Pool string `yaml:"pool,omitempty" json:"pool,omitempty"`
 	// Prefix is the length of each segment subnet (default 24).
 	Prefix int `yaml:"prefix,omitempty" json:"prefix,omitempty"`
+	// Auto is set when the file gave no prefix: the plan may then take longer prefixes
+	// than the default so that a large lab's segments fit the pool.
+	Auto bool `yaml:"-" json:"-"`
 
 	Pos Pos `yaml:"-" json:"-"`
 }
@@ -105,6 +119,13 @@ type Endpoint struct {
 	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Run are commands started in every instance when the lab is deployed (through /bin/sh).
 	Run []string `yaml:"run,omitempty" json:"run,omitempty"`
+	// Host is the emulated host the endpoint runs on (transparent steering).
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	// Ports are its interfaces by name and the network each is on (transparent steering;
+	// default eth0 on the first network).
+	Ports map[string]string `yaml:"ports,omitempty" json:"ports,omitempty"`
+	// Driver is how the endpoint's interface is attached (default veth; see driver.go).
+	Driver *Driver `yaml:"driver,omitempty" json:"driver,omitempty"`
 
 	Name string `yaml:"-" json:"-"`
 	Pos  Pos    `yaml:"-" json:"-"`
@@ -121,6 +142,11 @@ type Function struct {
 	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Params are the kind's parameters, decoded into the kind's own type (see kinds.go).
 	Params any `yaml:"-" json:"params,omitempty"`
+	// Host is the emulated host the function runs on (transparent steering).
+	Host string `yaml:"host,omitempty" json:"host,omitempty"`
+	// Ports are its interfaces by name and the network each is on (transparent steering;
+	// default eth0 on the first network).
+	Ports map[string]string `yaml:"ports,omitempty" json:"ports,omitempty"`
 
 	Name string `yaml:"-" json:"-"`
 	Pos  Pos    `yaml:"-" json:"-"`
@@ -141,6 +167,8 @@ type Chain struct {
 	Hops []Ref `yaml:"hops,omitempty" json:"hops"`
 	// Subnets optionally pins the subnet of each segment (len(Hops)+1 of them).
 	Subnets []string `yaml:"subnets,omitempty" json:"subnets,omitempty"`
+	// Shaping limits the rate (and, with netem, delay, jitter, loss) of the chain's segments.
+	Shaping []*Shaping `yaml:"shaping,omitempty" json:"shaping,omitempty"`
 
 	Pos Pos `yaml:"-" json:"-"`
 }

@@ -53,8 +53,16 @@ func TestDecodeGood(t *testing.T) {
 	}
 }
 
-// TestDecodeBad checks that each kind of bad input gets one clear message at the right place.
-func TestDecodeBad(t *testing.T) {
+// badLab is one bad lab file of TestDecodeBad and the message parts its error must hold.
+type badLab struct {
+	name, yaml string
+	want       []string
+}
+
+// badLabs are the bad lab files of TestDecodeBad; every one is also a seed of FuzzDecode
+// (TestFuzzSeedsCoverBadLabs).
+func badLabs(t testing.TB) []badLab {
+	t.Helper()
 	base := func(repl ...string) string {
 		s := good
 		for i := 0; i+1 < len(repl); i += 2 {
@@ -65,15 +73,16 @@ func TestDecodeBad(t *testing.T) {
 		}
 		return s
 	}
-	tests := []struct {
-		name, yaml string
-		want       []string
-	}{
+	return []badLab{
 		{"unknown top-level field", base("name: t1\n", "name: t1\nnodez: 3\n"), []string{"bad.yaml:2:1:", `unknown field "nodez" in lab`}},
 		{"unknown param field", base("masquerade: true", "masquerad: true"), []string{"bad.yaml:9:7:", `unknown field "masquerad" in firewall params`, "masquerade"}},
 		{"unknown rule field", base("{action: deny,", "{acton: deny,"), []string{"bad.yaml:11:12:", `unknown field "acton"`}},
 		{"yaml syntax error", base("  fw:\n", "  fw:\n   - : [\n"), []string{"bad.yaml:"}},
-		{"wrong type", base("instances: 2", "instances: two"), []string{"bad.yaml:4:", "cannot unmarshal"}},
+		{"wrong type", base("instances: 2", "instances: two"), []string{"bad.yaml:4:37:", "endpoint server.instances must be a whole number, got `two`"}},
+		{"endpoints as a list", base("endpoints:\n  client: {kind: client}\n  server: {kind: server, instances: 2, weights: [1, 3]}\n", "endpoints: [client, server]\n"), []string{"bad.yaml:2:12:", "endpoints must be a mapping of name to endpoint, got a list"}},
+		{"rules not a list", base("      rules:\n        - {action: deny, protocol: tcp, port: 9999}\n        - {action: allow, protocol: udp, port: \"5000-5100\", source: 198.18.0.0/24}\n", "      rules: 3\n"), []string{"firewall params.rules must be a list of firewall rules, got `3`"}},
+		{"bool not a bool", base("masquerade: true", "masquerade: maybe"), []string{"bad.yaml:9:19:", "masquerade must be true or false, got `maybe`"}},
+		{"chains as a mapping", base("chains:\n  - from: client\n", "chains:\n  a:\n    from: client\n"), []string{"chains must be a list of chains, got a mapping"}},
 		{"unknown kind", base("kind: firewall", "kind: firewal"), []string{"bad.yaml:7:5:", `unknown kind "firewal"`, "forwarder"}},
 		{"hop names unknown function", base("hops: [fw, lb]", "hops: [fw, lbb]"), []string{"bad.yaml:18:16:", `unknown function "lbb"`}},
 		{"hop is an endpoint", base("hops: [fw, lb]", "hops: [fw, server]"), []string{`hop "server" is an endpoint`}},
@@ -100,6 +109,11 @@ func TestDecodeBad(t *testing.T) {
 		{"empty file", "", []string{"empty"}},
 		{"chain to itself", base("to: server", "to: client"), []string{"to itself"}},
 	}
+}
+
+// TestDecodeBad checks that each kind of bad input gets one clear message at the right place.
+func TestDecodeBad(t *testing.T) {
+	tests := badLabs(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			_, err := Decode([]byte(tt.yaml), "bad.yaml")
@@ -142,5 +156,38 @@ func TestErrorsAreSpecErrors(t *testing.T) {
 	}
 	if _, err := os.Stat("testdata"); err != nil {
 		t.Skip("no testdata")
+	}
+}
+
+func TestDriverValidation(t *testing.T) {
+	lab := func(client string) string {
+		return "name: d\nendpoints:\n  client: " + client + "\n  server: {}\nchains: [{from: client, to: server}]\n"
+	}
+	tests := []struct{ name, client, want string }{
+		{"macvlan by name", "{driver: macvlan}", ""},
+		{"host-device", "{driver: {type: host-device, device: eth5}}", ""},
+		{"sriov", "{driver: {type: sriov, pf: ens1f0, vf: 2, vlan: 10, mac: \"02:00:00:00:00:01\"}}", ""},
+		{"unknown", "{driver: macvtap}", `driver "macvtap" is not one of [veth macvlan host-device sriov]`},
+		{"host-device without device", "{driver: {type: host-device}}", "driver host-device needs device"},
+		{"sriov without pf", "{driver: {type: sriov}}", "driver sriov needs pf"},
+		{"vlan range", "{driver: {type: sriov, pf: p, vlan: 5000}}", "vlan 5000 is outside 0-4094"},
+		{"multicast mac", "{driver: {type: sriov, pf: p, mac: \"01:00:5e:00:00:01\"}}", "not a unicast Ethernet address"},
+		{"device on macvlan", "{driver: {type: macvlan, device: eth5}}", "driver macvlan has no device"},
+		{"instances", "{instances: 2, driver: {type: host-device, device: eth5}}", "cannot serve 2 instances"},
+		{"unknown field", "{driver: {type: sriov, pff: x}}", `unknown field "pff"`},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := Decode([]byte(lab(tt.client)), "d.yaml")
+			if tt.want == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:3:") {
+				t.Fatalf("err = %v; want %q at d.yaml:3", err, tt.want)
+			}
+		})
 	}
 }

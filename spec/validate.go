@@ -69,8 +69,14 @@ func (v *validator) run() {
 	if lab.Steering == "" {
 		lab.Steering = SteeringRouted
 	}
-	if lab.Steering != SteeringRouted {
-		v.bad(Pos{}, "steering %q is not available; this build steers %q", lab.Steering, SteeringRouted)
+	switch lab.Steering {
+	case SteeringRouted:
+		if what, p, ok := lab.transparentFields(); ok {
+			v.bad(p, "%s: needs steering: transparent (routed labs list chains: with hops)", what)
+		}
+	case SteeringTransparent:
+	default:
+		v.bad(Pos{}, "steering %q is not one of %s, %s", lab.Steering, SteeringRouted, SteeringTransparent)
 	}
 	if lab.Links == "" {
 		lab.Links = "auto"
@@ -88,6 +94,12 @@ func (v *validator) run() {
 	names := map[string]string{}
 	v.endpoints(names)
 	v.functions(names)
+	if lab.Steering == SteeringTransparent {
+		if len(v.errs) == 0 {
+			v.transparent()
+		}
+		return
+	}
 	v.chains()
 }
 
@@ -103,6 +115,7 @@ func (v *validator) addressing() {
 	}
 	if a.Prefix == 0 {
 		a.Prefix = max(defaultPrefix, pool.Bits())
+		a.Auto = true
 	}
 	if a.Prefix < pool.Bits() || a.Prefix > smallestSubnet {
 		v.bad(a.Pos, "addressing prefix /%d must lie between the pool's /%d and /%d", a.Prefix, pool.Bits(), smallestSubnet)
@@ -187,6 +200,7 @@ func (v *validator) endpoints(names map[string]string) {
 			v.bad(e.Pos, "endpoint %q: kind %q is not one of client, server, http-server", name, e.Kind)
 		}
 		v.group(e.Pos, "endpoint", name, &e.Instances, e.Weights)
+		v.driver(name, e)
 		v.nodeName(name, "endpoint", e.Pos, e.Instances, names)
 		for _, r := range e.Run {
 			if r == "" {
@@ -280,6 +294,7 @@ func (v *validator) chains() {
 			usedBy[h.Name] = c.Name
 		}
 		v.classifier(c)
+		v.shaping(c)
 		if len(c.Subnets) > 0 && len(c.Subnets) != len(c.Hops)+1 {
 			v.bad(c.Pos, "chain %q: %d subnets for %d segments; give one per segment (hops + 1)", c.Name, len(c.Subnets), len(c.Hops)+1)
 		}

@@ -15,6 +15,22 @@ import (
 	"github.com/sfclab/sfclab/spec"
 )
 
+// ReferenceA cites study A.
+const ReferenceA = `R. Z. Fitroh, I. N. Ichsan, "Performance Analysis of Docker-based NFV Service Chaining Networks in a Single-Host Environment", Sistemasi: Jurnal Sistem Informasi 15(2), 2026`
+
+// Scale is how much of a study a run reproduces.
+type Scale string
+
+// Scales of a run.
+const (
+	// Full runs the study's experiment as the study ran it.
+	Full Scale = ""
+	// Quick is a short smoke run (`--quick`).
+	Quick Scale = "quick"
+	// Standard is the study's scale reduced to fit about an hour (`--standard`).
+	Standard Scale = "standard"
+)
+
 // Study is one reproducible study.
 type Study struct {
 	// Name is what `sfclab reproduce NAME` takes.
@@ -26,19 +42,23 @@ type Study struct {
 	Published *report.Published
 	// Quick shortens the experiment for a smoke run (`--quick`).
 	Quick func(e *experiment.Experiment)
-	// Unsupported lists what this host cannot run, with the reason (printed in the report).
-	Unsupported []string
+	// Standard, when set, scales the experiment to about an hour on a two-core machine
+	// (`--standard`); it sets e.Reduced to say what is smaller than the study.
+	Standard func(e *experiment.Experiment)
 }
 
 var all = map[string]*Study{
-	"http-proxy": studyB,
+	"http-proxy":          studyB,
+	"rtt-background-load": studyD,
 	"single-host-chain": {
 		Name:       "single-host-chain",
 		Title:      "A. Docker-based NFV service chaining on a single host (2026)",
 		Experiment: "experiments/single-host-chain.yaml",
 		Published: &report.Published{
-			Study:  "A. Docker-based NFV service chaining on a single host (2026)",
-			Source: "Tables 3, 4 and 5 of the paper (shared/papers/001_c93d7cac790e2f07.txt); 2 vCPU VM, Docker Engine 29, means of 3 runs x 30 s",
+			Study:     "A. Docker-based NFV service chaining on a single host (2026)",
+			Source:    "Tables 3, 4 and 5 of the paper; 2 vCPU VM, Docker Engine 29, means of 3 runs x 30 s",
+			Reference: ReferenceA,
+			Claims:    claimsA,
 			Rows: []report.PublishedRow{
 				{Scenario: "baseline", Metric: report.MetricThroughput, Value: 29.5, Unit: "Gbit/s"},
 				{Scenario: "1-vnf", Metric: report.MetricThroughput, Value: 19.7, Unit: "Gbit/s"},
@@ -95,9 +115,9 @@ func Published(name string) *report.Published {
 
 // Load reads a study's experiment and the labs it names from the files built into the binary;
 // inputs holds their bytes by name (experiment.yaml, labs/NAME.yaml) for the run directory.
-// quick shortens it; runtime (when not "") is the runtime of every lab whose scenario does not
-// name one.
-func (s *Study) Load(quick bool, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
+// scale is Full, Quick or Standard; runtime (when not "") is the runtime of every lab whose
+// scenario does not name one.
+func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
 	data, err := fs.ReadFile(sfclab.Files, s.Experiment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)
@@ -119,8 +139,22 @@ func (s *Study) Load(quick bool, runtime string) (e *experiment.Experiment, inpu
 	if e, err = experiment.Decode(data, s.Experiment, path.Dir(s.Experiment), load); err != nil {
 		return nil, nil, err
 	}
-	if quick && s.Quick != nil {
-		s.Quick(e)
+	switch scale {
+	case Full:
+	case Quick:
+		if s.Quick != nil {
+			s.Quick(e)
+		}
+		if e.Reduced == "" {
+			e.Reduced = "quick smoke run (--quick): fewer and shorter repetitions than the study"
+		}
+	case Standard:
+		if s.Standard == nil {
+			return nil, nil, fmt.Errorf("load study %s: it has no --standard scale; run it in full or --quick", s.Name)
+		}
+		s.Standard(e)
+	default:
+		return nil, nil, fmt.Errorf("load study %s: unknown scale %q", s.Name, scale)
 	}
 	return e, inputs, nil
 }

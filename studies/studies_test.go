@@ -1,6 +1,8 @@
 package studies
 
 import (
+	"regexp"
+	"strings"
 	"testing"
 )
 
@@ -12,11 +14,20 @@ func TestStudiesLoadAndMatchPublished(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, quick := range []bool{false, true} {
+		for _, scale := range []Scale{Full, Quick, Standard} {
+			if scale == Standard && st.Standard == nil {
+				if _, _, err := st.Load(scale, ""); err == nil {
+					t.Errorf("%s: --standard without a standard scale: no error", name)
+				}
+				continue
+			}
 			for _, rt := range []string{"", "docker"} {
-				e, inputs, err := st.Load(quick, rt)
+				e, inputs, err := st.Load(scale, rt)
 				if err != nil {
-					t.Fatalf("%s quick=%v runtime=%q: %v", name, quick, rt, err)
+					t.Fatalf("%s scale=%q runtime=%q: %v", name, scale, rt, err)
+				}
+				if (scale == Full) != (e.Reduced == "") {
+					t.Errorf("%s scale=%q: Reduced %q", name, scale, e.Reduced)
 				}
 				if inputs["experiment.yaml"] == nil || len(inputs) < 2 {
 					t.Errorf("%s: inputs %v lack the experiment or its labs", name, len(inputs))
@@ -30,7 +41,7 @@ func TestStudiesLoadAndMatchPublished(t *testing.T) {
 				}
 			}
 		}
-		e, _, _ := st.Load(false, "")
+		e, _, _ := st.Load(Full, "")
 		for _, r := range st.Published.Rows {
 			if e.Scenario(r.Scenario) == nil {
 				t.Errorf("%s: published row names scenario %q the experiment lacks", name, r.Scenario)
@@ -47,5 +58,26 @@ func TestStudiesLoadAndMatchPublished(t *testing.T) {
 func TestUnknownStudy(t *testing.T) {
 	if _, err := Get("nope"); err == nil {
 		t.Error("unknown study accepted")
+	}
+}
+
+// TestPublishedCitesReference checks that every study's published figures
+// cite the paper (authors, title, venue, year) and name no file path, which
+// exists only beside the repository.
+func TestPublishedCitesReference(t *testing.T) {
+	year := regexp.MustCompile(`\b(19|20)\d\d\b`)
+	for _, name := range Names() {
+		p := Published(name)
+		if p == nil {
+			t.Fatalf("%s: no published figures", name)
+		}
+		if strings.Count(p.Reference, `"`) != 2 || !year.MatchString(p.Reference) || !strings.Contains(p.Reference, ",") {
+			t.Errorf("%s: reference %q does not give authors, \"title\", venue and year", name, p.Reference)
+		}
+		for _, s := range []string{p.Reference, p.Source} {
+			if strings.Contains(s, "papers/") || strings.Contains(s, ".txt") {
+				t.Errorf("%s: %q names a file", name, s)
+			}
+		}
 	}
 }

@@ -38,17 +38,23 @@ func TestRenderGolden(t *testing.T) {
 	lbNft.Params = &lbp
 	lbNft.Backends = append([]plan.Backend(nil), lb.Backends...)
 	lbNft.Backends[1].Port = 8080
+	// HAProxy with its defaults: no threads given, no nbthread line.
+	lbDef := *lb
+	lbd := *lb.Params.(*spec.L4LBParams)
+	lbd.Threads = 0
+	lbDef.Params = &lbd
 	natIpt := *nt
 	np := *nt.Params.(*spec.NATParams)
 	np.Backend = spec.BackendIptables
 	natIpt.Params = &np
 	cases := map[string]string{
-		"firewall.iptables": firewall.IptablesRules(fw),
-		"firewall.nft":      firewall.NftRuleset(&fwNft),
-		"nat.nft":           nat.NftRuleset(nt),
-		"nat.iptables":      nat.IptablesRules(&natIpt),
-		"l4lb.haproxy.cfg":  l4lb.HAProxyConfig(lb),
-		"l4lb.nft":          l4lb.NftRuleset(&lbNft),
+		"firewall.iptables":        firewall.IptablesRules(fw),
+		"firewall.nft":             firewall.NftRuleset(&fwNft),
+		"nat.nft":                  nat.NftRuleset(nt),
+		"nat.iptables":             nat.IptablesRules(&natIpt),
+		"l4lb.haproxy.cfg":         l4lb.HAProxyConfig(lb),
+		"l4lb.nft":                 l4lb.NftRuleset(&lbNft),
+		"l4lb.haproxy.default.cfg": l4lb.HAProxyConfig(&lbDef),
 	}
 	for name, got := range cases {
 		golden := filepath.Join("testdata", name+".golden")

@@ -68,21 +68,115 @@ func FirstWord(cmd string) string {
 	return f[0]
 }
 
-// IgnoreMissing turns the error of deleting something already gone into nil.
-func IgnoreMissing(err error) error {
-	if err == nil {
-		return nil
+// DeleteNftTables deletes nftables tables ("FAMILY NAME") whether or not they exist: each is
+// added (a no-op when it is there) and deleted in one transaction, so a table already gone is
+// not an error and no error text is read.
+// Equivalent to: nft -f - <<< 'add table inet T; delete table inet T'
+func DeleteNftTables(ctx context.Context, node Node, tables ...string) error {
+	var b strings.Builder
+	for _, t := range tables {
+		fmt.Fprintf(&b, "add table %s\ndelete table %s\n", t, t)
 	}
-	msg := err.Error()
-	for _, s := range []string{"No such file or directory", "does not exist", "No chain/target/match", "Bad rule", "not found"} {
-		if strings.Contains(msg, s) {
-			return nil
+	if _, err := node.Output(ctx, []byte(b.String()), "nft", "-f", "-"); err != nil {
+		return fmt.Errorf("delete nft tables %s: %w", strings.Join(tables, ", "), err)
+	}
+	return nil
+}
+
+// IptablesState is what iptables-save shows of one table: its chains and its rules, each rule
+// as iptables-save writes it ("-A CHAIN ...").
+type IptablesState struct {
+	Chains map[string]bool
+	Rules  map[string]bool
+}
+
+// ReadIptables reads one iptables table of the node, so that teardown deletes only what is
+// there instead of reading error messages.
+// Equivalent to: iptables-save -t TABLE
+func ReadIptables(ctx context.Context, node Node, table string) (IptablesState, error) {
+	out, err := node.Output(ctx, nil, "iptables-save", "-t", table)
+	if err != nil {
+		return IptablesState{}, fmt.Errorf("read iptables table %s: %w", table, err)
+	}
+	st := IptablesState{Chains: map[string]bool{}, Rules: map[string]bool{}}
+	for _, line := range strings.Split(string(out), "\n") {
+		switch {
+		case strings.HasPrefix(line, ":"):
+			st.Chains[strings.Fields(line[1:])[0]] = true
+		case strings.HasPrefix(line, "-A "):
+			st.Rules[strings.TrimSpace(line)] = true
 		}
 	}
-	return err
+	return st, nil
+}
+
+// RemoveIptablesChain unhooks a chain from the built-in chains that jump to it (the rules
+// given as iptables-save writes them, e.g. "-A FORWARD -j SFCLAB-FW"), flushes and deletes it;
+// what is not there is skipped.
+// Equivalent to: iptables -t TABLE -D HOOK -j CHAIN; iptables -t TABLE -F CHAIN; iptables -t TABLE -X CHAIN
+func RemoveIptablesChain(ctx context.Context, node Node, table, chain string, hooks ...string) error {
+	st, err := ReadIptables(ctx, node, table)
+	if err != nil {
+		return err
+	}
+	var steps [][]string
+	for _, h := range hooks {
+		if st.Rules[h] {
+			steps = append(steps, append([]string{"-D"}, strings.Fields(strings.TrimPrefix(h, "-A "))...))
+		}
+	}
+	if chain != "" && st.Chains[chain] {
+		steps = append(steps, []string{"-F", chain}, []string{"-X", chain})
+	}
+	for _, args := range steps {
+		if _, err := node.Output(ctx, nil, append([]string{"iptables", "-w", "-t", table}, args...)...); err != nil {
+			return fmt.Errorf("remove iptables chain %s: %w", chain, err)
+		}
+	}
+	return nil
 }
 
 // Errorf formats an error about one function instance.
+// Like fmt.Errorf, it wraps an error argument given with %w, so callers can test the cause
+// with errors.Is and errors.As.
 func Errorf(env Env, format string, args ...any) error {
-	return fmt.Errorf("function %s (%s): %s", env.Plan.Name, env.Plan.Kind, fmt.Sprintf(format, args...))
+	return fmt.Errorf("function %s (%s): %w", env.Plan.Name, env.Plan.Kind, fmt.Errorf(format, args...))
+}
+
+// What only some kinds have is asked for with optional interfaces, found by type assertion, so
+// that adding a kind touches its package, the register and its docs only.
+
+// Counter is one packet/byte counter of a function's rules (a firewall rule, the established
+// fast path, the policy), as `sfclab inspect` shows it.
+type Counter struct {
+	Rule    string `json:"rule"`
+	Packets uint64 `json:"packets"`
+	Bytes   uint64 `json:"bytes"`
+}
+
+// RuleCounters is a kind whose rules count the packets they match.
+type RuleCounters interface {
+	// Counters reads the rule counters of one instance back from its node.
+	Counters(ctx context.Context, node Node, f *plan.Function) ([]Counter, error)
+}
+
+// ComposeStep is one step of an exported node's start script: a shell command line, and the
+// text fed to it on standard input when Stdin is not empty (a here-document). Interface names
+// in Stdin are written as placeholders (see Placeholder) that the script resolves at start.
+type ComposeStep struct {
+	Cmd   string
+	Stdin string
+}
+
+// Composer is a kind that can set itself up in a plain container started from a compose file
+// (`sfclab export --format compose`): the steps that configure it and the command the node's
+// script ends in ("" = sleep forever, the function lives in the kernel).
+type Composer interface {
+	Compose(f *plan.Function) (steps []ComposeStep, final string, err error)
+}
+
+// ImagePackager is a kind whose instances need Debian packages in a container image.
+type ImagePackager interface {
+	// ImagePackages are the Debian packages the kind runs inside a node.
+	ImagePackages() []string
 }

@@ -51,10 +51,18 @@ type Config struct {
 	Node string
 	// Bitrate caps each stream (iperf3 -b syntax: "100M"); "" means unlimited.
 	Bitrate string
+	// UDP makes network load UDP streams (iperf3 -u; then Bitrate should be set: iperf3's UDP
+	// default is 1 Mbit/s).
+	UDP bool
 	// Port is the iperf3 server's port for network load; 0 means 5299 (not a measured port).
 	Port uint16
 	// Limit is every process's hard time limit; 0 means ten minutes.
 	Limit time.Duration
+	// Host runs cpu load on the host beside the node (sfclab's own cgroups, no namespace)
+	// instead of inside it: study B's "12 fork processes on the proxy's server", placed the
+	// same on every runtime. Inside a container the processes would share the container's
+	// cgroup with the function it runs; on this project's netns runtime they would not.
+	Host bool
 }
 
 // Load is background load that is running.
@@ -149,11 +157,33 @@ func (l *Load) startCPU(env probe.Env) error {
 	} else {
 		argv = []string{"/bin/sh", "-c", `i=0; while [ $i -lt "$0" ]; do (while :; do :; done) & i=$((i+1)); done; wait`, strconv.Itoa(l.cfg.Count)}
 	}
+	if l.cfg.Host {
+		return l.startHost(limitArgs(l.cfg.Limit, argv...), l.logPath(env, "cpu"))
+	}
 	pid, err := node.Daemon(limitArgs(l.cfg.Limit, argv...), l.logPath(env, "cpu"))
 	if err != nil {
 		return err
 	}
 	l.procs = append(l.procs, proc{node: l.cfg.Node, pid: pid})
+	return nil
+}
+
+// startHost starts argv on the host in its own session (its pid is its process group), output
+// to log, and reaps it when it ends.
+func (l *Load) startHost(argv []string, log string) error {
+	f, err := os.Create(log)
+	if err != nil {
+		return fmt.Errorf("start load on the host: %w", err)
+	}
+	defer f.Close()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = f, f
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	if err := cmd.Start(); err != nil {
+		return fmt.Errorf("start load on the host: %w", err)
+	}
+	go cmd.Wait() // reap; Stop kills the whole group
+	l.procs = append(l.procs, proc{node: "host beside " + l.cfg.Node, pid: cmd.Process.Pid})
 	return nil
 }
 
@@ -219,6 +249,9 @@ func (l *Load) startNetwork(ctx context.Context, env probe.Env) error {
 	}
 	secs := strconv.Itoa(int((l.cfg.Limit + time.Second - 1) / time.Second))
 	argv := []string{"iperf3", "-c", addr.String(), "-p", port, "-P", strconv.Itoa(l.cfg.Count), "-t", secs, "--connect-timeout", "3000"}
+	if l.cfg.UDP {
+		argv = append(argv, "-u")
+	}
 	if l.cfg.Bitrate != "" {
 		argv = append(argv, "-b", l.cfg.Bitrate)
 	}
@@ -236,6 +269,9 @@ func (l *Load) startNetwork(ctx context.Context, env probe.Env) error {
 			return false, fmt.Errorf("iperf3 client exited: %s", strings.TrimSpace(string(b)))
 		}
 		out, _ := node.Output(ctx, nil, "ss", "-Htn", "state", "established", "dport = :"+port)
+		if l.cfg.UDP { // only the control connection is TCP
+			return lines(out) >= 1, nil
+		}
 		return lines(out) >= l.cfg.Count+1, nil
 	}); err != nil {
 		return fmt.Errorf("iperf3 streams from %s to %s:%s: %w", l.cfg.Node, addr, port, err)

@@ -80,6 +80,43 @@ func TestCPULoad(t *testing.T) {
 	}
 }
 
+// TestCPULoadOnHost: placed on the host beside the node, the busy processes run outside the
+// node's namespace and cgroup: the node's CPU stays low, and they all stop.
+func TestCPULoadOnHost(t *testing.T) {
+	labtest.Exclusive(t)
+	l := labtest.Deploy(t, lab)
+	env := l.ProbeEnv(t, "c")
+	node := l.Node(t, "fw")
+	before, err := node.CPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	ld, err := load.Start(context.Background(), env, load.Config{Kind: load.KindCPU, Count: 2, Node: "fw", Limit: time.Minute, Host: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ld.Stop() })
+	time.Sleep(time.Second)
+	after, err := node.CPU()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if used := after.Total() - before.Total(); used > 100*time.Millisecond {
+		t.Errorf("node fw used %s of CPU in 1 s with the load on the host beside it; want about none", used)
+	}
+	for _, pid := range ld.PIDs() {
+		ns, _ := os.Readlink(fmt.Sprintf("/proc/%d/ns/net", pid))
+		self, _ := os.Readlink("/proc/self/ns/net")
+		if ns != self {
+			t.Errorf("load process %d is in network namespace %s, not the host's %s", pid, ns, self)
+		}
+	}
+	if err := ld.Stop(); err != nil {
+		t.Fatal(err)
+	}
+	gone(t, ld)
+}
+
 // TestCPULoadEndsWithContext: the load stops when its context ends.
 func TestCPULoadEndsWithContext(t *testing.T) {
 	labtest.Exclusive(t)

@@ -8,10 +8,17 @@ import (
 	"os/signal"
 	"syscall"
 
+	"golang.org/x/sys/unix"
+
 	"github.com/sfclab/sfclab/internal/cli"
 )
 
 func main() {
+	// Descriptors sfclab inherited (a caller's lock file, say) must not live on in the daemons
+	// it leaves running in a lab (HAProxy, Squid, sfclab lb): mark every one above stderr
+	// close-on-exec. Go's own descriptors are close-on-exec already.
+	// Equivalent to: close_range(3, ~0U, CLOSE_RANGE_CLOEXEC)
+	_ = unix.CloseRange(3, ^uint(0), unix.CLOSE_RANGE_CLOEXEC)
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	code := cli.Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 	stop()

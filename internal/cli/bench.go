@@ -83,7 +83,7 @@ func runExperiment(cmd *cobra.Command, e *experiment.Experiment, o *overrides, i
 		return err
 	}
 	errOut := cmd.ErrOrStderr()
-	r := &bench.Runner{Deployer: deploy.New(), Version: Version,
+	r := &bench.Runner{Deployer: newDeployer(errOut), Version: buildVersion(),
 		Progress: newProgress(errOut).update,
 		Log: func(f string, a ...any) {
 			if isTerminal(errOut) {
@@ -144,18 +144,33 @@ func newReport() *cobra.Command {
 
 func newReproduce() *cobra.Command {
 	var o overrides
-	var quick bool
+	var quick, standard bool
 	var runtime string
 	cmd := &cobra.Command{
 		Use:   "reproduce STUDY",
-		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(studies.Names(), ", ") + ")",
+		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(append(studies.Names(), openstackSFC), ", ") + ")",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if args[0] == openstackSFC {
+				if runtime != "" || o.duration != 0 {
+					return fmt.Errorf("%s runs on the netns runtime and has no iperf3 duration", openstackSFC)
+				}
+				return runOpenStackSFC(cmd, quick, o.out, o.repetitions)
+			}
 			st, err := studies.Get(args[0])
 			if err != nil {
 				return err
 			}
-			e, inputs, err := st.Load(quick, runtime)
+			scale := studies.Full
+			switch {
+			case quick && standard:
+				return fmt.Errorf("reproduce %s: --quick and --standard exclude each other; pick one", args[0])
+			case quick:
+				scale = studies.Quick
+			case standard:
+				scale = studies.Standard
+			}
+			e, inputs, err := st.Load(scale, runtime)
 			if err != nil {
 				return err
 			}
@@ -164,6 +179,7 @@ func newReproduce() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
+	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to about an hour (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
 	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
 	return cmd
 }

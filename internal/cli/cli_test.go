@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"os"
 	"os/exec"
+	"os/signal"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -13,23 +14,23 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/labgen"
+	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/netdev"
 )
 
 // TestMain lets a test run the real command line in a child process (for kill -9 tests).
 func TestMain(m *testing.M) {
-	if os.Getenv("SFCLAB_CLI_CHILD") == "1" {
-		os.Exit(Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+	if os.Getenv("SFCLAB_CLI_CHILD") == "1" { // as cmd/sfclab's main does
+		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
+		stop()
+		os.Exit(code)
 	}
 	os.Exit(m.Run())
 }
 
-func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: the command line tests deploy real labs and need root")
-	}
-}
+func requireRoot(t *testing.T) { testroot.Require(t, "the command line tests deploy real labs") }
 
 // run runs sfclab in-process with a private journal and returns exit code and output.
 func run(t *testing.T, args ...string) (int, string, string) {
@@ -195,4 +196,105 @@ func sleepRunning(arg string) bool {
 		}
 	}
 	return false
+}
+
+// A 1,000-node deploy killed with kill -9 midway is removed entirely by destroy --all.
+func TestKill9Big1000ThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	privateState(t)
+	lab := writeLabFile(t, labgen.Big("t-k1k", 5, 190, 8))
+	child := exec.Command(os.Args[0], "deploy", lab)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		ns, _ := netdev.ListNetns("sfc.t-k1k.")
+		if len(ns) >= 300 {
+			break
+		}
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatalf("the deploy made %d namespaces in 30 s", len(ns))
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab t-k1k") {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if ns, _ := netdev.ListNetns("sfc.t-k1k"); len(ns) > 0 {
+		t.Errorf("%d namespaces left, e.g. %s", len(ns), ns[0])
+	}
+	if _, err := cgroup.Open("labs/t-k1k"); err == nil {
+		t.Error("cgroup left")
+	}
+}
+
+// After kill -9 of a transparent deploy over two emulated hosts (steering attached, maps
+// pinned, VXLAN up, a function's setup running), destroy --all leaves no namespace, no
+// pinned map, no tc filter and no VXLAN device.
+func TestKill9TransparentThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	privateState(t)
+	lab := writeLabFile(t, `name: steer-kill
+steering: transparent
+hosts: [h1, h2]
+endpoints: {client: {kind: client}, server: {kind: server, host: h2}}
+functions:
+  a: {kind: forwarder, host: h2}
+  slow: {kind: custom, params: {setup: ["sleep 43"]}}
+port_pairs:
+  pa: {ingress: a.eth0, egress: a.eth0}
+  ps: {ingress: slow.eth0, egress: slow.eth0}
+port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
+flow_classifiers: {all: {logical_source_port: client.eth0}}
+port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
+`)
+	child := exec.Command(os.Args[0], "deploy", lab)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(10 * time.Second)
+	for !sleepRunning("43") {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never reached the slow setup")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	pins := "/sys/fs/bpf/sfclab/steer-kill"
+	if _, err := os.Stat(pins); err != nil {
+		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", "sfc.steer-kill.host-h1", "ip", "-o", "link", "show", "type", "vxlan").Output(); !strings.Contains(string(out), "vxsteer") {
+		t.Fatalf("test setup: no steering VXLAN device on h1:\n%s", out)
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab steer-kill") {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if ns, _ := netdev.ListNetns("sfc.steer-kill"); len(ns) > 0 {
+		t.Errorf("namespaces left (with their tc filters and VXLAN devices): %v", ns)
+	}
+	if _, err := os.Stat(pins); err == nil {
+		t.Errorf("pinned maps left in %s", pins)
+	}
+	if out, _ := exec.Command("tc", "filter", "show").CombinedOutput(); strings.Contains(string(out), "sfclab-steer") {
+		t.Errorf("a steering tc filter is left in the host namespace:\n%s", out)
+	}
+	if out, _ := exec.Command("ip", "-o", "link", "show", "type", "vxlan").Output(); strings.Contains(string(out), "vxsteer") {
+		t.Errorf("a steering VXLAN device is left in the host namespace:\n%s", out)
+	}
+	if sleepRunning("43") {
+		t.Error("the setup's process survived destroy --all")
+	}
 }

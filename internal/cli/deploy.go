@@ -2,8 +2,8 @@ package cli
 
 import (
 	"fmt"
+	"strings"
 
-	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
@@ -18,22 +18,42 @@ func newDeploy() *cobra.Command {
 		Short: "Build the lab a file describes (--dry-run: print the plan, touch nothing)",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			p, err := loadPlan(args[0], runtime, attach)
+			lab, err := loadLab(args[0], runtime, attach)
 			if err != nil {
 				return err
 			}
 			out := cmd.OutOrStdout()
 			if dryRun {
+				p, err := plan.Build(lab)
+				if err != nil {
+					return err
+				}
 				if format == "json" {
 					return p.WriteJSON(out)
 				}
 				return p.WriteText(out)
 			}
-			d := deploy.New()
+			d := newDeployer(cmd.ErrOrStderr())
 			d.Log = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) }
-			t, err := d.Deploy(cmd.Context(), p, args[0])
+			// On docker, subnets are allocated around those other labs hold, under a host-wide
+			// lock kept until this lab's networks exist.
+			p, release, err := d.Plan(cmd.Context(), lab)
 			if err != nil {
 				return err
+			}
+			t, err := d.Deploy(cmd.Context(), p, args[0])
+			release()
+			if err != nil {
+				return err
+			}
+			if tp := p.Transparent; tp != nil {
+				fmt.Fprintf(out, "deployed lab %s (transparent): %d nodes on %d hosts, %d networks, %d port chains in %s\n",
+					p.Lab, len(tp.Nodes), len(tp.Hosts), len(tp.Networks), len(tp.Model.PortChains), t)
+				for _, c := range tp.Model.PortChains {
+					fmt.Fprintf(out, "  port chain %s: classifiers %s through %s\n", c.Name,
+						strings.Join(c.FlowClassifiers, ", "), strings.Join(c.PortPairGroups, " -> "))
+				}
+				return nil
 			}
 			fmt.Fprintf(out, "deployed lab %s: %d nodes, %d segments, %d chains in %s\n", p.Lab, len(p.Nodes), len(p.Segments), len(p.Chains), t)
 			for _, c := range p.Chains {
@@ -53,9 +73,8 @@ func newDeploy() *cobra.Command {
 	return cmd
 }
 
-// loadPlan reads, validates and resolves a lab file, on another runtime or docker attachment
-// when given.
-func loadPlan(path, runtime, attach string) (*plan.Plan, error) {
+// loadLab reads and validates a lab file, on another runtime or docker attachment when given.
+func loadLab(path, runtime, attach string) (*spec.Lab, error) {
 	lab, err := spec.Load(path)
 	if err != nil {
 		return nil, err
@@ -63,5 +82,5 @@ func loadPlan(path, runtime, attach string) (*plan.Plan, error) {
 	if err := experiment.Override(lab, runtime, attach); err != nil {
 		return nil, err
 	}
-	return plan.Build(lab)
+	return lab, nil
 }

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"os"
 
-	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/spf13/cobra"
 )
@@ -25,7 +25,7 @@ func newDestroy() *cobra.Command {
 			return nil
 		},
 		RunE: func(cmd *cobra.Command, args []string) error {
-			d := deploy.New()
+			d := newDeployer(cmd.ErrOrStderr())
 			d.Log = func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) }
 			out := cmd.OutOrStdout()
 			if all {
@@ -43,7 +43,7 @@ func newDestroy() *cobra.Command {
 				return err
 			}
 			err = d.Destroy(cmd.Context(), lab)
-			if errors.Is(err, deploy.ErrNotDeployed) {
+			if errors.Is(err, journal.ErrNotDeployed) {
 				fmt.Fprintf(out, "lab %s is not deployed; nothing to destroy\n", lab)
 				return nil
 			}

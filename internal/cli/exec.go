@@ -19,7 +19,7 @@ func newExec() *cobra.Command {
 			if err := deploy.CheckRoot(); err != nil {
 				return err
 			}
-			d := deploy.New()
+			d := newDeployer(cmd.ErrOrStderr())
 			p, err := d.Journal.ReadPlan(args[0])
 			if err != nil {
 				return err

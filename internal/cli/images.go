@@ -21,7 +21,7 @@ func newImages() *cobra.Command {
 		Use:   "images",
 		Short: "Build, list and remove the container image the docker runtime runs",
 		Long: `The docker runtime runs every node in sfclab's node image: a minimal Debian root file
-system with ` + strings.Join(docker.Packages, ", ") + `,
+system with ` + strings.Join(docker.Packages(), ", ") + `,
 bootstrapped with debootstrap from the mirror in this host's APT sources and imported into the
 Docker Engine. No registry is needed. The tag is a hash of the suite and the package list, so an
 image is reused until the list changes; deploy builds it when it is missing.`,

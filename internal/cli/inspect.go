@@ -7,6 +7,7 @@ import (
 	"strings"
 	"text/tabwriter"
 
+	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/spf13/cobra"
 )
@@ -24,7 +25,7 @@ func newInspect() *cobra.Command {
 			if err := deploy.CheckRoot(); err != nil {
 				return err
 			}
-			d := deploy.New()
+			d := newDeployer(cmd.ErrOrStderr())
 			labs := args
 			if len(labs) == 0 {
 				var err error
@@ -53,7 +54,10 @@ func newInspect() *cobra.Command {
 			if len(args) == 0 {
 				return writeLabList(out, infos)
 			}
-			return writeLab(out, infos[0])
+			if err := writeLab(out, infos[0]); err != nil {
+				return err
+			}
+			return writeAPIChains(out, d.Journal.Dir(infos[0].Lab), infos[0].Lab)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
@@ -103,6 +107,24 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 		return err
 	}
 	for _, n := range i.Nodes {
+		if n.Down != "" {
+			fmt.Fprintf(tw, "\nfunction %s DOWN: %s\n", n.Name, n.Down)
+		}
+		if b := n.Balancer; b != nil {
+			fmt.Fprintf(tw, "\nbalancer %s on %s (%s): %d active, %d total, %d refused over maxconn, %d without backend, %d idle timed out\n",
+				n.Name, b.Listen, b.Balance, b.Active, b.Total, b.Refused, b.NoBackend, b.TimedOut)
+			fmt.Fprintln(tw, "  BACKEND\tADDRESS\tWEIGHT\tSTATE\tACTIVE\tTOTAL\tFAILED\tBYTES IN\tBYTES OUT")
+			for _, be := range b.Backends {
+				state := "down"
+				if be.Up {
+					state = "up"
+				}
+				fmt.Fprintf(tw, "  %s\t%s\t%d\t%s\t%d\t%d\t%d\t%d\t%d\n", be.Name, be.Addr, be.Weight, state,
+					be.Active, be.Total, be.Failed, be.BytesIn, be.BytesOut)
+			}
+		}
+	}
+	for _, n := range i.Nodes {
 		if len(n.Rules) == 0 {
 			continue
 		}
@@ -111,9 +133,72 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 			fmt.Fprintf(tw, "  %s\t%d pkts\t%d bytes\n", r.Rule, r.Packets, r.Bytes)
 		}
 	}
+	writeShaping(tw, i)
+	if st := i.Steering; st != nil {
+		return writeSteering(tw, st)
+	}
 	fmt.Fprintln(tw, "\nCHAIN\tPATH\tHOPS\tTARGET")
 	for _, c := range i.Chains {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, strings.Join(c.Path, " -> "), strings.Join(c.Hops, " "), c.Target)
+	}
+	return tw.Flush()
+}
+
+// writeSteering prints a transparent lab's classifiers, per-hop counters and group picks.
+func writeSteering(tw *tabwriter.Writer, st *deploy.SteeringInfo) error {
+	fmt.Fprintln(tw, "\nflow classifiers:")
+	for _, c := range st.Classifiers {
+		fmt.Fprintf(tw, "  %s\n", c)
+	}
+	if st.Error != "" {
+		fmt.Fprintf(tw, "\nsteering maps: %s\n", st.Error)
+		return tw.Flush()
+	}
+	fmt.Fprintln(tw, "\nCHAIN\tPATH\tDIRECTION\tHOP\tGROUP\tPACKETS\tBYTES")
+	for _, p := range st.Paths {
+		for h := range p.Hops {
+			chain, id, dir := p.Chain, fmt.Sprint(p.ID), p.Dir
+			if h > 0 {
+				chain, id, dir = "", "", ""
+			}
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%d\t%s\t%d\t%d\n", chain, id, dir, h, p.Hops[h], p.Packets[h], p.Bytes[h])
+		}
+	}
+	fmt.Fprintf(tw, "\ngroup picks (last flows, at most %d):\n", deploy.MaxPicksShown)
+	fmt.Fprintln(tw, "GROUP\tFLOW\tINSTANCE")
+	for _, p := range st.Picks {
+		fmt.Fprintf(tw, "%s\t%s\t%s\n", p.Group, p.Flow, p.Instance)
+	}
+	return tw.Flush()
+}
+
+// writeShaping lists the shaped interfaces with their queueing disciplines as the kernel has them.
+func writeShaping(w io.Writer, i *deploy.LabInfo) {
+	first := true
+	for _, n := range i.Nodes {
+		for _, f := range n.Interfaces {
+			if f.Shaping == "" {
+				continue
+			}
+			if first {
+				fmt.Fprintln(w, "\nshaping:")
+				first = false
+			}
+			fmt.Fprintf(w, "  %s/%s\t%s\t%s\n", n.Name, f.Name, f.Segment, f.Shaping)
+		}
+	}
+}
+
+// writeAPIChains lists the port chains created over the networking-sfc API (sfclab serve).
+func writeAPIChains(w io.Writer, dir, lab string) error {
+	chains, err := api.StoredChains(dir, lab)
+	if err != nil || len(chains) == 0 {
+		return err
+	}
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintln(tw, "\nAPI PORT CHAIN\tID\tGROUPS\tCLASSIFIERS")
+	for _, c := range chains {
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, c.ID, strings.Join(c.Groups, " -> "), strings.Join(c.Classifiers, ","))
 	}
 	return tw.Flush()
 }

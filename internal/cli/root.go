@@ -9,7 +9,7 @@ import (
 	"io"
 
 	"github.com/sfclab/sfclab/deploy"
-	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/runtimes"
 	"github.com/spf13/cobra"
 )
 
@@ -46,13 +46,19 @@ veths, bridges and real network functions (nftables/iptables firewalls, NAT, HAP
 load balancers, any command), steers traffic through them and removes every trace again.`,
 		SilenceUsage:  true,
 		SilenceErrors: true,
-		Version:       Version,
+		Version:       buildVersion(),
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	// Deploy builds the docker node image when it is missing, with a progress display.
-	deploy.RegisterRuntime(docker.Runtime{Progress: imageProgress(stderr)})
 	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(),
-		newReproduce(), newImages(), newExport())
+		newReproduce(), newImages(), newExport(), newVersion(), newLB(), newServe(), newChain(), newMetrics(), newTop())
 	return root
+}
+
+// newDeployer returns a Deployer on the default journal with the registered runtimes; a docker
+// deploy builds the node image when it is missing, with a progress display on w.
+func newDeployer(w io.Writer) *deploy.Deployer {
+	d := deploy.New()
+	d.Runtimes = runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, ImageProgress: imageProgress(w)})
+	return d
 }

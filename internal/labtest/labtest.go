@@ -18,6 +18,8 @@ import (
 	"github.com/sfclab/sfclab/bench/probe"
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/testroot"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
@@ -27,12 +29,7 @@ import (
 )
 
 // RequireRoot skips the test unless it runs as root.
-func RequireRoot(t testing.TB) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: this test deploys a real lab and needs root")
-	}
-}
+func RequireRoot(t testing.TB) { testroot.Require(t, "this test deploys a real lab") }
 
 // LockFile serializes the tests that measure or that load the host (see Exclusive).
 const LockFile = "/tmp/sfclab-labtest.lock"
@@ -81,7 +78,7 @@ func Plan(t testing.TB, yaml string) *plan.Plan {
 // Deploy builds the lab of an inline lab file (its name must start with "t-") with a journal
 // in a temporary directory whose parents Squid's and Apache's users can search, and destroys
 // it when the test ends, checking that nothing is left.
-func Deploy(t *testing.T, yaml string) *Lab {
+func Deploy(t testing.TB, yaml string) *Lab {
 	t.Helper()
 	RequireRoot(t)
 	p := Plan(t, yaml)
@@ -95,14 +92,14 @@ func Deploy(t *testing.T, yaml string) *Lab {
 	if err := os.Chmod(root, 0o755); err != nil {
 		t.Fatal(err)
 	}
-	d := &deploy.Deployer{Journal: deploy.Journal{Root: root}, Log: t.Logf}
+	d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf}
 	l := &Lab{D: d, P: p}
 	t.Cleanup(func() {
 		if t.Failed() { // keep the functions' configuration and logs for a post-mortem
 			_ = exec.Command("cp", "-a", d.Journal.NodeDir(p.Lab), filepath.Join(root, "kept-"+p.Lab)).Run()
 		}
 		pids := l.pids()
-		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 			t.Errorf("destroy %s: %v", p.Lab, err)
 		}
 		l.assertClean(t, pids, root)
@@ -137,7 +134,7 @@ func (l *Lab) pids() []int {
 // assertClean fails the test if any of the lab's namespaces, processes (those in its cgroups
 // before destruction, and any whose command line names the journal), or Squid shared memory
 // segments are left.
-func (l *Lab) assertClean(t *testing.T, pids []int, root string) {
+func (l *Lab) assertClean(t testing.TB, pids []int, root string) {
 	t.Helper()
 	if ns, _ := netdev.ListNetns(plan.NetnsName(l.P.Lab, "")); len(ns) > 0 {
 		t.Errorf("lab %s left namespaces %v", l.P.Lab, ns)

@@ -120,3 +120,31 @@ func anyMember(pgid int, fn func(pid string) bool) bool {
 	}
 	return false
 }
+
+// DaemonLog is a daemon's log file opened for appending, and the offset its new output starts
+// at, so a daemon that dies during its start check is reported with what it just wrote.
+type DaemonLog struct {
+	// File is the log, for a process's standard output and error; the caller closes it.
+	File   *os.File
+	Path   string
+	Offset int64
+}
+
+// OpenDaemonLog opens (creating) a daemon's log file for appending.
+func OpenDaemonLog(path string) (*DaemonLog, error) {
+	f, err := os.OpenFile(path, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	if err != nil {
+		return nil, fmt.Errorf("open daemon log: %w", err)
+	}
+	l := &DaemonLog{File: f, Path: path}
+	if st, err := f.Stat(); err == nil {
+		l.Offset = st.Size()
+	}
+	return l, nil
+}
+
+// ExitedAtOnce is the error of a daemon that exited during its start check: what was being
+// started, why it ended, and the tail of what it wrote to its log.
+func (l *DaemonLog) ExitedAtOnce(what string, cause error) error {
+	return fmt.Errorf("%s: exited at once (%w); log %s: %s", what, cause, l.Path, LogTail(l.Path, l.Offset))
+}

@@ -4,16 +4,14 @@ import (
 	"bytes"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/firewall"
-	"github.com/sfclab/sfclab/vnf/l4lb"
-	"github.com/sfclab/sfclab/vnf/nat"
+	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // LabelExported marks what a compose file exported from a lab creates (with the lab's name);
@@ -23,9 +21,6 @@ const LabelExported = "sfclab.exported-from"
 // ComposeVersion is the compose file format written: 2.4 is read by docker-compose v1 (as
 // Debian ships it) and `docker compose` v2, and keeps ipam gateways and sysctls.
 const ComposeVersion = "2.4"
-
-// HAProxyConfigPath is where an exported l4lb node writes its HAProxy configuration.
-const HAProxyConfigPath = "/etc/haproxy/sfclab.cfg"
 
 type composeFile struct {
 	Version  string                    `yaml:"version"`
@@ -126,7 +121,7 @@ func Compose(w io.Writer, p *plan.Plan) error {
 	header := fmt.Sprintf("# Lab %s exported by sfclab (attach %s): bring it up with plain Docker tools.\n"+
 		"#   docker-compose -p %s -f THIS_FILE up -d; docker-compose -p %s -f THIS_FILE down\n"+
 		"# Image %s: build it with `sfclab images build`, or use any image with\n# %s.\n",
-		p.Lab, attach(p), p.Lab, p.Lab, Image(p), strings.Join(Packages, ", "))
+		p.Lab, attach(p), p.Lab, p.Lab, Image(p), strings.Join(Packages(), ", "))
 	if _, err := io.WriteString(w, header); err != nil {
 		return fmt.Errorf("write compose file: %w", err)
 	}
@@ -226,37 +221,27 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 	if f := n.Function; f != nil {
 		pf := *f // rendered rules name interfaces by placeholder
 		pf.Ingress, pf.Egress = placeholder(f.Ingress), placeholder(f.Egress)
-		switch params := f.Params.(type) {
-		case *spec.FirewallParams:
-			if params.Backend == spec.BackendIptables {
-				b.WriteString(heredoc("iptables-restore -w --noflush", firewall.IptablesRules(&pf), n.Interfaces))
-			} else {
-				b.WriteString(heredoc("nft -f -", firewall.NftRuleset(&pf), n.Interfaces))
+		k, err := kinds.Get(f.Kind)
+		if err != nil {
+			return "", err
+		}
+		c, ok := k.(vnf.Composer)
+		if !ok {
+			fmt.Fprintf(&b, "# function kind %s: not exported (sfclab sets it up itself)\n", f.Kind)
+		} else {
+			steps, fin, err := c.Compose(&pf)
+			if err != nil {
+				return "", fmt.Errorf("export node %s: %w", n.Name, err)
 			}
-		case *spec.NATParams:
-			if params.Backend == spec.BackendIptables {
-				b.WriteString(heredoc("iptables-restore -w --noflush", nat.IptablesRules(&pf), n.Interfaces))
-			} else {
-				b.WriteString(heredoc("nft -f -", nat.NftRuleset(&pf), n.Interfaces))
+			for _, st := range steps {
+				if st.Stdin != "" {
+					b.WriteString(heredoc(st.Cmd, st.Stdin, n.Interfaces))
+				} else {
+					b.WriteString(st.Cmd + "\n")
+				}
 			}
-		case *spec.L4LBParams:
-			if params.Impl == spec.ImplNft {
-				b.WriteString(heredoc("nft -f -", l4lb.NftRuleset(&pf), n.Interfaces))
-			} else {
-				b.WriteString(heredoc("cat >"+HAProxyConfigPath, l4lb.HAProxyConfig(&pf), n.Interfaces))
-				fmt.Fprintf(&b, "haproxy -c -q -f %s\n", HAProxyConfigPath)
-				final = "exec haproxy -db -f " + HAProxyConfigPath
-			}
-		case *spec.CustomParams:
-			for _, c := range params.Setup {
-				b.WriteString(c + "\n")
-			}
-			for _, c := range params.Run {
-				fmt.Fprintf(&b, "( %s ) &\n", c)
-			}
-		default:
-			if f.Kind != spec.KindForwarder {
-				fmt.Fprintf(&b, "# function kind %s: not exported (sfclab sets it up itself)\n", f.Kind)
+			if fin != "" {
+				final = fin
 			}
 		}
 	}
@@ -277,17 +262,22 @@ func portRange(r spec.PortRange) string {
 	return fmt.Sprintf("%d-%d", r.From, r.To)
 }
 
-// exportedKinds are the function kinds Compose renders; others are left as a comment.
-var exportedKinds = []string{spec.KindForwarder, spec.KindFirewall, spec.KindNAT, spec.KindL4LB, spec.KindCustom}
-
-// ComposeGaps lists what of a plan a compose file does not reproduce (function kinds it
-// cannot render), for the export command to warn about.
+// ComposeGaps lists what of a plan a compose file does not reproduce (function kinds that do
+// not implement vnf.Composer), for the export command to warn about.
 func ComposeGaps(p *plan.Plan) []string {
 	var out []string
 	for _, n := range p.Nodes {
-		if n.Function != nil && !slices.Contains(exportedKinds, n.Function.Kind) {
+		if n.Function == nil {
+			continue
+		}
+		if k, err := kinds.Get(n.Function.Kind); err != nil || !composes(k) {
 			out = append(out, fmt.Sprintf("node %s: function kind %s is not exported", n.Name, n.Function.Kind))
 		}
 	}
 	return out
+}
+
+func composes(k vnf.Function) bool {
+	_, ok := k.(vnf.Composer)
+	return ok
 }

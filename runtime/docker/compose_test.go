@@ -3,6 +3,7 @@ package docker_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -10,64 +11,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/spec"
 )
 
 // TestComposeExportRuns exports examples/fw.yaml as a compose file, brings it up with the
 // compose tool installed here (docker-compose v1), checks that iperf3 and ping cross the
 // firewall, brings it down and checks that nothing is left.
 func TestComposeExportRuns(t *testing.T) {
-	requireEngine(t)
-	compose, err := exec.LookPath("docker-compose")
-	if err != nil {
-		t.Skip("SKIPPED LOUDLY: docker-compose is not installed (apt-get install docker-compose)")
-	}
 	p := loadLab(t, "../../examples/fw.yaml", "t-dk-cmp", nil)
-	var buf bytes.Buffer
-	if err := docker.Compose(&buf, p); err != nil {
-		t.Fatal(err)
-	}
-	file := filepath.Join(t.TempDir(), "compose.yaml")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	project := "sfcx-" + p.Lab
-	run := func(args ...string) (string, error) {
-		cmd := exec.Command(compose, append([]string{"-p", project, "-f", file}, args...)...)
-		out, err := cmd.CombinedOutput()
-		return string(out), err
-	}
-	if v, err := exec.Command(compose, "version", "--short").Output(); err == nil {
-		t.Logf("docker-compose %s", strings.TrimSpace(string(v)))
-	}
-	t.Cleanup(func() {
-		if out, err := run("down", "--timeout", "1"); err != nil {
-			t.Errorf("docker-compose down: %v\n%s", err, out)
-		}
-		out, _ := exec.Command("docker", "ps", "-a", "-q", "--filter", "label="+docker.LabelExported+"="+p.Lab).Output()
-		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("containers left after docker-compose down: %s", s)
-		}
-		out, _ = exec.Command("docker", "network", "ls", "-q", "--filter", "label="+docker.LabelExported+"="+p.Lab).Output()
-		if s := strings.TrimSpace(string(out)); s != "" {
-			t.Errorf("networks left after docker-compose down: %s", s)
-		}
-	})
-	if out, err := run("up", "-d"); err != nil {
-		t.Fatalf("docker-compose up: %v\n%s\n%s", err, out, buf.String())
-	}
-	id := func(service string) string {
-		out, err := run("ps", "-q", service)
-		if err != nil || strings.TrimSpace(out) == "" {
-			t.Fatalf("docker-compose ps %s: %v %s", service, err, out)
-		}
-		return strings.TrimSpace(out)
-	}
+	buf, id, dockerExec := composeUp(t, p)
 	client, server, fw := id("client"), id("server"), id("fw")
-	dockerExec := func(args ...string) (string, error) {
-		out, err := exec.Command("docker", append([]string{"exec"}, args...)...).CombinedOutput()
-		return string(out), err
-	}
 	// The scripts run at start; wait until the firewall's rules are loaded.
 	deadline := time.Now().Add(20 * time.Second)
 	for {
@@ -76,8 +31,7 @@ func TestComposeExportRuns(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			logs, _ := run("logs")
-			t.Fatalf("firewall rules not loaded: %v %s\n%s", err, out, logs)
+			t.Fatalf("firewall rules not loaded: %v %s\n%s", err, out, buf.String())
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
@@ -89,6 +43,7 @@ func TestComposeExportRuns(t *testing.T) {
 		t.Fatalf("start iperf3 server: %v %s", err, out)
 	}
 	var out string
+	var err error
 	for try := 0; try < 20; try++ {
 		if out, err = dockerExec(client, "iperf3", "-c", target, "-t", "1", "-J"); err == nil {
 			break
@@ -144,5 +99,102 @@ func TestComposeScript(t *testing.T) {
 	}
 	if err := exec.Command("sh", "-n", "-c", s).Run(); err != nil {
 		t.Errorf("client script does not parse: %v", err)
+	}
+}
+
+// composeUp exports a plan as a compose file, brings it up with the compose tool installed here
+// (docker-compose v1) and brings it down at the end of the test, checking that nothing is left.
+// It returns the file, the container id of a service and a `docker exec` runner.
+func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, func(...string) (string, error)) {
+	t.Helper()
+	requireEngine(t)
+	compose, err := exec.LookPath("docker-compose")
+	if err != nil {
+		t.Skip("SKIPPED LOUDLY: docker-compose is not installed (apt-get install docker-compose)")
+	}
+	var buf bytes.Buffer
+	if err := docker.Compose(&buf, p); err != nil {
+		t.Fatal(err)
+	}
+	file := filepath.Join(t.TempDir(), "compose.yaml")
+	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	project := "sfcx-" + p.Lab
+	run := func(args ...string) (string, error) {
+		cmd := exec.Command(compose, append([]string{"-p", project, "-f", file}, args...)...)
+		out, err := cmd.CombinedOutput()
+		return string(out), err
+	}
+	if v, err := exec.Command(compose, "version", "--short").Output(); err == nil {
+		t.Logf("docker-compose %s", strings.TrimSpace(string(v)))
+	}
+	t.Cleanup(func() {
+		if out, err := run("down", "--timeout", "1"); err != nil {
+			t.Errorf("docker-compose down: %v\n%s", err, out)
+		}
+		out, _ := exec.Command("docker", "ps", "-a", "-q", "--filter", "label="+docker.LabelExported+"="+p.Lab).Output()
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("containers left after docker-compose down: %s", s)
+		}
+		out, _ = exec.Command("docker", "network", "ls", "-q", "--filter", "label="+docker.LabelExported+"="+p.Lab).Output()
+		if s := strings.TrimSpace(string(out)); s != "" {
+			t.Errorf("networks left after docker-compose down: %s", s)
+		}
+	})
+	if out, err := run("up", "-d"); err != nil {
+		t.Fatalf("docker-compose up: %v\n%s\n%s", err, out, buf.String())
+	}
+	id := func(service string) string {
+		out, err := run("ps", "-q", service)
+		if err != nil || strings.TrimSpace(out) == "" {
+			t.Fatalf("docker-compose ps %s: %v %s", service, err, out)
+		}
+		return strings.TrimSpace(out)
+	}
+	dockerExec := func(args ...string) (string, error) {
+		out, err := exec.Command("docker", append([]string{"exec"}, args...)...).CombinedOutput()
+		return string(out), err
+	}
+	return &buf, id, dockerExec
+}
+
+// TestComposeExportHTTP exports study B's chain (client -> Squid with its cache on -> Apache
+// origin), brings it up with plain Docker tools and fetches an object through the proxy twice:
+// the origin serves it at its size, and the second request is a cache hit.
+func TestComposeExportHTTP(t *testing.T) {
+	p := loadLab(t, "../../experiments/labs/http-cache.yaml", "t-dk-cmph", func(l *spec.Lab) {
+		l.Endpoints["origin"].HTTP.Objects = []string{"1k", "10k"}
+	})
+	buf, id, dockerExec := composeUp(t, p)
+	client := id("client")
+	origin := p.Node("origin").Interfaces[0].Address.Addr()
+	via := fmt.Sprintf("%s:%d", p.Chains[0].Target, p.Chains[0].Port)
+	url := fmt.Sprintf("http://%s/obj-10k", origin)
+	var out string
+	var err error
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		out, err = dockerExec(client, "ab", "-q", "-n", "2", "-X", via, url)
+		if err == nil && strings.Contains(out, "Complete requests:      2") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("ab through the exported proxy %s: %v\n%s\n%s", via, err, out, buf.String())
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if !strings.Contains(out, "Document Length:        10240 bytes") || !strings.Contains(out, "Failed requests:        0") {
+		t.Fatalf("ab through the exported proxy did not get the 10k object:\n%s", out)
+	}
+	// ab fetched the object twice; a third request shows Squid's verdict in its X-Cache header.
+	req := fmt.Sprintf(`exec 3<>/dev/tcp/%s/%d; printf 'GET %s HTTP/1.0\r\n\r\n' >&3; head -c 2000 <&3`,
+		p.Chains[0].Target, p.Chains[0].Port, url)
+	head, err := dockerExec(client, "bash", "-c", req)
+	if err != nil {
+		t.Fatalf("request through the exported proxy: %v %s", err, head)
+	}
+	if !strings.Contains(head, "200 OK") || !strings.Contains(head, "X-Cache: HIT") {
+		t.Errorf("third request through the exported proxy with its cache on is no cache hit:\n%s", head)
 	}
 }

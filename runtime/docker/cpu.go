@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"os"
 	"path/filepath"
 	"slices"
@@ -163,17 +164,22 @@ type Stats struct {
 	OnlineCPUs uint32 `json:"online_cpus"`
 }
 
+// ErrNoStatsDelta is CPUPercent's error when the two samples give no usable delta (the host
+// counter did not advance, a counter went backwards, no CPU count): the figure is not
+// available, which is not 0 %.
+var ErrNoStatsDelta = errors.New("no CPU delta between the two stats samples")
+
 // CPUPercent computes CPU use between two samples as `docker stats` does:
-// cpu_delta / system_delta * online_cpus * 100 (200 = two CPUs busy); 0 when either delta is not
-// positive.
-func CPUPercent(prev, cur Stats) float64 {
+// cpu_delta / system_delta * online_cpus * 100 (200 = two CPUs busy). An idle container gives
+// 0; samples without a usable delta give ErrNoStatsDelta (where `docker stats` prints 0 %).
+func CPUPercent(prev, cur Stats) (float64, error) {
 	cpuDelta := float64(cur.CPUTotal) - float64(prev.CPUTotal)
 	sysDelta := float64(cur.SystemCPU) - float64(prev.SystemCPU)
 	cpus := float64(cur.OnlineCPUs)
-	if cpuDelta <= 0 || sysDelta <= 0 {
-		return 0
+	if cpuDelta < 0 || sysDelta <= 0 || cpus == 0 {
+		return math.NaN(), fmt.Errorf("compute docker stats CPU %%: %w (cpu %+.0f ns, system %+.0f ns, %v CPUs)", ErrNoStatsDelta, cpuDelta, sysDelta, cpus)
 	}
-	return cpuDelta / sysDelta * cpus * 100
+	return cpuDelta / sysDelta * cpus * 100, nil
 }
 
 func statsOf(c container.CPUStats, read time.Time) Stats {
@@ -215,7 +221,7 @@ func (n *Node) StatsCPUPercent(ctx context.Context) (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	return CPUPercent(prev, cur), nil
+	return CPUPercent(prev, cur)
 }
 
 // StatsCPUPercent is Node.StatsCPUPercent for a lab's node on the default engine, for the

@@ -6,10 +6,13 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/netip"
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +20,7 @@ import (
 	"github.com/moby/moby/client"
 
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
@@ -62,7 +66,7 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-func requireEngine(t *testing.T) {
+func requireEngine(t testing.TB) {
 	t.Helper()
 	if skipReason != "" {
 		t.Skip(skipReason)
@@ -71,17 +75,17 @@ func requireEngine(t *testing.T) {
 
 // deployer journals into a temporary directory and knows both runtimes; the docker runtime
 // bind-mounts node directories from that journal.
-func deployer(t *testing.T) *deploy.Deployer {
+func deployer(t testing.TB) *deploy.Deployer {
 	root := t.TempDir()
 	// Squid and Apache run as their own users and must reach the node directory.
 	os.Chmod(root, 0o755)
 	os.Chmod(filepath.Dir(root), 0o755)
-	return &deploy.Deployer{Journal: deploy.Journal{Root: root}, Log: t.Logf,
+	return &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf,
 		Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": docker.Runtime{StateRoot: root}}}
 }
 
 // loadLab reads a lab file, names the lab for the test and runs it on docker.
-func loadLab(t *testing.T, path, name string, edit func(*spec.Lab)) *plan.Plan {
+func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 	t.Helper()
 	lab, err := spec.Load(path)
 	if err != nil {
@@ -116,7 +120,7 @@ func decodeLab(t *testing.T, yaml string) *plan.Plan {
 func deployLab(t *testing.T, d *deploy.Deployer, p *plan.Plan) {
 	t.Helper()
 	t.Cleanup(func() {
-		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 			t.Errorf("destroy: %v", err)
 		}
 		assertClean(t, p.Lab)
@@ -301,7 +305,9 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	iperfStart := time.Now()
 	res, _ := iperf3(t, d, p, c, 2)
+	iperfWall := time.Since(iperfStart)
 	bps := res.End.SumReceived.BitsPerSecond
 	t.Logf("fw-lb on docker: iperf3 %.2f Gbit/s through %s", bps/1e9, strings.Join(c.Path, " -> "))
 	if bps <= 0 {
@@ -326,6 +332,13 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 	t.Logf("lb (HAProxy) cpu during iperf3: %s", lbAfter.Total()-lbCPU.Total())
 	if lbAfter.Total() <= lbCPU.Total() {
 		t.Errorf("lb cgroup cpu did not rise: %v -> %v", lbCPU, lbAfter)
+	}
+	// HAProxy forwarding a 2 s stream is busy, but a cgroup cannot use more than every core
+	// of the host for the wall time that passed: more would be counting someone else's CPU.
+	if used, most := lbAfter.Total()-lbCPU.Total(), iperfWall*time.Duration(goruntime.NumCPU()); used > most {
+		t.Errorf("lb cgroup used %s of CPU in %s of wall time on %d cores (at most %s)", used, iperfWall.Round(time.Millisecond), goruntime.NumCPU(), most)
+	} else if used < 50*time.Millisecond {
+		t.Errorf("lb cgroup used only %s of CPU forwarding %.2f Gbit/s for 2 s: its CPU is not in its cgroup", used, bps/1e9)
 	}
 
 	t.Run("output", func(t *testing.T) {
@@ -617,7 +630,7 @@ chains: [{from: client, to: server, hops: [slow]}]
 	if !strings.Contains(err.Error(), context.Canceled.Error()) { // function kinds format errors with %v
 		t.Errorf("error does not say it was cancelled: %v", err)
 	}
-	if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+	if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 		t.Errorf("destroy after cancel: %v", err)
 	}
 	assertClean(t, p.Lab)
@@ -673,7 +686,7 @@ func TestForeignNameClash(t *testing.T) {
 	if !errors.Is(err, docker.ErrNameClash) || !strings.Contains(err.Error(), cname) || !strings.Contains(err.Error(), nname) {
 		t.Errorf("error does not name the clash: %v", err)
 	}
-	if err := d.Destroy(ctx, p.Lab); err != nil && !errors.Is(err, deploy.ErrNotDeployed) {
+	if err := d.Destroy(ctx, p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 		t.Errorf("destroy: %v", err)
 	}
 	if _, err := cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{}); err != nil {
@@ -747,4 +760,82 @@ func TestOwnImage(t *testing.T) {
 		t.Errorf("error does not name the missing program: %v", err)
 	}
 	assertClean(t, p2.Lab)
+}
+
+// TestLabsSideBySide deploys four copies of examples/fw-lb.yaml at once, all from the default
+// pool: each is planned around the subnets the others hold (deploy.Deployer.Plan), so all four
+// come up on disjoint subnets and carry traffic; then they are destroyed at once and nothing of
+// any is left.
+func TestLabsSideBySide(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	const n = 4
+	lab := func(i int) string { return fmt.Sprintf("t-dk-side%d", i) }
+	t.Cleanup(func() {
+		for i := range n {
+			_ = d.Destroy(context.Background(), lab(i))
+			assertClean(t, lab(i))
+		}
+	})
+	plans := make([]*plan.Plan, n)
+	errs := make([]error, n)
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			l, err := spec.Load("../../examples/fw-lb.yaml")
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			l.Name, l.Runtime = lab(i), spec.RuntimeDocker
+			p, release, err := d.Plan(context.Background(), l)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			defer release()
+			plans[i] = p
+			_, errs[i] = d.Deploy(context.Background(), p, "test")
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Fatalf("deploy %s beside the others: %v", lab(i), err)
+		}
+	}
+	seen := map[netip.Prefix]string{}
+	for _, p := range plans {
+		for _, s := range p.Segments {
+			for q, owner := range seen {
+				if q.Overlaps(s.Subnet) {
+					t.Errorf("segment %s of %s (%s) overlaps %s of %s", s.Name, p.Lab, s.Subnet, q, owner)
+				}
+			}
+			seen[s.Subnet] = p.Lab
+		}
+		// Every copy carries its chain: the client connects through the firewall to the
+		// balancer's port.
+		c := p.Chains[0]
+		dial := fmt.Sprintf("exec 3<>/dev/tcp/%s/%d", c.Target, c.Port)
+		if out, err := node(t, d, p, "client").Output(context.Background(), nil, "bash", "-c", dial); err != nil {
+			t.Errorf("lab %s: connect to %s:%d through the chain: %v %s", p.Lab, c.Target, c.Port, err, out)
+		}
+	}
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			errs[i] = d.Destroy(context.Background(), lab(i))
+		}()
+	}
+	wg.Wait()
+	for i, err := range errs {
+		if err != nil {
+			t.Errorf("destroy %s beside the others: %v", lab(i), err)
+		}
+		assertClean(t, lab(i))
+	}
 }

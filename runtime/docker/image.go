@@ -24,14 +24,21 @@ import (
 
 	"github.com/moby/moby/api/types/jsonstream"
 	"github.com/moby/moby/client"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"golang.org/x/sys/unix"
 )
 
-// Packages are the Debian packages of sfclab's node image: everything a function kind, an
-// endpoint or a probe runs inside a node (apache2 brings ab with apache2-utils).
-var Packages = []string{
-	"iperf3", "haproxy", "squid", "apache2", "nginx", "nftables", "iptables", "iproute2",
-	"iputils-ping", "procps", "stress-ng",
+// BasePackages are the Debian packages every node image has whatever the kinds: what the
+// runtime and the probes run inside a node.
+var BasePackages = []string{"iperf3", "iproute2", "iputils-ping", "procps", "stress-ng"}
+
+// Packages are the Debian packages of sfclab's node image, sorted: the base ones and those
+// every registered function kind needs (vnf.ImagePackager; apache2 brings ab with
+// apache2-utils).
+func Packages() []string {
+	out := append(slices.Clone(BasePackages), kinds.ImagePackages()...)
+	slices.Sort(out)
+	return slices.Compact(out)
 }
 
 // ImageRepo is the repository of the images `sfclab images build` makes; the tag is a hash
@@ -54,7 +61,7 @@ func ImageTag(suite string, packages []string) string {
 }
 
 // DefaultImage is the node image for this host (its Debian suite and Packages).
-func DefaultImage() string { return ImageRepo + ":" + ImageTag(hostSuite(), Packages) }
+func DefaultImage() string { return ImageRepo + ":" + ImageTag(hostSuite(), Packages()) }
 
 // BuildProgress is one step of an image build, for a progress display.
 type BuildProgress struct {
@@ -155,7 +162,7 @@ func (r Runtime) pull(ctx context.Context, ref string) error {
 func (r Runtime) BuildImage(ctx context.Context, opts BuildOptions) (string, error) {
 	pkgs := opts.Packages
 	if len(pkgs) == 0 {
-		pkgs = Packages
+		pkgs = Packages()
 	}
 	src := opts.Source
 	if src.Mirror == "" || src.Suite == "" {

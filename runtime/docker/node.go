@@ -295,18 +295,14 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	what := fmt.Sprintf("start daemon %s in node %s", strings.Join(argv, " "), n.Name)
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	log, err := proc.OpenDaemonLog(logPath)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
-	}
-	var offset int64
-	if st, err := log.Stat(); err == nil {
-		offset = st.Size()
 	}
 	inside := n.visible(logPath)
 	opts := client.ExecCreateOptions{Cmd: argv}
 	if inside {
-		log.Close()
+		log.File.Close()
 		opts.Cmd = append([]string{"/bin/sh", "-c", `exec "$0" "$@" </dev/null >>` + shQuote(logPath) + ` 2>&1`}, argv...)
 	} else {
 		opts.AttachStdout, opts.AttachStderr = true, true
@@ -314,7 +310,7 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	ex, err := n.cli.ExecCreate(ctx, n.ID, opts)
 	if err != nil {
 		if !inside {
-			log.Close()
+			log.File.Close()
 		}
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
@@ -325,13 +321,13 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	} else {
 		att, err := n.cli.ExecAttach(context.Background(), ex.ID, client.ExecAttachOptions{})
 		if err != nil {
-			log.Close()
+			log.File.Close()
 			return 0, fmt.Errorf("%s: %w", what, err)
 		}
 		go func() {
-			_, _ = stdcopy.StdCopy(log, log, att.Reader)
+			_, _ = stdcopy.StdCopy(log.File, log.File, att.Reader)
 			att.Close()
-			log.Close()
+			log.File.Close()
 		}()
 	}
 	var pid int
@@ -356,7 +352,7 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
 	if !st.Running {
-		return 0, fmt.Errorf("%s: exited at once (exit status %d); log %s: %s", what, st.ExitCode, logPath, proc.LogTail(logPath, offset))
+		return 0, log.ExitedAtOnce(what, fmt.Errorf("exit status %d", st.ExitCode))
 	}
 	return pid, nil
 }

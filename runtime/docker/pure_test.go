@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -10,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 )
 
@@ -110,11 +111,22 @@ func TestCPUPercent(t *testing.T) {
 	prev := Stats{CPUTotal: 1e9, SystemCPU: 100e9, OnlineCPUs: 2}
 	cur := Stats{CPUTotal: 2e9, SystemCPU: 102e9, OnlineCPUs: 2, Read: time.Now()}
 	// 1 s of container CPU over 2 s of host CPU time (1 s wall on 2 CPUs) = one busy CPU.
-	if got := CPUPercent(prev, cur); got != 100 {
-		t.Errorf("CPUPercent = %v, want 100", got)
+	if got, err := CPUPercent(prev, cur); got != 100 || err != nil {
+		t.Errorf("CPUPercent = %v, %v; want 100", got, err)
 	}
-	if got := CPUPercent(cur, prev); got != 0 {
-		t.Errorf("negative delta: %v", got)
+	idle := Stats{CPUTotal: 1e9, SystemCPU: 102e9, OnlineCPUs: 2}
+	if got, err := CPUPercent(prev, idle); got != 0 || err != nil {
+		t.Errorf("idle container: %v, %v; want a real 0", got, err)
+	}
+	// No usable delta is no figure, never an invented 0 %.
+	for name, pair := range map[string][2]Stats{
+		"backwards":         {cur, prev},
+		"host not advanced": {prev, {CPUTotal: 2e9, SystemCPU: 100e9, OnlineCPUs: 2}},
+		"no CPU count":      {prev, {CPUTotal: 2e9, SystemCPU: 102e9}},
+	} {
+		if got, err := CPUPercent(pair[0], pair[1]); !errors.Is(err, ErrNoStatsDelta) || !math.IsNaN(got) {
+			t.Errorf("%s: %v, %v; want NaN and ErrNoStatsDelta", name, got, err)
+		}
 	}
 }
 
@@ -180,7 +192,7 @@ func TestUnreachableEngine(t *testing.T) {
 	if err := r.Destroy(ctx, "t-nolab"); err != nil {
 		t.Errorf("Destroy of a netns/unknown lab needs the engine: %v", err)
 	}
-	j := deploy.Journal{Root: root}
+	j := journal.Journal{Root: root}
 	os.MkdirAll(j.Dir("t-dklab"), 0o755)
 	if err := j.WritePlan(&plan.Plan{Lab: "t-dklab", Runtime: "docker"}); err != nil {
 		t.Fatal(err)

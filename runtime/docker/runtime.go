@@ -30,23 +30,22 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
-	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // Runtime is the docker runtime. The zero value talks to $DOCKER_HOST or the local socket and
-// bind-mounts node directories under deploy.StateRoot().
+// bind-mounts node directories under journal.StateRoot().
 type Runtime struct {
 	// Host is the engine's address, e.g. unix:///var/run/docker.sock ("" = $DOCKER_HOST or
 	// the default socket).
 	Host string
 	// StateRoot is the journal root of the Deployer using this runtime ("" =
-	// deploy.StateRoot()); the lab's node directory StateRoot/LAB/nodes is bind-mounted into
+	// journal.StateRoot()); the lab's node directory StateRoot/LAB/nodes is bind-mounted into
 	// every container at the same path, so that function configuration and logs written on
 	// the host are read and written at the same path inside.
 	StateRoot string
@@ -77,12 +76,12 @@ func (r Runtime) stateRoot() string {
 	if r.StateRoot != "" {
 		return r.StateRoot
 	}
-	return deploy.StateRoot()
+	return journal.StateRoot()
 }
 
 // NodeDir is the directory bind-mounted into a lab's containers (the journal's node directory).
 func (r Runtime) NodeDir(lab string) string {
-	return deploy.Journal{Root: r.stateRoot()}.NodeDir(lab)
+	return journal.Journal{Root: r.stateRoot()}.NodeDir(lab)
 }
 
 // Image is the image a plan's containers run.
@@ -408,31 +407,19 @@ func removeContainer(ctx context.Context, cli *client.Client, id, name string) e
 // checkPrograms verifies that a lab's own image has every program the functions and run
 // commands need, before anything runs in it.
 func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.Plan) error {
-	need := map[string][]string{}
-	for _, n := range p.Nodes {
-		if n.Function != nil {
-			k, err := kinds.Get(n.Function.Kind)
-			if err != nil {
-				return err
-			}
-			for _, prog := range k.Requires(n.Function) {
-				need[prog] = append(need[prog], n.Name)
-			}
-		}
-		for _, c := range n.Run {
-			if w := vnf.FirstWord(c); w != "" {
-				need[w] = append(need[w], n.Name)
-			}
-		}
+	needs, err := kinds.Needs(p)
+	if err != nil {
+		return err
 	}
-	if len(need) == 0 {
+	if len(needs) == 0 {
 		return nil
 	}
-	progs := make([]string, 0, len(need))
-	for prog := range need {
-		progs = append(progs, prog)
+	progs := make([]string, 0, len(needs))
+	who := map[string][]string{}
+	for _, n := range needs {
+		progs = append(progs, n.Program)
+		who[n.Program] = n.Nodes
 	}
-	sort.Strings(progs)
 	node, err := r.openNode(ctx, cli, p.Lab, p.Nodes[0].Name)
 	if err != nil {
 		return err
@@ -444,8 +431,7 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 	}
 	var missing []string
 	for _, prog := range strings.Fields(string(out)) {
-		who := slices.Compact(slices.Sorted(slices.Values(need[prog])))
-		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who, ", ")))
+		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who[prog], ", ")))
 	}
 	if len(missing) > 0 {
 		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
@@ -608,7 +594,7 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 
 // labUsesDocker reports whether the journal says a lab runs on this runtime.
 func (r Runtime) labUsesDocker(lab string) bool {
-	p, err := deploy.Journal{Root: r.stateRoot()}.ReadPlan(lab)
+	p, err := journal.Journal{Root: r.stateRoot()}.ReadPlan(lab)
 	return err == nil && p.Runtime == spec.RuntimeDocker
 }
 
@@ -713,4 +699,26 @@ func joinDestroy(lab string, errs []error) error {
 		return nil
 	}
 	return fmt.Errorf("destroy docker objects of lab %q: %w", lab, errors.Join(errs...))
+}
+
+// TakenSubnets lists the subnets of every network on the engine (runtime.SubnetHolder).
+// Equivalent to: docker network inspect $(docker network ls -q) --format '{{range .IPAM.Config}}{{.Subnet}}{{end}}'
+func (r Runtime) TakenSubnets(ctx context.Context) ([]netip.Prefix, error) {
+	cli, err := r.client(ctx)
+	if err != nil {
+		return nil, err
+	}
+	nets, err := cli.NetworkList(ctx, client.NetworkListOptions{})
+	if err != nil {
+		return nil, fmt.Errorf("list networks: %w", err)
+	}
+	var out []netip.Prefix
+	for _, n := range nets.Items {
+		for _, cfg := range n.IPAM.Config {
+			if cfg.Subnet.IsValid() {
+				out = append(out, cfg.Subnet)
+			}
+		}
+	}
+	return out, nil
 }

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"strings"
 	"syscall"
@@ -172,20 +171,16 @@ func (n *Node) Daemon(argv []string, logPath string) (pid int, err error) {
 		return 0, fmt.Errorf("start daemon in node %s: empty command", n.label())
 	}
 	what := fmt.Sprintf("start daemon %s in node %s", cmdline(argv), n.label())
-	log, err := os.OpenFile(logPath, os.O_WRONLY|os.O_APPEND|os.O_CREATE, 0o644)
+	log, err := proc.OpenDaemonLog(logPath)
 	if err != nil {
 		return 0, fmt.Errorf("%s: %w", what, err)
 	}
-	var offset int64
-	if st, err := log.Stat(); err == nil {
-		offset = st.Size()
-	}
 	cmd := exec.Command(argv[0], argv[1:]...)
-	cmd.Stdout = log // stdin nil = /dev/null
-	cmd.Stderr = log
+	cmd.Stdout = log.File // stdin nil = /dev/null
+	cmd.Stderr = log.File
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	err = n.Start(cmd)
-	log.Close()
+	log.File.Close()
 	if err != nil {
 		return 0, err
 	}
@@ -196,7 +191,7 @@ func (n *Node) Daemon(argv []string, logPath string) (pid int, err error) {
 		if werr == nil {
 			werr = errors.New("exit status 0")
 		}
-		return 0, fmt.Errorf("%s: exited at once (%w); log %s: %s", what, werr, logPath, proc.LogTail(logPath, offset))
+		return 0, log.ExitedAtOnce(what, werr)
 	case <-time.After(DaemonCheck):
 		return cmd.Process.Pid, nil
 	}

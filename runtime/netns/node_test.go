@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/netdev"
 	"golang.org/x/sys/unix"
 )
@@ -62,10 +63,7 @@ func daemonHelper() {
 }
 
 func requireRoot(t *testing.T) {
-	t.Helper()
-	if os.Geteuid() != 0 {
-		t.Skip("SKIP: needs root for network namespaces and cgroups; run `go test` as root")
-	}
+	testroot.Require(t, "this test creates network namespaces and cgroups")
 }
 
 // newNode creates a namespace and a cgroup for a test node and registers

@@ -5,17 +5,23 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
+	"golang.org/x/sys/unix"
+
+	"github.com/sfclab/sfclab/attach"
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // Runtime is the embedded runtime: a node is a named network namespace (sfc.LAB.NODE) with a
@@ -28,8 +34,54 @@ const KillTimeout = 5 * time.Second
 // Name is "netns".
 func (Runtime) Name() string { return "netns" }
 
-// Preflight has nothing to check beyond root, which deploy checks.
-func (Runtime) Preflight(context.Context, *plan.Plan) error { return nil }
+// Preflight checks, before anything is created, that every program the plan's functions and
+// run commands start is installed on this host (nodes share the host's filesystem); root is
+// checked by deploy.
+func (Runtime) Preflight(_ context.Context, p *plan.Plan) error {
+	needs, err := kinds.Needs(p)
+	if err != nil {
+		return err
+	}
+	var missing []string
+	for _, n := range needs {
+		if _, err := exec.LookPath(n.Program); err != nil {
+			hint := ""
+			if pkg, ok := Packages[n.Program]; ok {
+				hint = "; install it: apt-get install " + pkg
+			}
+			missing = append(missing, fmt.Sprintf("%s (needed by %s)%s", n.Program, strings.Join(n.Nodes, ", "), hint))
+		}
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("check programs: not installed: %s", strings.Join(missing, "; "))
+	}
+	return checkDrivers(p)
+}
+
+// checkDrivers checks what the plan's attachment drivers take from the host (package attach):
+// a host-device must exist, not be the uplink, carry no address; an sriov PF must have a VF.
+func checkDrivers(p *plan.Plan) error {
+	for _, n := range p.Nodes {
+		if n.Driver == nil {
+			continue
+		}
+		host, err := netdev.OpenNS("")
+		if err != nil {
+			return err
+		}
+		defer host.Close()
+		return attach.Host{Sysfs: "/sys", NS: host}.Check(p)
+	}
+	return nil
+}
+
+// Packages names the Debian package of the programs sfclab may start, for error hints.
+var Packages = map[string]string{
+	"nft": "nftables", "iptables": "iptables", "iptables-restore": "iptables", "haproxy": "haproxy",
+	"iperf3": "iperf3", "ping": "iputils-ping", "ip": "iproute2", "sh": "dash", "squid": "squid",
+	"apache2": "apache2", "nginx": "nginx", "ab": "apache2-utils", "stress-ng": "stress-ng",
+	"tcpdump": "tcpdump",
+}
 
 // Leftovers lists the lab's namespaces.
 func (Runtime) Leftovers(_ context.Context, lab string) ([]string, error) {
@@ -55,34 +107,46 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 	}
 	sort.Strings(keys)
 	out := map[string]*netdev.NS{}
+	var mu sync.Mutex // guards out and undo: namespaces are created by several workers
 	closeAll := func() {
 		for _, ns := range out {
 			ns.Close()
 		}
 	}
 	undo.Push("lab cgroup", func() error { return removeLabCgroup(p.Lab) })
-	for _, node := range keys {
+	// Two workers: creating a namespace is mostly waiting in the kernel (mount and netns
+	// setup), so a second one overlaps that wait; more did not help on 2 cores.
+	err := parallel(ctx, len(keys), createWorkers, func(i int) error {
+		node := keys[i]
 		nsName := names[node]
 		if err := netdev.CreateNetns(nsName); err != nil {
-			closeAll()
-			return nil, fmt.Errorf("create namespace: %w", err)
+			return fmt.Errorf("create namespace: %w", err)
 		}
+		mu.Lock()
 		undo.Push("namespace "+nsName, func() error { return netdev.DeleteNetns(nsName) })
+		mu.Unlock()
 		ns, err := netdev.OpenNS(nsName)
 		if err != nil {
-			closeAll()
-			return nil, err
+			return err
 		}
+		mu.Lock()
 		out[node] = ns
+		mu.Unlock()
 		if node == "" {
-			continue
+			return nil
 		}
 		cg, err := cgroup.Create(cgroupRel(p.Lab, node))
 		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("create cgroup of node %s: %w", node, err)
+			return fmt.Errorf("create cgroup of node %s: %w", node, err)
 		}
+		mu.Lock()
 		undo.Push("cgroup of "+node, cg.Remove)
+		mu.Unlock()
+		return nil
+	})
+	if err != nil {
+		closeAll()
+		return nil, err
 	}
 	fabric := out[""]
 	delete(out, "")
@@ -92,13 +156,61 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 	return out, nil
 }
 
+// createWorkers is how many namespaces CreateNodes creates at once.
+const createWorkers = 2
+
+// parallel runs fn(0..n-1) with at most workers at once; it stops starting new ones after
+// the first error or when ctx is done, waits for the running ones and returns every error.
+func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		next int
+		wg   sync.WaitGroup
+	)
+	take := func() int {
+		mu.Lock()
+		defer mu.Unlock()
+		if len(errs) > 0 || next == n {
+			return -1
+		}
+		if err := ctx.Err(); err != nil {
+			errs = append(errs, err)
+			return -1
+		}
+		next++
+		return next - 1
+	}
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := take(); i >= 0; i = take() {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
 // fabricKey keys the fabric namespace in the map CreateNodes returns (no node has this name).
 const fabricKey = "#fabric"
 
 // Link creates the veth pairs and bridges of every segment and addresses the interfaces.
 // Equivalent to: ip link add A netns X type veth peer name B netns Y; ip link add brN type bridge; ...
-func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, _ runtime.Undo) error {
+func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
 	fabric := ns[fabricKey]
+	var host *netdev.NS
+	defer func() {
+		if host != nil {
+			host.Close()
+		}
+	}()
 	for _, s := range p.Segments {
 		if s.Bridge == "" {
 			a, ai := splitMember(s.Members[0])
@@ -117,6 +229,20 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 		for i, m := range s.Members {
 			node, ifname := splitMember(m)
 			port := s.Ports[i]
+			if pn := p.Node(node); pn.Driver != nil {
+				if host == nil {
+					var err error
+					if host, err = netdev.OpenNS(""); err != nil {
+						return err
+					}
+				}
+				if err := attach.Wire(p.Lab, pn, pn.Interface(ifname), s, fabric, ns[node], host, attach.Host{Sysfs: "/sys", NS: host}, p.MTU); err != nil {
+					return fmt.Errorf("segment %s: %w", s.Name, err)
+				}
+				nsName := pn.Netns
+				undo.Push("give back the devices of "+node, func() error { return giveBack(p.Lab, nsName) })
+				continue
+			}
 			if err := ns[node].AddVeth(ifname, fabric, port, p.MTU); err != nil {
 				return fmt.Errorf("segment %s: %w", s.Name, err)
 			}
@@ -139,6 +265,30 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 		}
 	}
 	return nil
+}
+
+// giveBack returns the host devices the lab moved into namespace name (see attach.GiveBack).
+func giveBack(lab, name string) error {
+	// A deploy killed between creating /run/netns/NAME and bind-mounting the namespace on it
+	// leaves a plain file: no namespace, so no device to give back (deleting removes the file).
+	var st unix.Statfs_t
+	if err := unix.Statfs(filepath.Join("/run/netns", name), &st); err == nil && st.Type != unix.NSFS_MAGIC {
+		return nil
+	}
+	ns, err := netdev.OpenNS(name)
+	if errors.Is(err, netdev.ErrNotFound) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	host, err := netdev.OpenNS("")
+	if err != nil {
+		return err
+	}
+	defer host.Close()
+	return attach.GiveBack(lab, ns, host)
 }
 
 func splitMember(m string) (node, ifname string) {
@@ -181,6 +331,11 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 	}
 	for _, name := range nsNames {
 		if err := killInNetns(name); err != nil {
+			errs = append(errs, err)
+		}
+	}
+	for _, name := range nsNames {
+		if err := giveBack(lab, name); err != nil {
 			errs = append(errs, err)
 		}
 	}

@@ -35,12 +35,12 @@ func (Custom) Setup(ctx context.Context, env vnf.Env) error {
 	p := params(env.Plan.Function)
 	for _, c := range p.Setup {
 		if _, err := env.Node.Output(ctx, nil, vnf.Shell(c)...); err != nil {
-			return vnf.Errorf(env, "setup command %q: %v", c, err)
+			return vnf.Errorf(env, "setup command %q: %w", c, err)
 		}
 	}
 	for i, c := range p.Run {
 		if _, err := env.Node.Daemon(vnf.ShellDaemon(c), env.Path(fmt.Sprintf(".run%d.log", i))); err != nil {
-			return vnf.Errorf(env, "start %q: %v", c, err)
+			return vnf.Errorf(env, "start %q: %w", c, err)
 		}
 	}
 	return nil
@@ -51,8 +51,22 @@ func (Custom) Teardown(ctx context.Context, env vnf.Env) error {
 	var first error
 	for _, c := range params(env.Plan.Function).Teardown {
 		if _, err := env.Node.Output(ctx, nil, vnf.Shell(c)...); err != nil && first == nil {
-			first = vnf.Errorf(env, "teardown command %q: %v", c, err)
+			first = vnf.Errorf(env, "teardown command %q: %w", c, err)
 		}
 	}
 	return first
+}
+
+// Compose runs the setup commands, then starts the run commands in the background
+// (vnf.Composer).
+func (Custom) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
+	p := params(f)
+	var steps []vnf.ComposeStep
+	for _, c := range p.Setup {
+		steps = append(steps, vnf.ComposeStep{Cmd: c})
+	}
+	for _, c := range p.Run {
+		steps = append(steps, vnf.ComposeStep{Cmd: "( " + c + " ) &"})
+	}
+	return steps, "", nil
 }

@@ -7,6 +7,7 @@ package firewall
 import (
 	"bufio"
 	"context"
+	"errors"
 	"fmt"
 	"regexp"
 	"strconv"
@@ -43,12 +44,12 @@ func (fw Firewall) Setup(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
 	if params(f).Backend == spec.BackendIptables {
 		if _, err := env.Node.Output(ctx, []byte(IptablesRules(f)), "iptables-restore", "-w", "--noflush"); err != nil {
-			return vnf.Errorf(env, "load iptables rules: %v", err)
+			return vnf.Errorf(env, "load iptables rules: %w", err)
 		}
 		return nil
 	}
 	if _, err := env.Node.Output(ctx, []byte(NftRuleset(f)), "nft", "-f", "-"); err != nil {
-		return vnf.Errorf(env, "load nftables ruleset: %v", err)
+		return vnf.Errorf(env, "load nftables ruleset: %w", err)
 	}
 	return nil
 }
@@ -57,26 +58,11 @@ func (fw Firewall) Setup(ctx context.Context, env vnf.Env) error {
 func (Firewall) Teardown(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
 	if params(f).Backend == spec.BackendIptables {
-		var first error
-		for _, args := range [][]string{
-			{"-D", "FORWARD", "-j", IptChain}, {"-F", IptChain}, {"-X", IptChain},
-			{"-t", "nat", "-D", "POSTROUTING", "-o", f.Egress, "-j", "MASQUERADE"},
-		} {
-			_, err := env.Node.Output(ctx, nil, append([]string{"iptables", "-w"}, args...)...)
-			if err = vnf.IgnoreMissing(err); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+		return errors.Join(
+			vnf.RemoveIptablesChain(ctx, env.Node, "filter", IptChain, "-A FORWARD -j "+IptChain),
+			vnf.RemoveIptablesChain(ctx, env.Node, "nat", "", "-A POSTROUTING -o "+f.Egress+" -j MASQUERADE"))
 	}
-	var first error
-	for _, t := range []string{"inet " + NftTable, "ip " + NftNatTable} {
-		_, err := env.Node.Output(ctx, nil, "nft", "delete", "table", strings.Fields(t)[0], strings.Fields(t)[1])
-		if err = vnf.IgnoreMissing(err); err != nil && first == nil {
-			first = err
-		}
-	}
-	return first
+	return vnf.DeleteNftTables(ctx, env.Node, "inet "+NftTable, "ip "+NftNatTable)
 }
 
 func ruleMatch(r spec.FirewallRule) vnf.Match {
@@ -146,19 +132,12 @@ func IptablesRules(f *plan.Function) string {
 	return b.String()
 }
 
-// Counter is the packet and byte count of one tagged rule.
-type Counter struct {
-	Rule    string `json:"rule"`
-	Packets uint64 `json:"packets"`
-	Bytes   uint64 `json:"bytes"`
-}
-
 var nftCounter = regexp.MustCompile(`counter packets (\d+) bytes (\d+).*comment "([^"]+)"`)
 
 // Counters reads the per-rule counters back from the node ("established", "rule-N", "policy").
 // Equivalent to: nft list table inet sfclab_fw (or iptables -L SFCLAB-FW -v -x -n)
-func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]Counter, error) {
-	var out []Counter
+func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]vnf.Counter, error) {
+	var out []vnf.Counter
 	if params(f).Backend == spec.BackendIptables {
 		text, err := node.Output(ctx, nil, "iptables", "-w", "-L", IptChain, "-v", "-x", "-n")
 		if err != nil {
@@ -178,7 +157,7 @@ func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]Counter, 
 			}
 			name := strings.TrimSuffix(strings.TrimSpace(sc.Text()[i+3:]), " */")
 			name, _, _ = strings.Cut(name, " */")
-			out = append(out, Counter{Rule: name, Packets: pk, Bytes: by})
+			out = append(out, vnf.Counter{Rule: name, Packets: pk, Bytes: by})
 		}
 		return out, nil
 	}
@@ -189,7 +168,23 @@ func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]Counter, 
 	for _, m := range nftCounter.FindAllStringSubmatch(string(text), -1) {
 		pk, _ := strconv.ParseUint(m[1], 10, 64)
 		by, _ := strconv.ParseUint(m[2], 10, 64)
-		out = append(out, Counter{Rule: m[3], Packets: pk, Bytes: by})
+		out = append(out, vnf.Counter{Rule: m[3], Packets: pk, Bytes: by})
 	}
 	return out, nil
 }
+
+// Counters reads the per-rule counters of one instance (vnf.RuleCounters, for inspect).
+func (Firewall) Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]vnf.Counter, error) {
+	return Counters(ctx, node, f)
+}
+
+// Compose loads the same ruleset in an exported container (vnf.Composer).
+func (Firewall) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
+	if params(f).Backend == spec.BackendIptables {
+		return []vnf.ComposeStep{{Cmd: "iptables-restore -w --noflush", Stdin: IptablesRules(f)}}, "", nil
+	}
+	return []vnf.ComposeStep{{Cmd: "nft -f -", Stdin: NftRuleset(f)}}, "", nil
+}
+
+// ImagePackages are the packages of both backends (vnf.ImagePackager).
+func (Firewall) ImagePackages() []string { return []string{"nftables", "iptables"} }

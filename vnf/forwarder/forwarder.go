@@ -20,3 +20,6 @@ func (Forwarder) Setup(context.Context, vnf.Env) error { return nil }
 
 // Teardown does nothing.
 func (Forwarder) Teardown(context.Context, vnf.Env) error { return nil }
+
+// Compose has nothing to set up: the node's routes and sysctls are the whole function.
+func (Forwarder) Compose(*plan.Function) ([]vnf.ComposeStep, string, error) { return nil, "", nil }

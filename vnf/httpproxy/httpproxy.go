@@ -96,25 +96,25 @@ func (p Proxy) Setup(ctx context.Context, env vnf.Env) error {
 	dir := Dir(env)
 	conf := filepath.Join(dir, ConfFile)
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return vnf.Errorf(env, "create squid directory: %v", err)
+		return vnf.Errorf(env, "create squid directory: %w", err)
 	}
 	if pp.CacheDir > 0 {
 		if err := os.MkdirAll(filepath.Join(dir, CacheSubdir), 0o755); err != nil {
-			return vnf.Errorf(env, "create squid cache directory: %v", err)
+			return vnf.Errorf(env, "create squid cache directory: %w", err)
 		}
 	}
 	uid, gid, err := lookupUser(User)
 	if err != nil {
-		return vnf.Errorf(env, "%v", err)
+		return vnf.Errorf(env, "%w", err)
 	}
 	if err := chownTree(dir, uid, gid); err != nil {
-		return vnf.Errorf(env, "give squid directory to user %s: %v", User, err)
+		return vnf.Errorf(env, "give squid directory to user %s: %w", User, err)
 	}
 	if err := canWrite(dir, uid, gid); err != nil {
-		return vnf.Errorf(env, "squid runs as user %s, which cannot write %s (%v): make the state directory's parents searchable by others (chmod o+x)", User, dir, err)
+		return vnf.Errorf(env, "squid runs as user %s, which cannot write %s (%w): make the state directory's parents searchable by others (chmod o+x)", User, dir, err)
 	}
 	if err := os.WriteFile(conf, []byte(p.Config(f, dir)), 0o644); err != nil {
-		return vnf.Errorf(env, "write squid config: %v", err)
+		return vnf.Errorf(env, "write squid config: %w", err)
 	}
 	if out, err := env.Node.Output(ctx, nil, "squid", "-k", "parse", "-f", conf); err != nil {
 		return vnf.Errorf(env, "squid rejects its config %s: %s", conf, squidProblems(err.Error(), string(out)))
@@ -143,11 +143,11 @@ func (p Proxy) Setup(ctx context.Context, env vnf.Env) error {
 		return vnf.Errorf(env, "start squid: %s", squidProblems(err.Error(), string(readFrom(cacheLog, logStart))))
 	}
 	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return vnf.Errorf(env, "write squid pid file: %v", err)
+		return vnf.Errorf(env, "write squid pid file: %w", err)
 	}
 	addr := net.JoinHostPort(f.IngressAddr.String(), strconv.Itoa(int(f.Port)))
 	if err := waitReady(ctx, env.Node, addr, pid, cacheLog, logStart); err != nil {
-		return vnf.Errorf(env, "squid does not accept on %s: %v (log: %s)", addr, err, cacheLog)
+		return vnf.Errorf(env, "squid does not accept on %s: %w (log: %s)", addr, err, cacheLog)
 	}
 	return nil
 }
@@ -210,7 +210,7 @@ func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 		return nil
 	}
 	if err != nil {
-		return vnf.Errorf(env, "read squid pid: %v", err)
+		return vnf.Errorf(env, "read squid pid: %w", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 1 {
@@ -220,12 +220,12 @@ func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 	// would save matters to a lab, so the whole group is killed at once.
 	if proc.GroupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
 		if err := proc.StopGroup(pid, 0); err != nil {
-			return vnf.Errorf(env, "stop squid (process group %d): %v", pid, err)
+			return vnf.Errorf(env, "stop squid (process group %d): %w", pid, err)
 		}
 	}
 	removeIPC(ServiceName(env.Plan.Netns))
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return vnf.Errorf(env, "remove squid pid file: %v", err)
+		return vnf.Errorf(env, "remove squid pid file: %w", err)
 	}
 	return nil
 }
@@ -451,4 +451,36 @@ func canWrite(dir string, uid, gid int) error {
 		return errors.New("test -w failed")
 	}
 	return nil
+}
+
+// ImagePackages is Squid (vnf.ImagePackager).
+func (Proxy) ImagePackages() []string { return []string{"squid"} }
+
+// ComposeDir is the instance directory of an exported proxy node.
+const ComposeDir = "/var/lib/sfclab/squid"
+
+// Compose writes squid.conf into ComposeDir, gives the directory to Squid's user, checks the
+// configuration, creates the cache directories when there is an on-disk cache and runs Squid
+// in the foreground, as Setup does (vnf.Composer).
+func (p Proxy) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
+	pp := params(f)
+	conf := filepath.Join(ComposeDir, ConfFile)
+	mkdir := "mkdir -p " + ComposeDir
+	if pp.CacheDir > 0 {
+		mkdir += " " + filepath.Join(ComposeDir, CacheSubdir)
+	}
+	mode := "-N"
+	if pp.Workers > 1 {
+		mode = "--foreground" // -N would disable SMP workers
+	}
+	steps := []vnf.ComposeStep{
+		{Cmd: mkdir},
+		{Cmd: "cat >" + conf, Stdin: p.Config(f, ComposeDir)},
+		{Cmd: fmt.Sprintf("chown -R %s:%s %s", User, User, ComposeDir)},
+		{Cmd: "squid -k parse -f " + conf},
+	}
+	if pp.CacheDir > 0 {
+		steps = append(steps, vnf.ComposeStep{Cmd: fmt.Sprintf("squid %s -z -f %s", mode, conf)})
+	}
+	return steps, fmt.Sprintf("exec squid %s -f %s", mode, conf), nil
 }

@@ -90,7 +90,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	dir := Dir(env)
 	for _, d := range []string{dir, filepath.Join(dir, ObjectsSubdir), filepath.Join(dir, RunSubdir)} {
 		if err := os.MkdirAll(d, 0o755); err != nil {
-			return vnf.Errorf(env, "create server directory: %v", err)
+			return vnf.Errorf(env, "create server directory: %w", err)
 		}
 	}
 	if len(hp.Objects) == 0 {
@@ -99,11 +99,11 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	for _, o := range hp.Objects {
 		size, err := spec.ParseSize(o)
 		if err != nil {
-			return vnf.Errorf(env, "%v", err)
+			return vnf.Errorf(env, "%w", err)
 		}
 		path := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(o), "/"))
 		if err := WriteObject(path, size); err != nil {
-			return vnf.Errorf(env, "%v", err)
+			return vnf.Errorf(env, "%w", err)
 		}
 	}
 	var conf string
@@ -112,7 +112,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	case spec.ServerNginx:
 		conf = filepath.Join(dir, NginxConf)
 		if err := os.WriteFile(conf, []byte(s.NginxConfig(f, dir)), 0o644); err != nil {
-			return vnf.Errorf(env, "write nginx config: %v", err)
+			return vnf.Errorf(env, "write nginx config: %w", err)
 		}
 		base := []string{"nginx", "-p", dir + "/", "-e", "stderr", "-c", conf}
 		check = append(append([]string(nil), base...), "-t", "-q")
@@ -120,17 +120,17 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	default:
 		conf = filepath.Join(dir, ApacheConf)
 		if err := os.WriteFile(conf, []byte(s.ApacheConfig(f, dir)), 0o644); err != nil {
-			return vnf.Errorf(env, "write apache config: %v", err)
+			return vnf.Errorf(env, "write apache config: %w", err)
 		}
 		first := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(hp.Objects[0]), "/"))
 		if err := canRead(first, ApacheUser); err != nil {
-			return vnf.Errorf(env, "apache serves as user %s, which cannot read %s (%v): make the state directory's parents searchable by others (chmod o+x)", ApacheUser, first, err)
+			return vnf.Errorf(env, "apache serves as user %s, which cannot read %s (%w): make the state directory's parents searchable by others (chmod o+x)", ApacheUser, first, err)
 		}
 		check = []string{"apache2", "-t", "-f", conf}
 		argv = []string{"apache2", "-f", conf, "-DFOREGROUND"}
 	}
 	if _, err := env.Node.Output(ctx, nil, check...); err != nil {
-		return vnf.Errorf(env, "%s rejects its config %s: %v", hp.Server, conf, err)
+		return vnf.Errorf(env, "%s rejects its config %s: %w", hp.Server, conf, err)
 	}
 	log := filepath.Join(dir, LogFile)
 	var logStart int64
@@ -139,13 +139,13 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	}
 	pid, err := env.Node.Daemon(argv, log)
 	if err != nil {
-		return vnf.Errorf(env, "start %s: %v", hp.Server, err)
+		return vnf.Errorf(env, "start %s: %w", hp.Server, err)
 	}
 	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
-		return vnf.Errorf(env, "write %s pid file: %v", hp.Server, err)
+		return vnf.Errorf(env, "write %s pid file: %w", hp.Server, err)
 	}
 	if err := waitServing(ctx, env.Node, hp, pid, log, logStart); err != nil {
-		return vnf.Errorf(env, "%s does not serve: %v; log %s: %s", hp.Server, err, log, proc.LogTail(log, logStart))
+		return vnf.Errorf(env, "%s does not serve: %w; log %s: %s", hp.Server, err, log, proc.LogTail(log, logStart))
 	}
 	return nil
 }
@@ -249,7 +249,7 @@ func (Server) Teardown(ctx context.Context, env vnf.Env) error {
 		return nil
 	}
 	if err != nil {
-		return vnf.Errorf(env, "read server pid: %v", err)
+		return vnf.Errorf(env, "read server pid: %w", err)
 	}
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil || pid <= 1 {
@@ -261,11 +261,11 @@ func (Server) Teardown(ctx context.Context, env vnf.Env) error {
 	}
 	if proc.GroupRuns(pid, conf) { // else gone already
 		if err := proc.StopGroup(pid, 2*time.Second); err != nil {
-			return vnf.Errorf(env, "stop server (process group %d): %v", pid, err)
+			return vnf.Errorf(env, "stop server (process group %d): %w", pid, err)
 		}
 	}
 	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return vnf.Errorf(env, "remove server pid file: %v", err)
+		return vnf.Errorf(env, "remove server pid file: %w", err)
 	}
 	return nil
 }
@@ -399,4 +399,39 @@ func canRead(path, name string) error {
 		return errors.New("test -r failed")
 	}
 	return nil
+}
+
+// ImagePackages are both origins (vnf.ImagePackager).
+func (Server) ImagePackages() []string { return []string{"apache2", "nginx"} }
+
+// ComposeDir is the instance directory of an exported origin node.
+const ComposeDir = "/var/lib/sfclab/www"
+
+// Compose creates the objects (zeros of each size, dated ObjectTime: the same sizes as Setup
+// writes, not the same bytes), writes the server's configuration into ComposeDir, checks it and
+// runs the server in the foreground, as Setup does (vnf.Composer).
+func (s Server) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
+	hp := params(f)
+	objects := filepath.Join(ComposeDir, ObjectsSubdir)
+	steps := []vnf.ComposeStep{{Cmd: fmt.Sprintf("mkdir -p %s %s", objects, filepath.Join(ComposeDir, RunSubdir))}}
+	for _, o := range hp.Objects {
+		size, err := spec.ParseSize(o)
+		if err != nil {
+			return nil, "", fmt.Errorf("export http-server: %w", err)
+		}
+		path := filepath.Join(objects, strings.TrimPrefix(spec.ObjectPath(o), "/"))
+		steps = append(steps, vnf.ComposeStep{Cmd: fmt.Sprintf("head -c %d /dev/zero >%s && touch -d %s %s",
+			size, path, ObjectTime.Format(time.RFC3339), path)})
+	}
+	if hp.Server == spec.ServerNginx {
+		conf := filepath.Join(ComposeDir, NginxConf)
+		base := fmt.Sprintf("nginx -p %s/ -e stderr -c %s", ComposeDir, conf)
+		steps = append(steps, vnf.ComposeStep{Cmd: "cat >" + conf, Stdin: s.NginxConfig(f, ComposeDir)},
+			vnf.ComposeStep{Cmd: base + " -t -q"})
+		return steps, "exec " + base + ` -g "daemon off;"`, nil
+	}
+	conf := filepath.Join(ComposeDir, ApacheConf)
+	steps = append(steps, vnf.ComposeStep{Cmd: "cat >" + conf, Stdin: s.ApacheConfig(f, ComposeDir)},
+		vnf.ComposeStep{Cmd: "apache2 -t -f " + conf})
+	return steps, "exec apache2 -f " + conf + " -DFOREGROUND", nil
 }

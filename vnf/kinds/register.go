@@ -15,6 +15,7 @@ import (
 	"github.com/sfclab/sfclab/vnf/httpserver"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 	"github.com/sfclab/sfclab/vnf/nat"
+	"github.com/sfclab/sfclab/vnf/tap"
 )
 
 var registry = map[string]vnf.Function{
@@ -24,6 +25,7 @@ var registry = map[string]vnf.Function{
 	spec.KindL4LB:      l4lb.LB{},
 	spec.KindCustom:    custom.Custom{},
 	spec.KindHTTPProxy: httpproxy.Proxy{},
+	spec.KindTap:       tap.Tap{},
 	// Endpoint services.
 	spec.EndpointHTTPServer: httpserver.Server{},
 }

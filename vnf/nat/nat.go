@@ -4,6 +4,7 @@ package nat
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 
@@ -37,12 +38,12 @@ func (NAT) Setup(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
 	if params(f).Backend == spec.BackendIptables {
 		if _, err := env.Node.Output(ctx, []byte(IptablesRules(f)), "iptables-restore", "-w", "--noflush"); err != nil {
-			return vnf.Errorf(env, "load iptables nat rules: %v", err)
+			return vnf.Errorf(env, "load iptables nat rules: %w", err)
 		}
 		return nil
 	}
 	if _, err := env.Node.Output(ctx, []byte(NftRuleset(f)), "nft", "-f", "-"); err != nil {
-		return vnf.Errorf(env, "load nftables nat ruleset: %v", err)
+		return vnf.Errorf(env, "load nftables nat ruleset: %w", err)
 	}
 	return nil
 }
@@ -50,20 +51,11 @@ func (NAT) Setup(ctx context.Context, env vnf.Env) error {
 // Teardown removes the NAT table or chains.
 func (NAT) Teardown(ctx context.Context, env vnf.Env) error {
 	if params(env.Plan.Function).Backend == spec.BackendIptables {
-		var first error
-		for _, args := range [][]string{
-			{"-D", "PREROUTING", "-j", IptPre}, {"-F", IptPre}, {"-X", IptPre},
-			{"-D", "POSTROUTING", "-j", IptPost}, {"-F", IptPost}, {"-X", IptPost},
-		} {
-			_, err := env.Node.Output(ctx, nil, append([]string{"iptables", "-w", "-t", "nat"}, args...)...)
-			if err = vnf.IgnoreMissing(err); err != nil && first == nil {
-				first = err
-			}
-		}
-		return first
+		return errors.Join(
+			vnf.RemoveIptablesChain(ctx, env.Node, "nat", IptPre, "-A PREROUTING -j "+IptPre),
+			vnf.RemoveIptablesChain(ctx, env.Node, "nat", IptPost, "-A POSTROUTING -j "+IptPost))
 	}
-	_, err := env.Node.Output(ctx, nil, "nft", "delete", "table", "ip", NftTable)
-	return vnf.IgnoreMissing(err)
+	return vnf.DeleteNftTables(ctx, env.Node, "ip "+NftTable)
 }
 
 // NftRuleset renders the NAT function as an nftables ruleset.
@@ -103,3 +95,14 @@ func IptablesRules(f *plan.Function) string {
 	b.WriteString("COMMIT\n")
 	return b.String()
 }
+
+// Compose loads the same rules in an exported container (vnf.Composer).
+func (NAT) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
+	if params(f).Backend == spec.BackendIptables {
+		return []vnf.ComposeStep{{Cmd: "iptables-restore -w --noflush", Stdin: IptablesRules(f)}}, "", nil
+	}
+	return []vnf.ComposeStep{{Cmd: "nft -f -", Stdin: NftRuleset(f)}}, "", nil
+}
+
+// ImagePackages are the packages of both backends (vnf.ImagePackager).
+func (NAT) ImagePackages() []string { return []string{"nftables", "iptables"} }

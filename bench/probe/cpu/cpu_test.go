@@ -12,6 +12,7 @@ import (
 	"github.com/sfclab/sfclab/bench/probe/cpu"
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 )
@@ -96,6 +97,36 @@ func TestSampler(t *testing.T) {
 	}
 }
 
+// TestCountSelf checks that sfclab's own process is counted: a busy loop in this process
+// during the window must show as about one core of user time of the named node.
+func TestCountSelf(t *testing.T) {
+	env := probe.Env{Node: func(string) (probe.Node, error) { return nil, errors.New("no nodes") }}
+	s, err := cpu.Start(env, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := s.CountSelf("loadgen"); err != nil {
+		t.Fatal(err)
+	}
+	x := 0
+	for end := time.Now().Add(300 * time.Millisecond); time.Now().Before(end); {
+		x++
+	}
+	samples, err := s.Stop()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]float64{}
+	for _, smp := range samples {
+		got[smp.Metric+"/"+smp.Labels["node"]] = smp.Value
+	}
+	// One busy thread for the whole window: about one core, less when the shared host
+	// preempts it, never more than the two cores of this machine.
+	if u := got["cpu_user/loadgen"] + got["cpu_system/loadgen"]; u < 0.2 || u > 2.05 || x == 0 {
+		t.Errorf("sfclab's own CPU = %.3f cores over a busy loop, want about 1 (samples %v)", u, got)
+	}
+}
+
 // BenchmarkSampler measures the sampler's own cost: Start and Stop over the 8 nodes of a
 // deployed chain-6 lab (real cgroups). It reports the CPU time one Start+Stop takes and what
 // that is in percent of a core at one sample per second.
@@ -112,7 +143,7 @@ func BenchmarkSampler(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	d := &deploy.Deployer{Journal: deploy.Journal{Root: b.TempDir()}}
+	d := &deploy.Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
 		b.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/testroot"
 )
 
 // hostNode is a probe.Node for the host's own namespace.
@@ -24,11 +25,7 @@ func (hostNode) Daemon([]string, string) (int, error)                      { ret
 func (hostNode) Do(fn func() error) error                                  { return fn() }
 func (hostNode) CPU() (cgroup.Usage, error)                                { return cgroup.Usage{}, nil }
 
-func requireRoot(t *testing.T) {
-	if os.Geteuid() != 0 {
-		t.Skip("SKIPPED LOUDLY: the client enters namespaces (setns) and needs root")
-	}
-}
+func requireRoot(t *testing.T) { testroot.Require(t, "the client enters namespaces (setns)") }
 
 func target(t *testing.T, l net.Listener, size int64) Target {
 	ap := netip.MustParseAddrPort(l.Addr().String())

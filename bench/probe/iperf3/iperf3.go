@@ -54,6 +54,10 @@ type Config struct {
 	Congestion string
 	// Omit skips the first seconds of the test in the report (-O).
 	Omit int
+	// Around, when set, is called with the client's run: it may do work right before and
+	// after it (a CPU sampler bounds its window to the transfer this way, leaving out server
+	// start, the wait for it to listen and its stop). Its error is the run's.
+	Around func(client func()) error
 }
 
 func (c Config) withDefaults() Config {
@@ -201,18 +205,25 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	args := cfg.ClientArgs(c.Target.String(), probe.TargetPort(env.Plan, c))
 	retryUntil := time.Now().Add(RetryFor)
 	var res Result
-	var perr, rerr error
-	for {
-		var out []byte
-		out, rerr = src.Output(runCtx, nil, args...)
-		res, perr = Parse(out)
-		if perr == nil || runCtx.Err() != nil || time.Now().After(retryUntil) || !refused(perr, rerr) {
-			break
+	var perr, rerr, aerr error
+	client := func() {
+		for {
+			var out []byte
+			out, rerr = src.Output(runCtx, nil, args...)
+			res, perr = Parse(out)
+			if perr == nil || runCtx.Err() != nil || time.Now().After(retryUntil) || !refused(perr, rerr) {
+				break
+			}
+			select {
+			case <-runCtx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
 		}
-		select {
-		case <-runCtx.Done():
-		case <-time.After(100 * time.Millisecond):
-		}
+	}
+	if cfg.Around != nil {
+		aerr = cfg.Around(client)
+	} else {
+		client()
 	}
 	stopWatch()
 	watch.Wait()
@@ -239,6 +250,9 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	}
 	for _, s := range Samples(res, time.Now()) {
 		emit(s)
+	}
+	if aerr != nil {
+		return fmt.Errorf("%s: %w", what, aerr)
 	}
 	return nil
 }

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -53,10 +54,12 @@ func (c Config) Timeout() time.Duration {
 
 // Args returns the ping command line against dest.
 //
-// Equivalent to: ping -n -c COUNT -i INTERVAL -s SIZE -W 1 DEST
+// Equivalent to: ping -n -O -c COUNT -i INTERVAL -s SIZE -W 1 DEST. -O makes ping say "no
+// answer yet for icmp_seq=N" for each request without a reply before it sends the next, so
+// a run killed before its summary still tells how many requests it sent.
 func (c Config) Args(dest string) []string {
 	c = c.withDefaults()
-	return []string{"ping", "-n", "-c", strconv.Itoa(c.Count),
+	return []string{"ping", "-n", "-O", "-c", strconv.Itoa(c.Count),
 		"-i", strconv.FormatFloat(c.Interval.Seconds(), 'f', -1, 64),
 		"-s", strconv.Itoa(c.Size), "-W", "1", dest}
 }
@@ -95,13 +98,37 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	if rerr != nil && !res.Summary && !noPath(rerr) && rctx.Err() == nil {
 		return fmt.Errorf("%s: %w", what, rerr)
 	}
-	if res.Transmitted == 0 {
-		res.Transmitted = cfg.Count // killed or failed before its summary
+	// Without a summary (killed, or failed early) Parse counted the requests ping said it
+	// sent (MaxSeq), never the Count asked for.
+	noICMP := !hasICMPPath(env.Plan, c)
+	if len(res.Replies) == 0 && !noICMP {
+		return fmt.Errorf("%s: %w: %d requests sent, none answered, though no proxy on the chain stops ICMP", what, ErrNoReply, res.Transmitted)
 	}
 	for _, s := range Samples(res, cfg.Size) {
+		if noICMP && s.Metric == "loss" {
+			s.Labels["icmp_path"] = "none"
+		}
 		emit(s)
 	}
 	return nil
+}
+
+// ErrNoReply is the error of a ping run without a single reply on a chain that has an ICMP
+// path: a failed trial, not a figure.
+var ErrNoReply = errors.New("no echo reply")
+
+// hasICMPPath reports whether echo requests can reach the chain's destination: not when a
+// proxy (an L4 load balancer or an HTTP proxy) on the path terminates the connections.
+func hasICMPPath(p *plan.Plan, c *plan.Chain) bool {
+	if p == nil {
+		return true
+	}
+	for _, name := range c.Path {
+		if n := p.Node(name); n != nil && plan.IsProxy(n.Kind) {
+			return false
+		}
+	}
+	return true
 }
 
 // noPath reports whether ping ran and failed for lack of a path (exit status 1: no reply;
@@ -145,13 +172,21 @@ type Result struct {
 	Duplicates, Errors int
 	// Summary is true when ping printed its statistics line.
 	Summary bool
+	// MaxSeq is the highest icmp_seq ping printed (a reply, an ICMP error or, with -O, "no
+	// answer yet"): at least that many requests were sent, which is what a run killed
+	// before its summary counts as transmitted.
+	MaxSeq int
 }
 
 var (
 	replyRE   = regexp.MustCompile(`icmp_seq=(\d+)(?: ttl=(\d+))?.* time([=<])([0-9.]+) ?(ms|s|us|µs)?`)
 	summaryRE = regexp.MustCompile(`(\d+) packets transmitted, (\d+) (?:packets )?received(?:, \+(\d+) duplicates)?(?:, \+(\d+) errors)?, ([0-9.]+)% packet loss`)
 	errorRE   = regexp.MustCompile(`^From \S+ icmp_seq=\d+ `)
+	seqRE     = regexp.MustCompile(`icmp_seq=(\d+)`)
 )
+
+// maxSeq bounds what Parse believes of an icmp_seq: ping's sequence is 16 bits wide.
+const maxSeq = 65535
 
 // Parse reads iputils ping output (-n). It never fails: what it cannot read it leaves out.
 func Parse(out []byte) Result {
@@ -159,6 +194,11 @@ func Parse(out []byte) Result {
 	seen := map[int]bool{}
 	for _, line := range strings.Split(string(out), "\n") {
 		line = strings.TrimSpace(line)
+		if m := seqRE.FindStringSubmatch(line); m != nil {
+			if seq, err := strconv.Atoi(m[1]); err == nil && seq > r.MaxSeq && seq <= maxSeq {
+				r.MaxSeq = seq
+			}
+		}
 		if m := summaryRE.FindStringSubmatch(line); m != nil {
 			r.Summary = true
 			r.Transmitted, _ = strconv.Atoi(m[1])
@@ -195,6 +235,7 @@ func Parse(out []byte) Result {
 	}
 	if !r.Summary {
 		r.Received = len(r.Replies)
+		r.Transmitted = r.MaxSeq
 	}
 	return r
 }

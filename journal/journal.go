@@ -1,4 +1,8 @@
-package deploy
+// Package journal records the labs deployed on this host: one directory per lab holding its
+// status and the plan it was built from, written before anything is created so that
+// `sfclab destroy --all` finds a lab after a crash. Runtimes and deploy both read it; it imports
+// nothing of theirs.
+package journal
 
 import (
 	"encoding/json"
@@ -57,8 +61,8 @@ func (j Journal) Dir(lab string) string { return filepath.Join(j.Root, lab) }
 // NodeDir holds per-node files (function configuration, process logs).
 func (j Journal) NodeDir(lab string) string { return filepath.Join(j.Root, lab, "nodes") }
 
-// create makes a lab's journal directory; it fails with ErrExists if it is there already.
-func (j Journal) create(lab string) error {
+// Create makes a lab's journal directory; it fails with ErrExists if it is there already.
+func (j Journal) Create(lab string) error {
 	if err := os.MkdirAll(j.Root, 0o755); err != nil {
 		return fmt.Errorf("create state root %s: %w", j.Root, err)
 	}
@@ -150,8 +154,8 @@ func (j Journal) Labs() ([]string, error) {
 	return out, nil
 }
 
-// remove deletes a lab's journal.
-func (j Journal) remove(lab string) error {
+// Remove deletes a lab's journal.
+func (j Journal) Remove(lab string) error {
 	if err := os.RemoveAll(j.Dir(lab)); err != nil {
 		return fmt.Errorf("remove lab journal: %w", err)
 	}

@@ -1,0 +1,180 @@
+package sfcclient
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"time"
+
+	"github.com/sfclab/sfclab/stats"
+)
+
+// DeployTime configures study C's deploy-time experiment: chains of 1..len(Functions)
+// functions, each deployed in the four steps and removed again, Repetitions times.
+type DeployTime struct {
+	Lab                 string
+	Source, Destination string
+	// Functions are the function nodes in chain order; a chain of n uses the first n.
+	Functions   []string
+	MatchFields map[string]any
+	Repetitions int
+	// Progress, when set, is called after each deployed chain.
+	Progress func(rep, length int, d *Deployed)
+	// FirstPacket, when set, measures the time from the port chain's 201 until the first
+	// packet of the classified flow crosses the new chain (recorded as step "first_packet").
+	// It needs a data plane that steers: unset until the transparent data plane is wired.
+	FirstPacket func(ctx context.Context, d *Deployed) (time.Duration, error)
+}
+
+// Sample is one measured step.
+type Sample struct {
+	Repetition int
+	Length     int
+	Step       string // FC, PP, PPG, PC or total
+	Seconds    float64
+}
+
+// Run measures: per repetition, every chain length in turn (so drift spreads over all
+// lengths), each step's time at the client over HTTP. Every chain is removed before the next.
+func (e *DeployTime) Run(ctx context.Context, c *Client) ([]Sample, error) {
+	if len(e.Functions) == 0 || e.Repetitions < 1 {
+		return nil, fmt.Errorf("deploy-time experiment: need functions and at least one repetition")
+	}
+	var out []Sample
+	for rep := 1; rep <= e.Repetitions; rep++ {
+		for n := 1; n <= len(e.Functions); n++ {
+			if err := ctx.Err(); err != nil {
+				return out, err
+			}
+			f := &ChainFile{Source: e.Source, Destination: e.Destination, MatchFields: e.MatchFields, Lab: e.Lab}
+			for _, fn := range e.Functions[:n] {
+				f.Chain = append(f.Chain, Element{Name: fn, Direction: DirOut})
+			}
+			d, err := c.Apply(ctx, f, fmt.Sprintf("dt-r%d-n%d", rep, n))
+			if err != nil {
+				return out, fmt.Errorf("repetition %d, %d functions: %w", rep, n, err)
+			}
+			for i, s := range Steps {
+				out = append(out, Sample{rep, n, s, d.Times[i].Seconds()})
+			}
+			out = append(out, Sample{rep, n, "total", d.Total().Seconds()})
+			if e.FirstPacket != nil {
+				t, err := e.FirstPacket(ctx, d)
+				if err != nil {
+					_ = c.Remove(context.WithoutCancel(ctx), d)
+					return out, fmt.Errorf("repetition %d, %d functions: first packet: %w", rep, n, err)
+				}
+				out = append(out, Sample{rep, n, "first_packet", t.Seconds()})
+			}
+			if e.Progress != nil {
+				e.Progress(rep, n, d)
+			}
+			if err := c.Remove(ctx, d); err != nil {
+				return out, fmt.Errorf("repetition %d, %d functions: %w", rep, n, err)
+			}
+		}
+	}
+	return out, nil
+}
+
+// PublishedSlope is study C's published growth of the deploy time: about 0.5 s per added
+// function (text of section V; Fig. 5's bars are not given as numbers).
+const PublishedSlope = 0.5
+
+// Table writes the measured deploy times as Markdown: per chain length, each step's mean and
+// 95 % CI in milliseconds, then the total's growth per function (least squares) beside the
+// published one.
+func Table(w io.Writer, samples []Sample) error {
+	by := map[int]map[string][]float64{}
+	maxN := 0
+	for _, s := range samples {
+		if by[s.Length] == nil {
+			by[s.Length] = map[string][]float64{}
+		}
+		by[s.Length][s.Step] = append(by[s.Length][s.Step], s.Seconds)
+		maxN = max(maxN, s.Length)
+	}
+	steps := append(append([]string{}, Steps...), "total")
+	header, rule := "| functions | n | FC | PP | PPG | PC | total |", "|---:|---:|---:|---:|---:|---:|---:|"
+	if by[1] != nil && by[1]["first_packet"] != nil {
+		steps = append(steps, "first_packet")
+		header, rule = header+" first packet after PC |", rule+"---:|"
+	}
+	fmt.Fprintln(w, "Deploy time per REST step at the client, ms (mean ± 95 % CI)")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, header)
+	fmt.Fprintln(w, rule)
+	var xs, ys, pcs []float64
+	for n := 1; n <= maxN; n++ {
+		row := by[n]
+		if row == nil {
+			continue
+		}
+		fmt.Fprintf(w, "| %d | %d |", n, len(row["total"]))
+		for _, st := range steps {
+			s := stats.Summarize(row[st])
+			fmt.Fprintf(w, " %s |", msCI(s))
+		}
+		fmt.Fprintln(w)
+		for _, v := range row["total"] {
+			xs, ys = append(xs, float64(n)), append(ys, v)
+		}
+		for _, v := range row["PC"] {
+			pcs = append(pcs, v/float64(n))
+		}
+	}
+	fmt.Fprintln(w)
+	slope := slopeOf(xs, ys)
+	fmt.Fprintln(w, "| growth of the total per added function | measured here | study C (published) |")
+	fmt.Fprintln(w, "|---|---:|---:|")
+	fmt.Fprintf(w, "| seconds per function | %.6f | ≈ %.1f |\n", slope, PublishedSlope)
+	fmt.Fprintf(w, "| port-chain step per function, ms (mean) | %.3f | — |\n", stats.Summarize(pcs).Mean*1000)
+	return nil
+}
+
+func msCI(s stats.Summary) string {
+	if s.N == 0 {
+		return "—"
+	}
+	if math.IsNaN(s.CI95Half) {
+		return fmt.Sprintf("%.3f", s.Mean*1000)
+	}
+	return fmt.Sprintf("%.3f ± %.3f", s.Mean*1000, s.CI95Half*1000)
+}
+
+// slopeOf is the least-squares slope of y over x.
+func slopeOf(x, y []float64) float64 {
+	if len(x) < 2 {
+		return math.NaN()
+	}
+	var mx, my float64
+	for i := range x {
+		mx += x[i]
+		my += y[i]
+	}
+	mx /= float64(len(x))
+	my /= float64(len(y))
+	var num, den float64
+	for i := range x {
+		num += (x[i] - mx) * (y[i] - my)
+		den += (x[i] - mx) * (x[i] - mx)
+	}
+	if den == 0 {
+		return math.NaN()
+	}
+	return num / den
+}
+
+// CSV writes the samples as CSV (repetition, functions, step, seconds).
+func CSV(w io.Writer, samples []Sample) error {
+	if _, err := fmt.Fprintln(w, "repetition,functions,step,seconds"); err != nil {
+		return err
+	}
+	for _, s := range samples {
+		if _, err := fmt.Fprintf(w, "%d,%d,%s,%.9f\n", s.Repetition, s.Length, s.Step, s.Seconds); err != nil {
+			return err
+		}
+	}
+	return nil
+}

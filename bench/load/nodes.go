@@ -1,0 +1,131 @@
+package load
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strconv"
+	"time"
+
+	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// Background nodes: study D's background containers. K extra nodes join a scenario's lab,
+// in pairs (bg1 -> bg2, bg3 -> bg4, ...: one chain and one network each), each loading what it
+// can load: its CPU (one stress-ng worker per node) or the network (the pair pushes bounded
+// UDP at a capped rate from the odd node to the even one). They are deployed and destroyed
+// with the lab, so nothing of them outlives a trial.
+const (
+	// MaxNodes is the most background nodes a trial may add: 256 namespaces with a cgroup and
+	// a veth each fit this machine kind's 4 GB easily (64 deploy in well under 2 s).
+	MaxNodes = 256
+	// NodePrefix names background nodes: bg1, bg2, ...
+	NodePrefix = "bg"
+	// DefaultNodeBitrate caps each background pair's UDP stream.
+	DefaultNodeBitrate = "100M"
+)
+
+// ErrNodes is wrapped by a background-node request the lab cannot take.
+var ErrNodes = errors.New("invalid background nodes")
+
+// AddNodes adds count background endpoints (bg1 ... bgCOUNT, count even) and the chains that
+// pair them to lab, and validates the result. Sides of the measured chain (sender, responder)
+// are recorded by the caller: on one host every node shares the machine; with emulated hosts
+// the side will pick the host they run on.
+func AddNodes(lab *spec.Lab, count int) error {
+	switch {
+	case count == 0:
+		return nil
+	case count < 0 || count > MaxNodes:
+		return fmt.Errorf("add background nodes: %w: count %d must be 0-%d (what this machine kind holds)", ErrNodes, count, MaxNodes)
+	case count%2 != 0:
+		return fmt.Errorf("add background nodes: %w: count %d must be even (nodes come in pairs)", ErrNodes, count)
+	}
+	if lab.Endpoints == nil {
+		lab.Endpoints = map[string]*spec.Endpoint{}
+	}
+	for i := 1; i <= count; i++ {
+		name := NodeName(i)
+		if _, taken := lab.Endpoints[name]; taken {
+			return fmt.Errorf("add background nodes: %w: lab %s already has an endpoint %s", ErrNodes, lab.Name, name)
+		}
+		kind := spec.EndpointClient
+		if i%2 == 0 {
+			kind = spec.EndpointServer
+		}
+		lab.Endpoints[name] = &spec.Endpoint{Kind: kind}
+	}
+	for i := 1; i < count; i += 2 {
+		lab.Chains = append(lab.Chains, &spec.Chain{Name: "bgc" + strconv.Itoa((i+1)/2),
+			From: spec.Ref{Name: NodeName(i)}, To: spec.Ref{Name: NodeName(i + 1)}})
+	}
+	if errs := spec.Validate(lab); len(errs) > 0 {
+		return fmt.Errorf("add background nodes: %w", errs)
+	}
+	return nil
+}
+
+// NodeName is the name of background node i (1-based).
+func NodeName(i int) string { return NodePrefix + strconv.Itoa(i) }
+
+// NodesConfig is the load the background nodes of a trial run.
+type NodesConfig struct {
+	// Kind is "cpu" or "network".
+	Kind string
+	// Count is the number of background nodes in the lab (AddNodes).
+	Count int
+	// Bitrate caps each pair's UDP stream (iperf3 -b); "" means DefaultNodeBitrate.
+	Bitrate string
+	// Limit is every process's hard time limit; 0 means ten minutes.
+	Limit time.Duration
+}
+
+// StartNodes starts the load of every background node and returns it running; Stop ends it
+// all. cpu: every node runs one stress-ng CPU worker; network: every pair runs
+// iperf3 -u from its odd to its even node, capped at Bitrate, over the pair's own network.
+//
+// Equivalent to (cpu, per node): ip netns exec sfc.LAB.bgI timeout -s KILL LIMIT stress-ng --cpu 1 --timeout LIMIT
+// (network, per pair): the same with iperf3 -s on bg2I and iperf3 -u -b RATE -c BG2I_ADDR on bg2I-1.
+func StartNodes(ctx context.Context, env probe.Env, cfg NodesConfig) (*Load, error) {
+	all := &Load{cfg: Config{Kind: cfg.Kind, Count: cfg.Count, Node: NodePrefix + "*", Limit: cfg.Limit}}
+	if cfg.Bitrate == "" {
+		cfg.Bitrate = DefaultNodeBitrate
+	}
+	var errs []error
+	switch cfg.Kind {
+	case KindCPU:
+		for i := 1; i <= cfg.Count; i++ {
+			l, err := Start(ctx, env, Config{Kind: KindCPU, Count: 1, Node: NodeName(i), Limit: cfg.Limit})
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			all.procs = append(all.procs, l.procs...)
+			l.stop()
+		}
+	case KindNetwork:
+		for i := 1; i < cfg.Count; i += 2 {
+			pair := env
+			pair.Chain = env.Plan.Chain("bgc" + strconv.Itoa((i+1)/2))
+			if pair.Chain == nil {
+				errs = append(errs, fmt.Errorf("background pair %d: the lab has no chain bgc%d (see AddNodes)", (i+1)/2, (i+1)/2))
+				break
+			}
+			l, err := Start(ctx, pair, Config{Kind: KindNetwork, Count: 1, Node: NodeName(i), Bitrate: cfg.Bitrate, UDP: true, Limit: cfg.Limit})
+			if err != nil {
+				errs = append(errs, err)
+				break
+			}
+			all.procs = append(all.procs, l.procs...)
+			l.stop()
+		}
+	default:
+		return nil, fmt.Errorf("start background nodes: kind %q is not one of cpu, network", cfg.Kind)
+	}
+	if len(errs) > 0 {
+		return nil, errors.Join(append(errs, all.Stop())...)
+	}
+	all.stop = context.AfterFunc(ctx, func() { _ = all.Stop() })
+	return all, nil
+}

@@ -1,0 +1,291 @@
+package rtt
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"syscall"
+	"unsafe"
+
+	"golang.org/x/sys/unix"
+)
+
+// magic opens the payload of every echo the probe sends, so that replies to other programs'
+// echoes (a raw ICMP socket sees every ICMP message of its namespace) are left out.
+var magic = [4]byte{'s', 'f', 'c', 'R'}
+
+// payloadLen is what the probe needs in every payload: magic, run id, 64-bit sequence number.
+const payloadLen = 16
+
+// header is the ICMP or UDP header in front of the payload.
+const header = 8
+
+// MinSize is the smallest echo message the probe sends (header + its own 16 bytes).
+const MinSize = header + payloadLen
+
+// MaxSize is the largest echo message: no fragmentation on a 9000-byte MTU.
+const MaxSize = 8972
+
+// tsFlags asks the kernel for software timestamps: when the driver hands a packet to the
+// device (TX; taken only by drivers that call skb_tx_timestamp, as veth does and macvlan does
+// not), when the packet entered the device layer (TX_SCHED: the fallback), and when a packet
+// enters the stack (RX); each TX timestamp keyed by a per-socket counter and carrying no copy
+// of the packet.
+const tsFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
+	unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
+
+// rcvBuf is the receive buffer the probe forces (replies and TX timestamps share it).
+const rcvBuf = 8 << 20
+
+// sock is the probe's socket: a raw ICMP socket or a connected UDP socket, non-blocking,
+// created inside the source node's namespace.
+type sock struct {
+	fd    int
+	file  *os.File        // registers fd with Go's poller
+	raw   syscall.RawConn // waits for readability (replies, timestamps) without a thread per wait
+	proto string
+	dst   unix.Sockaddr
+	v6    bool
+}
+
+// openSocket opens the probe's socket. Call it inside the source node's Do: the socket belongs
+// to the namespace of the calling thread.
+//
+// Equivalent to (icmp): socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), as ping does as root;
+// (udp): socket(AF_INET, SOCK_DGRAM, 0) + connect(DST:PORT). Both with
+// setsockopt(SO_TIMESTAMPING, TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|OPT_TSONLY).
+func openSocket(proto string, dst netip.AddrPort) (*sock, error) {
+	s := &sock{proto: proto, v6: dst.Addr().Is6() && !dst.Addr().Is4In6()}
+	family := unix.AF_INET
+	if s.v6 {
+		family = unix.AF_INET6
+	}
+	var typ, p int
+	switch proto {
+	case ProtoICMP:
+		if s.v6 {
+			return nil, fmt.Errorf("open icmp socket to %s: %w", dst.Addr(), ErrICMPv6)
+		}
+		typ, p = unix.SOCK_RAW, unix.IPPROTO_ICMP
+	case ProtoUDP:
+		typ = unix.SOCK_DGRAM
+	default:
+		return nil, fmt.Errorf("open socket: %w: %q", ErrProtocol, proto)
+	}
+	fd, err := unix.Socket(family, typ|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, p)
+	if err != nil {
+		return nil, fmt.Errorf("open %s socket: %w", proto, err)
+	}
+	s.fd = fd
+	if s.v6 {
+		s.dst = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}
+	} else {
+		s.dst = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}
+	}
+	if proto == ProtoICMP {
+		s.dst = &unix.SockaddrInet4{Addr: dst.Addr().Unmap().As4()}
+	}
+	fail := func(what string, err error) (*sock, error) {
+		unix.Close(fd)
+		return nil, fmt.Errorf("%s on %s socket: %w", what, proto, err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags); err != nil {
+		return fail("set SO_TIMESTAMPING", err)
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUFFORCE, rcvBuf); err != nil {
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_RCVBUF, rcvBuf); err != nil {
+			return fail("set SO_RCVBUF", err)
+		}
+	}
+	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, rcvBuf); err != nil {
+		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, rcvBuf)
+	}
+	if proto == ProtoUDP {
+		if err := unix.Connect(fd, s.dst); err != nil {
+			return fail("connect", err)
+		}
+	}
+	s.file = os.NewFile(uintptr(fd), "rtt-"+proto)
+	s.raw, err = s.file.SyscallConn()
+	if err != nil {
+		s.file.Close()
+		return nil, fmt.Errorf("register %s socket: %w", proto, err)
+	}
+	return s, nil
+}
+
+// Close closes the socket.
+func (s *sock) Close() error { return s.file.Close() }
+
+// send sends one echo message on the non-blocking socket directly (not through the poller's
+// fd lock: the sender is the socket's only writer, and Close waits for it). It returns
+// unix.EAGAIN when the socket's send buffer is full.
+func (s *sock) send(msg []byte) error {
+	if s.proto == ProtoUDP {
+		_, err := unix.Write(s.fd, msg)
+		return err
+	}
+	return unix.Sendto(s.fd, msg, 0, s.dst)
+}
+
+// message returns the buffer for echoes of size bytes above IP: ICMP header and payload for
+// icmp, the payload alone for udp (the kernel adds the UDP header).
+func message(proto string, size int) []byte {
+	if proto == ProtoUDP {
+		return make([]byte, size-header)
+	}
+	return make([]byte, size)
+}
+
+// encode writes echo seq of run id into msg (from message).
+func encode(msg []byte, proto string, id uint32, seq uint64) {
+	p := msg
+	if proto == ProtoICMP {
+		p = msg[header:]
+	}
+	copy(p[0:4], magic[:])
+	binary.BigEndian.PutUint32(p[4:8], id)
+	binary.BigEndian.PutUint64(p[8:16], seq)
+	if proto != ProtoICMP {
+		return
+	}
+	msg[0], msg[1] = 8, 0 // echo request
+	msg[2], msg[3] = 0, 0
+	binary.BigEndian.PutUint16(msg[4:6], uint16(id))
+	binary.BigEndian.PutUint16(msg[6:8], uint16(seq))
+	binary.BigEndian.PutUint16(msg[2:4], checksum(msg))
+}
+
+// checksum is the Internet checksum (RFC 1071).
+func checksum(b []byte) uint16 {
+	var sum uint32
+	for i := 0; i+1 < len(b); i += 2 {
+		sum += uint32(b[i])<<8 | uint32(b[i+1])
+	}
+	if len(b)%2 == 1 {
+		sum += uint32(b[len(b)-1]) << 8
+	}
+	for sum > 0xffff {
+		sum = sum>>16 + sum&0xffff
+	}
+	return ^uint16(sum)
+}
+
+// reply is what parse found in a received datagram.
+type reply int
+
+const (
+	replyOther reply = iota // not ours
+	replyEcho               // our echo came back
+	replyError              // an ICMP error about one of our echoes
+)
+
+// parse reads a received datagram: a raw ICMP socket's includes the IPv4 header, a UDP
+// socket's is the payload alone. It returns what the datagram is and, for echoes and errors,
+// the sequence number.
+func parse(b []byte, proto string, id uint32) (reply, uint64) {
+	if proto == ProtoUDP {
+		if seq, ok := ours(b, id); ok {
+			return replyEcho, seq
+		}
+		return replyOther, 0
+	}
+	if len(b) < 20 {
+		return replyOther, 0
+	}
+	ihl := int(b[0]&0x0f) * 4
+	if len(b) < ihl+header {
+		return replyOther, 0
+	}
+	icmp := b[ihl:]
+	switch icmp[0] {
+	case 0: // echo reply
+		if binary.BigEndian.Uint16(icmp[4:6]) != uint16(id) {
+			return replyOther, 0
+		}
+		if seq, ok := ours(icmp[header:], id); ok {
+			return replyEcho, seq
+		}
+	case 3, 11, 12: // unreachable, time exceeded, parameter problem: quote our echo request
+		inner := icmp[header:]
+		if len(inner) < 20 {
+			return replyOther, 0
+		}
+		iihl := int(inner[0]&0x0f) * 4
+		if len(inner) >= iihl+header && inner[9] == unix.IPPROTO_ICMP && inner[iihl] == 8 &&
+			binary.BigEndian.Uint16(inner[iihl+4:iihl+6]) == uint16(id) {
+			return replyError, uint64(binary.BigEndian.Uint16(inner[iihl+6 : iihl+8]))
+		}
+	}
+	return replyOther, 0
+}
+
+// ours checks the probe's own payload and returns its sequence number.
+func ours(p []byte, id uint32) (uint64, bool) {
+	if len(p) < payloadLen || [4]byte(p[0:4]) != magic || binary.BigEndian.Uint32(p[4:8]) != id {
+		return 0, false
+	}
+	return binary.BigEndian.Uint64(p[8:16]), true
+}
+
+// rxStamp returns the software RX timestamp (ns since the epoch) in a received message's
+// control data, or 0.
+func rxStamp(oob []byte) int64 {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0
+	}
+	for _, m := range msgs {
+		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING {
+			if ts, ok := timestamping(m.Data); ok {
+				return ts
+			}
+		}
+	}
+	return 0
+}
+
+// txStamp reads one message of the error queue: a TX timestamp with its key (the number of
+// the send on this socket, counted from 0) and whether it is the device-layer (SCHED) stamp
+// rather than the driver's. ok is false for anything else.
+func txStamp(oob []byte) (key uint32, ns int64, sched, ok bool) {
+	msgs, err := unix.ParseSocketControlMessage(oob)
+	if err != nil {
+		return 0, 0, false, false
+	}
+	var haveKey bool
+	for _, m := range msgs {
+		switch {
+		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING:
+			ns, ok = timestamping(m.Data)
+		case (m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) ||
+			(m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR):
+			if len(m.Data) < int(unsafe.Sizeof(unix.SockExtendedErr{})) {
+				continue
+			}
+			ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
+			if ee.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && ee.Errno == uint32(unix.ENOMSG) &&
+				(ee.Info == unix.SCM_TSTAMP_SND || ee.Info == unix.SCM_TSTAMP_SCHED) {
+				key, sched, haveKey = ee.Data, ee.Info == unix.SCM_TSTAMP_SCHED, true
+			}
+		}
+	}
+	return key, ns, sched, ok && haveKey
+}
+
+// timestamping reads struct scm_timestamping: the software stamp is the first of three.
+func timestamping(b []byte) (int64, bool) {
+	if len(b) < int(unsafe.Sizeof(unix.ScmTimestamping{})) {
+		return 0, false
+	}
+	ts := (*unix.ScmTimestamping)(unsafe.Pointer(&b[0]))
+	ns := ts.Ts[0].Nano()
+	return ns, ns != 0
+}
+
+// errAgain reports whether err means "try again later".
+func errAgain(err error) bool {
+	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOBUFS)
+}

@@ -1,0 +1,166 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/netip"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// transparentLab generates a one-host transparent lab: client and server, and the given
+// functions (one-armed) in one symmetric chain for all TCP from the client.
+func transparentLab(name string, kinds []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nsteering: transparent\nendpoints: {client: {kind: client}, server: {kind: server}}\n", name)
+	if len(kinds) == 0 {
+		return b.String()
+	}
+	b.WriteString("functions:\n")
+	var pairs, groups, hops []string
+	for i, k := range kinds {
+		f := fmt.Sprintf("f%d", i+1)
+		params := ""
+		if k == spec.KindFirewall {
+			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
+		}
+		fmt.Fprintf(&b, "  %s: {kind: %s%s}\n", f, k, params)
+		pairs = append(pairs, fmt.Sprintf("  p%d: {ingress: %s.eth0, egress: %s.eth0}", i+1, f, f))
+		groups = append(groups, fmt.Sprintf("  g%d: {port_pairs: [p%d]}", i+1, i+1))
+		hops = append(hops, fmt.Sprintf("g%d", i+1))
+	}
+	fmt.Fprintf(&b, "port_pairs:\n%s\nport_pair_groups:\n%s\n", strings.Join(pairs, "\n"), strings.Join(groups, "\n"))
+	b.WriteString("flow_classifiers: {tcp: {protocol: tcp, logical_source_port: client.eth0, logical_destination_port: server.eth0}}\n")
+	fmt.Fprintf(&b, "port_chains: {c: {flow_classifiers: [tcp], port_pair_groups: [%s], symmetric: true}}\n", strings.Join(hops, ", "))
+	return b.String()
+}
+
+// routedLab is the same chain with routed steering.
+func routedLab(name string, kinds []string) string {
+	var b strings.Builder
+	fmt.Fprintf(&b, "name: %s\nendpoints: {client: {}, server: {}}\n", name)
+	var hops []string
+	if len(kinds) > 0 {
+		b.WriteString("functions:\n")
+	}
+	for i, k := range kinds {
+		params := ""
+		if k == spec.KindFirewall {
+			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
+		}
+		fmt.Fprintf(&b, "  f%d: {kind: %s%s}\n", i+1, k, params)
+		hops = append(hops, fmt.Sprintf("f%d", i+1))
+	}
+	fmt.Fprintf(&b, "chains: [{from: client, to: server, hops: [%s]}]\n", strings.Join(hops, ", "))
+	return b.String()
+}
+
+// tcpRate deploys a lab, runs a 2 s single-stream iperf3 from client to server, destroys the
+// lab and returns the receiver's bit rate.
+func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	if err != nil {
+		b.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
+		b.Fatal(err)
+	}
+	defer func() {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil {
+			b.Error(err)
+		}
+	}()
+	var target netip.Addr
+	if p.Transparent != nil {
+		target = p.Transparent.Node("server").Ports[0].Address.Addr()
+	} else {
+		target = p.Chains[0].Target
+	}
+	server, err := d.Node(p, "server")
+	if err != nil {
+		b.Fatal(err)
+	}
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-1"}, filepath.Join(b.TempDir(), "iperf3.log")); err != nil {
+		b.Fatal(err)
+	}
+	client, err := d.Node(p, "client")
+	if err != nil {
+		b.Fatal(err)
+	}
+	var out []byte
+	for try := 0; try < 30; try++ {
+		out, err = client.Output(context.Background(), nil, "iperf3", "-c", target.String(), "-t", "2", "-J")
+		if err == nil {
+			break
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatalf("iperf3 in %s: %v\n%s", p.Lab, err, out)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatal(err)
+	}
+	return res.End.SumReceived.BitsPerSecond
+}
+
+// BenchmarkSteeringThroughput runs, interleaved in one run, single-stream TCP through: the
+// routed baseline (client and server on one veth pair), the transparent baseline (both on a
+// bridge with steering attached, no chain), 1 forwarder, 6 forwarders and a stateful
+// nftables firewall, each transparent and routed. It reports every scenario's throughput as
+// a ratio of the routed baseline measured in the same iteration (run under the suite lock:
+// other load makes absolute figures noisy).
+func BenchmarkSteeringThroughput(b *testing.B) {
+	requireRoot(b)
+	if testing.Short() {
+		b.Skip("steering benchmarks build real namespaces")
+	}
+	fwd6 := []string{"forwarder", "forwarder", "forwarder", "forwarder", "forwarder", "forwarder"}
+	scenarios := []struct{ name, yaml string }{
+		{"baseline", routedLab("steer-b-base", nil)},
+		{"t-0", transparentLab("steer-b-t0", nil)},
+		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"})},
+		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"})},
+		{"t-fwd6", transparentLab("steer-b-t6", fwd6)},
+		{"r-fwd6", routedLab("steer-b-r6", fwd6)},
+		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"})},
+		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"})},
+	}
+	d := &Deployer{Journal: journal.Journal{Root: b.TempDir()}}
+	ratio := map[string]float64{}
+	base := 0.0
+	for i := 0; i < b.N; i++ {
+		var rb float64
+		for _, s := range scenarios {
+			r := tcpRate(b, d, s.yaml)
+			if s.name == "baseline" {
+				rb = r
+				base += r
+				continue
+			}
+			ratio[s.name] += r / rb
+		}
+	}
+	b.ReportMetric(base/float64(b.N)/1e9, "baseline-Gbit/s")
+	for _, s := range scenarios[1:] {
+		b.ReportMetric(ratio[s.name]/float64(b.N), s.name+"/base")
+	}
+}

@@ -1,0 +1,220 @@
+package deploy
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/sfc"
+	"github.com/sfclab/sfclab/steer"
+)
+
+// topology turns a transparent plan into what package hosts builds.
+func topology(p *plan.Plan) *hosts.Topology {
+	t := p.Transparent
+	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true}
+	for _, h := range t.Hosts {
+		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay})
+	}
+	for _, n := range t.Networks {
+		topo.Networks = append(topo.Networks, hosts.Network{Name: n.Name, Bridge: n.Bridge, VNI: n.VNI})
+	}
+	for _, n := range t.Nodes {
+		hn := hosts.Node{Name: n.Name, Host: n.Host}
+		for _, pt := range n.Ports {
+			hn.Ports = append(hn.Ports, hosts.Port{Ifname: pt.Ifname, HostIf: pt.HostIf, Network: pt.Network, Addr: pt.Address})
+		}
+		topo.Nodes = append(topo.Nodes, hn)
+	}
+	return topo
+}
+
+// steering builds a transparent lab's hosts and ports, makes functions bumps in the wire,
+// loads the steering programs, attaches them to every port and fills the maps.
+func (b *build) steering(ctx context.Context) error {
+	p := b.p
+	t := p.Transparent
+	if p.Runtime != "" && p.Runtime != "netns" {
+		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: netns)", p.Runtime)
+	}
+	built, err := hosts.Build(topology(p), b.undo)
+	if built != nil {
+		defer built.Close()
+	}
+	if err != nil {
+		return err
+	}
+	for _, n := range t.Nodes {
+		ns := built.NS[n.Netns]
+		for _, pt := range n.Ports {
+			for _, kv := range [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}, {"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"}} {
+				if err := ns.SetSysctl(kv[0], kv[1]); err != nil {
+					return fmt.Errorf("node %s: %w", n.Name, err)
+				}
+			}
+		}
+		if len(n.Ways) == 0 {
+			continue
+		}
+		var ways []hosts.Pair
+		for _, w := range n.Ways {
+			ways = append(ways, hosts.Pair{In: w[0], Out: w[1]})
+		}
+		if err := hosts.Forward(n.Netns, ways, true); err != nil {
+			return err
+		}
+	}
+	var ids []uint32
+	for _, h := range t.Hosts {
+		ids = append(ids, h.ID)
+	}
+	b.undo.Push("unpin steering maps", func() error { return steer.Unpin(p.Lab) })
+	dp, err := steer.Load(p.Lab, ids)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	bind := map[string]sfc.Binding{}
+	for _, n := range t.Nodes {
+		h := t.Host(n.Host)
+		for _, pt := range n.Ports {
+			idx, _, err := hosts.LinkOf(h.Netns, pt.HostIf)
+			if err != nil {
+				return err
+			}
+			_, mac, err := hosts.LinkOf(n.Netns, pt.Ifname)
+			if err != nil {
+				return err
+			}
+			bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}
+			if err := dp.AttachPort(h.Netns, h.ID, pt.HostIf); err != nil {
+				return err
+			}
+		}
+	}
+	if len(t.Hosts) > 1 {
+		for _, h := range t.Hosts {
+			idx, _, err := hosts.LinkOf(h.Netns, hosts.SteerDev)
+			if err != nil {
+				return err
+			}
+			if err := dp.SetTunnel(h.ID, h.Underlay.Addr(), uint32(idx)); err != nil {
+				return err
+			}
+			if err := dp.AttachTunnel(h.Netns, h.ID, hosts.SteerDev); err != nil {
+				return err
+			}
+		}
+	}
+	tab, err := sfc.Compile(t.Model, bind)
+	if err != nil {
+		return fmt.Errorf("compile chains: %w", err)
+	}
+	return dp.Apply(tab)
+}
+
+// unpinSteering removes a lab's pinned steering maps (its programs went with its host
+// namespaces); nothing pinned is not an error.
+func unpinSteering(lab string) error {
+	if err := steer.Unpin(lab); err != nil && !errors.Is(err, steer.ErrNotLoaded) {
+		return err
+	}
+	return nil
+}
+
+// SteeringInfo is a transparent lab's data plane as `sfclab inspect` shows it.
+type SteeringInfo struct {
+	Classifiers []string   `json:"classifiers"`
+	Paths       []PathInfo `json:"paths"`
+	// Picks are the instances groups chose for the flows they saw last (newest few thousand
+	// kept by an LRU map; at most MaxPicksShown listed).
+	Picks []PickInfo `json:"picks"`
+	Error string     `json:"error,omitempty"`
+}
+
+// PathInfo is one direction of a chain with per-hop packet counters: Packets[i] went into
+// hop i, the last entry left the path to its destination.
+type PathInfo struct {
+	ID      uint32   `json:"id"`
+	Chain   string   `json:"chain"`
+	Dir     string   `json:"direction"`
+	Hops    []string `json:"hops"`
+	Packets []uint64 `json:"packets"`
+	Bytes   []uint64 `json:"bytes"`
+}
+
+// PickInfo is one group's choice for one flow.
+type PickInfo struct {
+	Group    string `json:"group"`
+	Flow     string `json:"flow"`
+	Instance string `json:"instance"`
+}
+
+// MaxPicksShown bounds the picks inspect lists.
+const MaxPicksShown = 20
+
+func inspectSteering(p *plan.Plan) *SteeringInfo {
+	t := p.Transparent
+	si := &SteeringInfo{}
+	for _, fc := range t.Model.FlowClassifiers {
+		si.Classifiers = append(si.Classifiers, fmt.Sprintf("%s: %s", fc.Name, plan.ClassifierText(fc)))
+	}
+	tab, err := sfc.Compile(t.Model, nil) // ids depend on the model only
+	if err != nil {
+		si.Error = err.Error()
+		return si
+	}
+	dp, err := steer.Open(p.Lab)
+	if err != nil {
+		si.Error = err.Error()
+		return si
+	}
+	defer dp.Close()
+	cs, err := dp.Counters()
+	if err != nil {
+		si.Error = err.Error()
+		return si
+	}
+	type key struct{ path, hop uint32 }
+	pk, by := map[key]uint64{}, map[key]uint64{}
+	for _, c := range cs {
+		pk[key{c.Path, c.Hop}], by[key{c.Path, c.Hop}] = c.Packets, c.Bytes
+	}
+	groupName, pairName := map[uint32]string{}, map[uint32]string{}
+	for _, g := range tab.Groups {
+		groupName[g.ID] = g.Name
+	}
+	for _, pp := range tab.Pairs {
+		pairName[pp.ID] = pp.Name
+	}
+	for _, pa := range tab.Paths {
+		pi := PathInfo{ID: pa.ID, Chain: pa.Chain, Dir: "forward"}
+		if pa.Flags&sfc.PathReverse != 0 {
+			pi.Dir = "reverse"
+		}
+		for i := 0; i <= len(pa.Groups); i++ {
+			if i < len(pa.Groups) {
+				pi.Hops = append(pi.Hops, groupName[pa.Groups[i]])
+			} else {
+				pi.Hops = append(pi.Hops, "(out)")
+			}
+			pi.Packets = append(pi.Packets, pk[key{pa.ID, uint32(i)}])
+			pi.Bytes = append(pi.Bytes, by[key{pa.ID, uint32(i)}])
+		}
+		si.Paths = append(si.Paths, pi)
+	}
+	picks, err := dp.Picks()
+	if err != nil {
+		si.Error = err.Error()
+		return si
+	}
+	for _, pk := range picks {
+		if len(si.Picks) >= MaxPicksShown {
+			break
+		}
+		si.Picks = append(si.Picks, PickInfo{Group: groupName[pk.Group], Flow: pk.Flow.String(), Instance: pairName[pk.Pair]})
+	}
+	return si
+}

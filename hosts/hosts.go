@@ -1,0 +1,329 @@
+// Package hosts builds emulated hosts for transparent steering: each host is a network
+// namespace that owns one Linux bridge per L2 network; every port of an endpoint or function
+// instance is a veth whose host-side end sits on its network's bridge (steering attaches
+// there). With several hosts, an underlay namespace holds a bridge joining the hosts; each
+// host has a VXLAN device per network (VNI = network id, head-end replication to every other
+// host) and one collect_md VXLAN device for steering (eBPF sets the tunnel key). Node
+// interfaces get MTU 1450 so the 50-byte VXLAN overhead never fragments silently.
+package hosts
+
+import (
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/vishvananda/netlink"
+	"github.com/vishvananda/netns"
+)
+
+// Ports on the underlay: plain networks and the steering tunnel.
+const (
+	NetworkVXLANPort = 4789
+	SteerVXLANPort   = 4790
+	// VXLANOverhead is what VXLAN over IPv4 adds to a frame.
+	VXLANOverhead = 50
+	// SteerDev is the name of a host's collect_md VXLAN device.
+	SteerDev = "vxsteer"
+	// UnderlayDev is a host's interface on the underlay.
+	UnderlayDev = "ul0"
+)
+
+// Undo collects the inverse of every step done.
+type Undo interface {
+	Push(what string, fn func() error)
+}
+
+// Topology is what to build.
+type Topology struct {
+	Lab      string
+	Hosts    []Host
+	Networks []Network
+	Nodes    []Node
+	// NodesExist: the nodes' namespaces were created by a runtime; Build only adds their ports.
+	NodesExist bool
+}
+
+// Host is one emulated host.
+type Host struct {
+	Name string
+	ID   uint32
+	// Underlay is the host's address on the underlay (only used with several hosts).
+	Underlay netip.Prefix
+}
+
+// Network is one L2 network present on every host.
+type Network struct {
+	Name   string
+	Bridge string // bridge name in each host namespace
+	VNI    uint32 // VXLAN id between hosts
+}
+
+// Node is an endpoint or function instance.
+type Node struct {
+	Name  string
+	Host  string
+	Ports []Port
+}
+
+// Port is one interface of a node on a network.
+type Port struct {
+	Ifname  string // inside the node
+	HostIf  string // the host-side end, on the network's bridge
+	Network string
+	Addr    netip.Prefix
+	MAC     net.HardwareAddr // nil: kernel-chosen
+}
+
+// NetnsName is the namespace of a node or host of a lab.
+func NetnsName(lab, node string) string { return "sfc." + lab + "." + node }
+
+// HostNetns is the namespace of an emulated host.
+func HostNetns(lab, host string) string { return NetnsName(lab, "host-"+host) }
+
+// UnderlayNetns is the namespace holding the underlay bridge.
+func UnderlayNetns(lab string) string { return NetnsName(lab, "underlay") }
+
+// MTU is the MTU of node interfaces: 1500, or 1450 when VXLAN joins several hosts.
+func (t *Topology) MTU() int {
+	if len(t.Hosts) > 1 {
+		return 1500 - VXLANOverhead
+	}
+	return 1500
+}
+
+// Built is what Build created, by name.
+type Built struct {
+	// NS holds the open namespaces: hosts by HostNetns, nodes by NetnsName. Close with Close.
+	NS map[string]*netdev.NS
+}
+
+// Close closes every namespace handle (the namespaces stay).
+func (b *Built) Close() {
+	for _, n := range b.NS {
+		n.Close()
+	}
+}
+
+// Build creates namespaces, bridges, veths and (with several hosts) the underlay and VXLAN
+// devices. Every step pushes its undo.
+func Build(t *Topology, undo Undo) (*Built, error) {
+	b := &Built{NS: map[string]*netdev.NS{}}
+	open := func(name string) (*netdev.NS, error) {
+		if err := netdev.CreateNetns(name); err != nil {
+			return nil, err
+		}
+		undo.Push("delete netns "+name, func() error { return netdev.DeleteNetns(name) })
+		ns, err := netdev.OpenNS(name)
+		if err != nil {
+			return nil, err
+		}
+		b.NS[name] = ns
+		return ns, nil
+	}
+	hostNS := map[string]*netdev.NS{}
+	for _, h := range t.Hosts {
+		ns, err := open(HostNetns(t.Lab, h.Name))
+		if err != nil {
+			return b, fmt.Errorf("build host %s: %w", h.Name, err)
+		}
+		hostNS[h.Name] = ns
+		for _, n := range t.Networks {
+			if err := ns.AddBridge(n.Bridge); err != nil {
+				return b, fmt.Errorf("build host %s: %w", h.Name, err)
+			}
+			if err := ns.SetUp(n.Bridge); err != nil {
+				return b, fmt.Errorf("build host %s: %w", h.Name, err)
+			}
+		}
+	}
+	if len(t.Hosts) > 1 {
+		if err := buildUnderlay(t, hostNS, open); err != nil {
+			return b, err
+		}
+	}
+	mtu := t.MTU()
+	for _, nd := range t.Nodes {
+		hn, ok := hostNS[nd.Host]
+		if !ok {
+			return b, fmt.Errorf("build node %s: host %q: %w", nd.Name, nd.Host, ErrNoHost)
+		}
+		var ns *netdev.NS
+		var err error
+		if t.NodesExist {
+			ns, err = netdev.OpenNS(NetnsName(t.Lab, nd.Name))
+			if err == nil {
+				b.NS[NetnsName(t.Lab, nd.Name)] = ns
+			}
+		} else {
+			ns, err = open(NetnsName(t.Lab, nd.Name))
+		}
+		if err != nil {
+			return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+		}
+		for _, p := range nd.Ports {
+			br := ""
+			for _, n := range t.Networks {
+				if n.Name == p.Network {
+					br = n.Bridge
+				}
+			}
+			if br == "" {
+				return b, fmt.Errorf("build port %s.%s: unknown network %q", nd.Name, p.Ifname, p.Network)
+			}
+			if err := ns.AddVeth(p.Ifname, hn, p.HostIf, mtu); err != nil {
+				return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+			}
+			if p.MAC != nil {
+				if err := setMAC(NetnsName(t.Lab, nd.Name), p.Ifname, p.MAC); err != nil {
+					return b, err
+				}
+			}
+			steps := []func() error{
+				func() error { return hn.SetMaster(p.HostIf, br) },
+				func() error { return hn.SetUp(p.HostIf) },
+				func() error { return ns.SetUp(p.Ifname) },
+			}
+			if p.Addr.IsValid() {
+				steps = append(steps, func() error { return ns.AddAddr(p.Ifname, p.Addr) })
+			}
+			for _, s := range steps {
+				if err := s(); err != nil {
+					return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+				}
+			}
+		}
+	}
+	return b, nil
+}
+
+func buildUnderlay(t *Topology, hostNS map[string]*netdev.NS, open func(string) (*netdev.NS, error)) error {
+	ul, err := open(UnderlayNetns(t.Lab))
+	if err != nil {
+		return fmt.Errorf("build underlay: %w", err)
+	}
+	if err := ul.AddBridge("ul"); err != nil {
+		return fmt.Errorf("build underlay: %w", err)
+	}
+	if err := ul.SetUp("ul"); err != nil {
+		return fmt.Errorf("build underlay: %w", err)
+	}
+	for i, h := range t.Hosts {
+		hn := hostNS[h.Name]
+		peer := fmt.Sprintf("ul-%d", i)
+		if err := hn.AddVeth(UnderlayDev, ul, peer, 1500); err != nil {
+			return fmt.Errorf("build underlay: %w", err)
+		}
+		for _, s := range []func() error{
+			func() error { return ul.SetMaster(peer, "ul") },
+			func() error { return ul.SetUp(peer) },
+			func() error { return hn.SetUp(UnderlayDev) },
+			func() error { return hn.AddAddr(UnderlayDev, h.Underlay) },
+		} {
+			if err := s(); err != nil {
+				return fmt.Errorf("build underlay: %w", err)
+			}
+		}
+		if err := vxlans(t, h, HostNetns(t.Lab, h.Name), hn); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// vxlans creates a host's per-network VXLAN devices (flooding to every other host) and its
+// collect_md steering device.
+// Equivalent to: ip link add vx-N type vxlan id VNI local ADDR dstport 4789 dev ul0;
+// bridge fdb append 00:00:00:00:00:00 dev vx-N dst OTHER; ip link add vxsteer type vxlan external dstport 4790
+func vxlans(t *Topology, h Host, nsName string, hn *netdev.NS) error {
+	hd, err := handleIn(nsName)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: %w", h.Name, err)
+	}
+	defer hd.Close()
+	ulLink, err := hd.LinkByName(UnderlayDev)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: %w", h.Name, err)
+	}
+	for i, n := range t.Networks {
+		name := fmt.Sprintf("vx%d", i)
+		vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: 1500 - VXLANOverhead},
+			VxlanId: int(n.VNI), SrcAddr: h.Underlay.Addr().AsSlice(), Port: NetworkVXLANPort,
+			VtepDevIndex: ulLink.Attrs().Index, Learning: true}
+		if err := hd.LinkAdd(vx); err != nil {
+			return fmt.Errorf("build vxlan %s on %s: %w", name, h.Name, err)
+		}
+		link, err := hd.LinkByName(name)
+		if err != nil {
+			return fmt.Errorf("build vxlan %s on %s: %w", name, h.Name, err)
+		}
+		for _, o := range t.Hosts {
+			if o.Name == h.Name {
+				continue
+			}
+			fdb := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlinkAFBridge, State: netlink.NUD_PERMANENT,
+				Flags: netlink.NTF_SELF, IP: o.Underlay.Addr().AsSlice(), HardwareAddr: make(net.HardwareAddr, 6)}
+			if err := hd.NeighAppend(fdb); err != nil {
+				return fmt.Errorf("build vxlan %s on %s: flood to %s: %w", name, h.Name, o.Name, err)
+			}
+		}
+		if err := hn.SetMaster(name, n.Bridge); err != nil {
+			return err
+		}
+		if err := hn.SetUp(name); err != nil {
+			return err
+		}
+	}
+	steer := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: SteerDev, MTU: 1500 - VXLANOverhead},
+		FlowBased: true, Port: SteerVXLANPort}
+	if err := hd.LinkAdd(steer); err != nil {
+		return fmt.Errorf("build vxlan %s on %s: %w", SteerDev, h.Name, err)
+	}
+	return hn.SetUp(SteerDev)
+}
+
+const netlinkAFBridge = 7 // AF_BRIDGE
+
+func handleIn(nsName string) (*netlink.Handle, error) {
+	fd, err := netns.GetFromName(nsName)
+	if err != nil {
+		return nil, err
+	}
+	defer fd.Close()
+	return netlink.NewHandleAt(fd)
+}
+
+func setMAC(nsName, ifname string, mac net.HardwareAddr) error {
+	h, err := handleIn(nsName)
+	if err != nil {
+		return fmt.Errorf("set mac of %s/%s: %w", nsName, ifname, err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		return fmt.Errorf("set mac of %s/%s: %w", nsName, ifname, err)
+	}
+	if err := h.LinkSetHardwareAddr(l, mac); err != nil {
+		return fmt.Errorf("set mac of %s/%s: %w", nsName, ifname, err)
+	}
+	return nil
+}
+
+// LinkOf returns a link's ifindex and MAC in a namespace.
+// Equivalent to: ip -n NS -o link show IF
+func LinkOf(nsName, ifname string) (int, net.HardwareAddr, error) {
+	h, err := handleIn(nsName)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read link %s/%s: %w", nsName, ifname, err)
+	}
+	defer h.Close()
+	l, err := h.LinkByName(ifname)
+	if err != nil {
+		return 0, nil, fmt.Errorf("read link %s/%s: %w", nsName, ifname, err)
+	}
+	return l.Attrs().Index, l.Attrs().HardwareAddr, nil
+}
+
+// ErrNoHost says a node names a host the topology lacks.
+var ErrNoHost = errors.New("unknown host")

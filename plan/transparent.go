@@ -1,0 +1,333 @@
+package plan
+
+import (
+	"fmt"
+	"io"
+	"net/netip"
+	"strings"
+	"text/tabwriter"
+
+	"github.com/sfclab/sfclab/sfc"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// UnderlayPool is where emulated hosts' underlay addresses come from (inside 198.18.0.0/15,
+// above the default segment pool's usual range).
+var UnderlayPool = netip.MustParsePrefix("198.19.254.0/24")
+
+// Transparent is the plan of a transparent-steering lab: emulated hosts, networks, nodes with
+// their ports, and the networking-sfc model compiled to data plane tables.
+type Transparent struct {
+	Hosts []*THost `json:"hosts"`
+	// Underlay is the namespace of the bridge joining the hosts ("" with one host).
+	Underlay string       `json:"underlay,omitempty"`
+	Networks []*TNetwork  `json:"networks"`
+	Nodes    []*TNode     `json:"nodes"`
+	Model    *sfc.Model   `json:"model"`
+	Tables   *sfc.Tables  `json:"-"`
+	Paths    []TPathShown `json:"paths"`
+}
+
+// THost is an emulated host: a namespace with a bridge per network.
+type THost struct {
+	Name     string       `json:"name"`
+	ID       uint32       `json:"id"`
+	Netns    string       `json:"netns"`
+	Underlay netip.Prefix `json:"underlay,omitzero"`
+}
+
+// TNetwork is an L2 network present on every host.
+type TNetwork struct {
+	Name   string       `json:"name"`
+	Bridge string       `json:"bridge"`
+	VNI    uint32       `json:"vni"`
+	Subnet netip.Prefix `json:"subnet"`
+}
+
+// TNode is an endpoint or a function instance.
+type TNode struct {
+	Name  string   `json:"name"`
+	Role  string   `json:"role"`
+	Kind  string   `json:"kind"`
+	Host  string   `json:"host"`
+	Netns string   `json:"netns"`
+	Ports []*TPort `json:"ports"`
+	// Ways are a function's ways through (ingress ifname, egress ifname) from its port pairs.
+	Ways [][2]string `json:"ways,omitempty"`
+	Run  []string    `json:"run,omitempty"`
+	// Function is what the kind needs to set itself up (its first port pair's ports).
+	Function *Function `json:"function,omitempty"`
+}
+
+// TPort is one port: a veth whose host-side end sits on its network's bridge.
+type TPort struct {
+	Name    string       `json:"name"` // NODE.IFNAME, the model's port name
+	Ifname  string       `json:"ifname"`
+	HostIf  string       `json:"host_if"`
+	Network string       `json:"network"`
+	Address netip.Prefix `json:"address"`
+}
+
+// TPathShown is a compiled path for people: chain, direction, hops by group.
+type TPathShown struct {
+	ID     uint32   `json:"id"`
+	Chain  string   `json:"chain"`
+	Dir    string   `json:"direction"`
+	Groups []string `json:"groups"`
+}
+
+// MTU is the MTU of node interfaces: 1450 when VXLAN joins several hosts (50 bytes of
+// overhead on a 1500-byte underlay), else the lab's.
+func (t *Transparent) MTU(labMTU int) int {
+	if len(t.Hosts) > 1 {
+		return min(labMTU, 1450)
+	}
+	return labMTU
+}
+
+// Node returns the named node, nil if none.
+func (t *Transparent) Node(name string) *TNode {
+	for _, n := range t.Nodes {
+		if n.Name == name {
+			return n
+		}
+	}
+	return nil
+}
+
+// Host returns the named host, nil if none.
+func (t *Transparent) Host(name string) *THost {
+	for _, h := range t.Hosts {
+		if h.Name == name {
+			return h
+		}
+	}
+	return nil
+}
+
+func (b *builder) transparent() {
+	lab := b.lab
+	t := &Transparent{}
+	b.plan.Transparent = t
+	for i, h := range lab.Hosts {
+		th := &THost{Name: h, ID: uint32(i + 1), Netns: NetnsName(lab.Name, "host-"+h)}
+		if len(lab.Hosts) > 1 {
+			a := UnderlayPool.Addr().As4()
+			a[3] = byte(i + 1)
+			th.Underlay = netip.PrefixFrom(netip.AddrFrom4(a), UnderlayPool.Bits())
+		}
+		t.Hosts = append(t.Hosts, th)
+	}
+	if len(lab.Hosts) > 1 {
+		t.Underlay = NetnsName(lab.Name, "underlay")
+	}
+	pool, _ := spec.ParsePrefix(lab.Addressing.Pool)
+	b.alloc = &allocator{pool: pool, bits: lab.Addressing.Prefix}
+	next := map[string]netip.Addr{}
+	for i, n := range lab.Networks {
+		subnet, err := b.alloc.next()
+		if err != nil {
+			b.bad(spec.Pos{}, "%v", err)
+			return
+		}
+		t.Networks = append(t.Networks, &TNetwork{Name: n, Bridge: "br-" + n, VNI: uint32(100 + i), Subnet: subnet})
+		next[n] = subnet.Addr().Next()
+	}
+	m, err := lab.SFCModel()
+	if err != nil {
+		b.bad(spec.Pos{}, "%v", err)
+		return
+	}
+	portNo := 0
+	addNode := func(name, role, kind, host string, ports map[string]string, run []string) *TNode {
+		n := &TNode{Name: name, Role: role, Kind: kind, Host: host, Netns: NetnsName(lab.Name, name), Run: run}
+		for _, ifn := range sortedNames(ports) {
+			portNo++
+			net := ports[ifn]
+			var subnet netip.Prefix
+			for _, tn := range t.Networks {
+				if tn.Name == net {
+					subnet = tn.Subnet
+				}
+			}
+			addr := next[net]
+			if !subnet.Contains(addr) || addr == lastHost(subnet) {
+				b.bad(spec.Pos{}, "network %s (%s) has no address left for %s.%s; use a larger addressing.prefix", net, subnet, name, ifn)
+				return n
+			}
+			next[net] = addr.Next()
+			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: fmt.Sprintf("p%d", portNo),
+				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits())})
+		}
+		t.Nodes = append(t.Nodes, n)
+		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts.
+		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: name, Instance: 1,
+			Weight: 1, Netns: n.Netns, Run: run})
+		return n
+	}
+	for _, name := range sortedNames(lab.Endpoints) {
+		e := lab.Endpoints[name]
+		role := RoleServer
+		if e.Kind == spec.EndpointClient {
+			role = RoleClient
+		}
+		n := addNode(name, role, e.Kind, e.Host, e.Ports, e.Run)
+		if e.Kind == spec.EndpointHTTPServer && len(n.Ports) > 0 {
+			n.Function = &Function{Kind: e.Kind, Params: e.HTTP, Ingress: n.Ports[0].Ifname, Egress: n.Ports[0].Ifname,
+				IngressAddr: n.Ports[0].Address.Addr(), EgressAddr: n.Ports[0].Address.Addr()}
+			b.plan.Node(name).Function = n.Function
+		}
+	}
+	for _, name := range sortedNames(lab.Functions) {
+		f := lab.Functions[name]
+		n := addNode(name, RoleFunction, f.Kind, f.Host, f.Ports, nil)
+		for _, pp := range m.PortPairs {
+			in, inIf, _ := strings.Cut(pp.Ingress, ".")
+			_, outIf, _ := strings.Cut(pp.Egress, ".")
+			if in == name && f.Kind != spec.KindTap {
+				n.Ways = append(n.Ways, [2]string{inIf, outIf})
+			}
+		}
+		if len(n.Ports) > 0 {
+			in, out := n.Ports[0], n.Ports[len(n.Ports)-1]
+			if len(n.Ways) > 0 {
+				for _, p := range n.Ports {
+					if p.Ifname == n.Ways[0][0] {
+						in = p
+					}
+					if p.Ifname == n.Ways[0][1] {
+						out = p
+					}
+				}
+			}
+			n.Function = &Function{Kind: f.Kind, Params: f.Params, Ingress: in.Ifname, Egress: out.Ifname,
+				IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
+			b.plan.Node(name).Function = n.Function
+		}
+	}
+	for i := range m.Ports {
+		for _, n := range t.Nodes {
+			for _, p := range n.Ports {
+				if p.Name == m.Ports[i].Name {
+					m.Ports[i].IP = p.Address.Addr()
+				}
+			}
+		}
+	}
+	t.Model = m
+	tab, err := sfc.Compile(m, nil)
+	if err != nil {
+		b.bad(spec.Pos{}, "%v", err)
+		return
+	}
+	t.Tables = tab
+	groupName := map[uint32]string{}
+	for _, g := range tab.Groups {
+		groupName[g.ID] = g.Name
+	}
+	for _, p := range tab.Paths {
+		dir := "forward"
+		if p.Flags&sfc.PathReverse != 0 {
+			dir = "reverse"
+		}
+		var gs []string
+		for _, g := range p.Groups {
+			gs = append(gs, groupName[g])
+		}
+		t.Paths = append(t.Paths, TPathShown{ID: p.ID, Chain: p.Chain, Dir: dir, Groups: gs})
+	}
+}
+
+// writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.
+func (t *Transparent) writeText(w io.Writer, labMTU int) error {
+	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
+	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(labMTU))
+	for _, h := range t.Hosts {
+		ul := ""
+		if h.Underlay.IsValid() {
+			ul = "underlay " + h.Underlay.String()
+		}
+		fmt.Fprintf(tw, "  %s\tid %d\tnetns %s\t%s\n", h.Name, h.ID, h.Netns, ul)
+	}
+	if t.Underlay != "" {
+		fmt.Fprintf(tw, "  underlay netns %s, vxlan per network (udp 4789) + steering vxlan (collect_md, udp 4790)\n", t.Underlay)
+	}
+	fmt.Fprintf(tw, "\nnetworks (%d):\n", len(t.Networks))
+	for _, n := range t.Networks {
+		fmt.Fprintf(tw, "  %s\t%s\tbridge %s\tvni %d\n", n.Name, n.Subnet, n.Bridge, n.VNI)
+	}
+	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
+	for _, n := range t.Nodes {
+		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\tnetns %s\n", n.Name, n.Role, n.Kind, n.Host, n.Netns)
+		for _, p := range n.Ports {
+			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, p.HostIf)
+		}
+		for _, w := range n.Ways {
+			fmt.Fprintf(tw, "    forwards %s -> %s (and back)\n", w[0], w[1])
+		}
+		for _, r := range n.Run {
+			fmt.Fprintf(tw, "    run %s\n", r)
+		}
+	}
+	m := t.Model
+	fmt.Fprintf(tw, "\nflow classifiers (%d):\n", len(m.FlowClassifiers))
+	for _, fc := range m.FlowClassifiers {
+		fmt.Fprintf(tw, "  %s\t%s\n", fc.Name, ClassifierText(fc))
+	}
+	fmt.Fprintf(tw, "\nport pairs (%d):\n", len(m.PortPairs))
+	for _, pp := range m.PortPairs {
+		fmt.Fprintf(tw, "  %s\t%s -> %s\tweight %d\n", pp.Name, pp.Ingress, pp.Egress, max(pp.Weight, 1))
+	}
+	fmt.Fprintf(tw, "\nport pair groups (%d):\n", len(m.PortPairGroups))
+	for _, g := range m.PortPairGroups {
+		lb := g.LBFields
+		if len(lb) == 0 {
+			lb = sfc.DefaultLBFields
+		}
+		tap := ""
+		if g.TapEnabled {
+			tap = "\ttap"
+		}
+		fmt.Fprintf(tw, "  %s\t[%s]\tlb_fields %s%s\n", g.Name, strings.Join(g.PortPairs, " "), strings.Join(lb, "&"), tap)
+	}
+	fmt.Fprintf(tw, "\nport chains (%d), data plane paths:\n", len(m.PortChains))
+	for _, p := range t.Paths {
+		fmt.Fprintf(tw, "  %s\tpath %d %s\t%s\n", p.Chain, p.ID, p.Dir, strings.Join(p.Groups, " -> "))
+	}
+	for _, g := range m.ServiceGraphs {
+		for _, src := range sortedNames(g.PortChains) {
+			fmt.Fprintf(tw, "  graph %s\t%s -> %s\n", g.Name, src, strings.Join(g.PortChains[src], ", "))
+		}
+	}
+	return tw.Flush()
+}
+
+// ClassifierText renders a flow classifier on one line, as plans and inspect show it.
+func ClassifierText(fc sfc.FlowClassifier) string {
+	var s []string
+	et := fc.Ethertype
+	if et == "" {
+		et = "IPv4"
+	}
+	s = append(s, et)
+	if fc.Protocol != "" {
+		s = append(s, fc.Protocol)
+	}
+	if fc.SourceIPPrefix.IsValid() {
+		s = append(s, "from "+fc.SourceIPPrefix.String())
+	}
+	if fc.DestinationIPPrefix.IsValid() {
+		s = append(s, "to "+fc.DestinationIPPrefix.String())
+	}
+	if fc.SourcePortRangeMin != 0 {
+		s = append(s, fmt.Sprintf("sport %d-%d", fc.SourcePortRangeMin, fc.SourcePortRangeMax))
+	}
+	if fc.DestinationPortRangeMin != 0 {
+		s = append(s, fmt.Sprintf("dport %d-%d", fc.DestinationPortRangeMin, fc.DestinationPortRangeMax))
+	}
+	s = append(s, "at "+fc.LogicalSourcePort)
+	if fc.LogicalDestinationPort != "" {
+		s = append(s, "to port "+fc.LogicalDestinationPort)
+	}
+	return strings.Join(s, " ")
+}

@@ -1,0 +1,450 @@
+package report
+
+import (
+	"fmt"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/sfclab/sfclab/stats"
+)
+
+// Claim is one of a published study's own conclusions, checked against
+// this run by Check.
+type Claim struct {
+	// Text is the conclusion in the study's words, e.g. "the L4 proxy is
+	// the bottleneck".
+	Text string
+	// Check says whether the conclusion holds in this run's figures, with
+	// the figure or test behind it.
+	Check func(r *Report) ClaimResult
+}
+
+// Claim outcomes.
+const (
+	// Holds: this run's figures show the conclusion.
+	Holds = "holds"
+	// HoldsDirection: the effect goes the published way but its size is
+	// clearly different.
+	HoldsDirection = "holds in direction, not in size"
+	// NotShown: this run cannot tell (the CI includes no effect, or the
+	// figure is missing).
+	NotShown = "not shown by this run"
+	// DoesNotHold: this run's figures contradict the conclusion.
+	DoesNotHold = "does not hold"
+)
+
+// ClaimResult is the outcome of a Claim in this run.
+type ClaimResult struct {
+	// Outcome is Holds, HoldsDirection, NotShown or DoesNotHold.
+	Outcome string
+	// Evidence is the figure or test behind Outcome.
+	Evidence string
+}
+
+// Ratio is a scenario's figure over its baseline's for one metric,
+// computed on the repetitions both ran: the trials of one repetition run
+// the scenarios one after another, so the pairs share the machine's state.
+type Ratio struct {
+	// Scenario and Baseline are the two scenarios compared.
+	Scenario, Baseline string
+	// Pairs is the number of repetitions with a figure for both.
+	Pairs int
+	// Summary summarises the natural logarithms of the per-repetition
+	// ratios; with no pairs Summary.N is 0 and Value is the ratio of the
+	// means.
+	Summary stats.Summary
+	// Value is the headline ratio: the geometric mean of the per-repetition
+	// ratios, exp(Summary.Mean).
+	Value float64
+	// Low and High are the 95 % CI of Value: exp of the Student t CI of the
+	// log ratios (NaN with fewer than 2 pairs). Ratios are compared on the
+	// log scale so the CI is never negative and 2× and 0.5× weigh the same.
+	Low, High float64
+	// P is the two-sided Wilcoxon signed-rank p-value of the pairs (NaN
+	// when it cannot be run; PErr then says why).
+	P    float64
+	PErr string
+}
+
+// minWilcoxonPairs is the smallest number of pairs for which the exact
+// two-sided Wilcoxon signed-rank test can give p < 0.05 (n = 6: p = 2/64).
+const minWilcoxonPairs = 6
+
+func pairedRatio(s, base string, trialsS []int, xs []float64, trialsB []int, bs []float64) Ratio {
+	r := Ratio{Scenario: s, Baseline: base, Value: math.NaN(), Low: math.NaN(), High: math.NaN(), P: math.NaN()}
+	var ratios, px, pb []float64
+	for i, t := range trialsS {
+		j := slices.Index(trialsB, t)
+		if j < 0 || bs[j] <= 0 || xs[i] <= 0 {
+			continue
+		}
+		ratios = append(ratios, math.Log(xs[i]/bs[j]))
+		px, pb = append(px, xs[i]), append(pb, bs[j])
+	}
+	r.Pairs = len(ratios)
+	if r.Pairs == 0 {
+		if m := mean(bs); len(xs) > 0 && m != 0 {
+			r.Value = mean(xs) / m
+		}
+		r.PErr = "no repetition has both"
+		return r
+	}
+	r.Summary = stats.Summarize(ratios)
+	r.Value, r.Low, r.High = math.Exp(r.Summary.Mean), math.Exp(r.Summary.CI95Low), math.Exp(r.Summary.CI95High)
+	res, err := stats.WilcoxonSignedRank(px, pb)
+	if err != nil {
+		r.PErr = err.Error()
+	} else {
+		r.P = res.PValue
+	}
+	return r
+}
+
+// BaselineFor is the scenario s is compared with in the verdict: the report's baseline, or,
+// when s ran on another runtime than the baseline and the run has a scenario named
+// RUNTIME-BASELINE on s's runtime (netns-baseline), that one, so a ratio never mixes runtimes.
+func (r *Report) BaselineFor(s string) string {
+	rt, brt := r.Runtimes[s], r.Runtimes[r.Baseline]
+	if rt == "" || brt == "" || rt == brt {
+		return r.Baseline
+	}
+	if own := rt + "-" + r.Baseline; own != s && slices.Contains(r.Scenarios, own) && r.Runtimes[own] == rt {
+		return own
+	}
+	return r.Baseline
+}
+
+// ThroughputRatio is scenario s's per-trial throughput over its baseline's (BaselineFor).
+func (r *Report) ThroughputRatio(s string) (Ratio, bool) {
+	b := r.BaselineFor(s)
+	var row, base *ThroughputRow
+	for i := range r.Throughput {
+		switch r.Throughput[i].Scenario {
+		case s:
+			row = &r.Throughput[i]
+		case b:
+			base = &r.Throughput[i]
+		}
+	}
+	if row == nil || base == nil || len(row.Gbits) == 0 || len(base.Gbits) == 0 || s == b {
+		return Ratio{}, false
+	}
+	return pairedRatio(s, b, row.Trials, row.Gbits, base.Trials, base.Gbits), true
+}
+
+// LatencyRatio is scenario s's per-trial mean of metric (MetricPingRTT,
+// MetricTCPRTT, MetricTCPConnect) over its baseline's (BaselineFor).
+func (r *Report) LatencyRatio(metric, s string) (Ratio, bool) {
+	b := r.BaselineFor(s)
+	by := r.latTrials[metric]
+	if by == nil || s == b || len(by[s]) == 0 || len(by[b]) == 0 {
+		return Ratio{}, false
+	}
+	ts, xs := by[s].means()
+	tb, bs := by[b].means()
+	return pairedRatio(s, b, ts, xs, tb, bs), true
+}
+
+// CPUOf returns the CPU row of node in scenario s.
+func (r *Report) CPUOf(s, node string) (CPURow, bool) {
+	for _, row := range r.CPU {
+		if row.Scenario == s && row.Node == node && row.Total.N > 0 {
+			return row, true
+		}
+	}
+	return CPURow{}, false
+}
+
+// BusiestNode returns the node of scenario s with the most CPU time (user
+// plus system, its own cgroup).
+func (r *Report) BusiestNode(s string) (CPURow, bool) {
+	var best CPURow
+	found := false
+	for _, row := range r.CPU {
+		if row.Scenario == s && row.Total.N > 0 && (!found || row.Total.Mean > best.Total.Mean) {
+			best, found = row, true
+		}
+	}
+	return best, found
+}
+
+// Text describes the ratio against what: "0.76× baseline (paired
+// over 3 repetitions, 95 % CI [0.70, 0.82], Wilcoxon signed-rank p =
+// 0.250)".
+func (q Ratio) Text() string {
+	if math.IsNaN(q.Value) {
+		return "n/a"
+	}
+	s := fixed(q.Value, 2) + "× " + q.Baseline
+	if q.Summary.N == 0 {
+		return s + " (ratio of the means; no repetition has both, so no CI)"
+	}
+	s += " (geometric mean of " + plural2(q.Pairs, "paired repetition")
+	if !math.IsNaN(q.Low) {
+		s += ", 95 % CI " + ciRange(q.Low, q.High, 2)
+	}
+	if !math.IsNaN(q.P) {
+		s += ", Wilcoxon signed-rank " + pIs(q.P)
+	}
+	return s + ")"
+}
+
+// Excludes reports whether the ratio's CI lies wholly above (dir > 0) or
+// below (dir < 0) 1.
+func (q Ratio) Excludes(dir int) bool {
+	if q.Summary.N < 2 || math.IsNaN(q.Low) {
+		return false
+	}
+	if dir > 0 {
+		return q.Low > 1
+	}
+	return q.High < 1
+}
+
+func plural2(n int, word string) string {
+	return fmt.Sprintf("%d %s", n, plural(n, word, word+"s"))
+}
+
+// verdictSection opens the report: what was compared, the headline ratios
+// with their CIs, the bottleneck, failed trials and, for a study, the
+// published headline and the study's own conclusions.
+func (r *Report) verdictSection() section {
+	sec := section{id: "verdict", title: "Verdict", level: 2}
+	var others []string
+	for _, s := range r.Scenarios {
+		if s != r.Baseline {
+			others = append(others, s)
+		}
+	}
+	reps := 0
+	for _, c := range r.Trials {
+		reps = max(reps, c.OK+c.Failed)
+	}
+	named := func(ss []string) string {
+		out := make([]string, len(ss))
+		for i, s := range ss {
+			out[i] = s
+			if rt := r.Runtimes[s]; rt != "" {
+				out[i] += " (" + rt + ")"
+			}
+		}
+		return strings.Join(out, ", ")
+	}
+	what := fmt.Sprintf("Compared: %s", named(r.Scenarios))
+	if r.Baseline != "" && len(others) > 0 {
+		what = fmt.Sprintf("Compared: %s against the baseline scenario %s", named(others), named([]string{r.Baseline}))
+	}
+	what += fmt.Sprintf(", %s each; within a repetition the scenarios run one after another, so each is paired with the baseline of the same repetition.", plural2(reps, "repetition"))
+	for _, s := range others {
+		if b := r.BaselineFor(s); b != r.Baseline {
+			what += fmt.Sprintf(" Scenarios on %s are compared with %s, the baseline on their own runtime.", r.Runtimes[s], b)
+			break
+		}
+	}
+	if red := r.Run.Env["reduced"]; red != "" {
+		what += " Reduced from the study: " + red + "."
+	}
+	sec.blocks = append(sec.blocks, block{para: what})
+
+	var items []string
+	worst, worstRatio := "", math.Inf(1)
+	for _, s := range others {
+		if q, ok := r.ThroughputRatio(s); ok {
+			items = append(items, fmt.Sprintf("%s: throughput %s.", s, q.Text()))
+			if q.Value < worstRatio {
+				worst, worstRatio = s, q.Value
+			}
+		}
+	}
+	for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
+		for _, s := range others {
+			if q, ok := r.LatencyRatio(m, s); ok {
+				items = append(items, fmt.Sprintf("%s: %s %s.", s, latencyLabel(m), q.Text()))
+			}
+		}
+	}
+	items = append(items, r.trendItems()...)
+	httpItems, httpWorst := r.httpVerdict()
+	items = append(items, httpItems...)
+	if worst == "" {
+		worst = httpWorst
+	}
+	if b, ok := r.BusiestNode(worst); ok {
+		items = append(items, fmt.Sprintf("Bottleneck: %s in %s, the busiest node (%s cores, user+system of its own cgroup; kernel forwarding shows in host softirq instead).",
+			b.Node, worst, f2(b.Total.Mean)))
+	}
+	if n := len(r.Failed); n == 0 {
+		items = append(items, "Failed trials: none.")
+	} else {
+		var fs []string
+		for _, f := range r.Failed {
+			fs = append(fs, fmt.Sprintf("%s trial %d (%s)", f.Scenario, f.Trial, f.Status))
+		}
+		items = append(items, fmt.Sprintf("Failed trials: %d — %s; their samples are left out.", n, strings.Join(fs, ", ")))
+	}
+	if reps > 0 && reps < minWilcoxonPairs {
+		items = append(items, fmt.Sprintf("With %s no exact test can reach p < 0.05: the Wilcoxon signed-rank test on pairs needs at least %d repetitions (Mann-Whitney U at least 4 per side); run with --repetitions %d for a test that can.",
+			plural2(reps, "repetition"), minWilcoxonPairs, minWilcoxonPairs))
+	}
+	items = append(items, r.publishedHeadline()...)
+	sec.blocks = append(sec.blocks, block{list: items})
+
+	if c := r.Comparison; c != nil && len(c.Claims) > 0 {
+		var cl []string
+		for _, claim := range c.Claims {
+			res := claim.Check(r)
+			cl = append(cl, fmt.Sprintf("“%s” — %s: %s", claim.Text, res.Outcome, res.Evidence))
+		}
+		sec.blocks = append(sec.blocks, block{para: "The study's own conclusions, checked against this run:"}, block{list: cl})
+	}
+	return sec
+}
+
+func latencyLabel(metric string) string {
+	for _, m := range latencyMetrics {
+		if m.key == metric {
+			return m.label
+		}
+	}
+	return metric
+}
+
+// httpVerdict summarises the HTTP rows: per scenario, the range of the
+// per-request time changes against its baseline over the objects and
+// concurrencies measured, and the scenario with the largest change.
+func (r *Report) httpVerdict() (out []string, worst string) {
+	top := math.Inf(-1)
+	for _, s := range r.Scenarios {
+		lo, hi, n, base := math.Inf(1), math.Inf(-1), 0, ""
+		for _, row := range r.HTTP {
+			if row.Scenario != s || row.IsBaseline || math.IsNaN(row.Change) {
+				continue
+			}
+			lo, hi, n, base = math.Min(lo, row.Change), math.Max(hi, row.Change), n+1, row.Baseline
+		}
+		if n > 0 {
+			if n == 1 {
+				out = append(out, fmt.Sprintf("%s: HTTP total time %s against %s (one object/concurrency cell).", s, pct(lo, true), base))
+			} else {
+				out = append(out, fmt.Sprintf("%s: HTTP total time %s to %s against %s over %d object/concurrency cells.", s, pct(lo, true), pct(hi, true), base, n))
+			}
+			if hi > top {
+				top, worst = hi, s
+			}
+		}
+	}
+	return out, worst
+}
+
+// publishedHeadline puts the published figures' headline beside this run's.
+func (r *Report) publishedHeadline() []string {
+	c := r.Comparison
+	if c == nil {
+		return nil
+	}
+	var out []string
+	for _, row := range c.Rows {
+		if row.Metric != MetricThroughput || math.IsNaN(row.PublishedChange) || math.IsNaN(row.MeasuredChange) {
+			continue
+		}
+		out = append(out, fmt.Sprintf("Published vs measured, %s: throughput D_th %s published, %s in this run.", row.Scenario, pct(row.PublishedChange, false), pct(row.MeasuredChange, false)))
+	}
+	pubLo, pubHi, mLo, mHi, n := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1), 0
+	for _, row := range c.HTTP {
+		if row.IsBaseline || math.IsNaN(row.PublishedChange) || math.IsNaN(row.MeasuredChange) {
+			continue
+		}
+		pubLo, pubHi = math.Min(pubLo, row.PublishedChange), math.Max(pubHi, row.PublishedChange)
+		mLo, mHi = math.Min(mLo, row.MeasuredChange), math.Max(mHi, row.MeasuredChange)
+		n++
+	}
+	if n > 0 {
+		out = append(out, fmt.Sprintf("Published vs measured (HTTP, %d cells measured by both): platform cost over native %s to %s published, %s to %s in this run.",
+			n, pct(pubLo, true), pct(pubHi, true), pct(mLo, true), pct(mHi, true)))
+	}
+	return out
+}
+
+// trendItems tests for trends the scenarios are built for, with Kendall's tau-b over every
+// trial: throughput and TCP RTT against the lab's number of nodes (chain length) when at least
+// three scenarios differ in it, and against the background load's count when at least three
+// scenarios differ in that.
+func (r *Report) trendItems() []string {
+	nodes := map[string]float64{}
+	for _, d := range r.Deploy {
+		if n, err := strconv.Atoi(d.Nodes); err == nil {
+			nodes[d.Scenario] = float64(n)
+		}
+	}
+	load := map[string]float64{}
+	for _, l := range r.Load {
+		if len(l.Counts) == 1 {
+			load[l.Scenario] = l.Counts[0]
+		}
+	}
+	for _, s := range r.Scenarios {
+		if _, ok := load[s]; !ok && len(load) > 0 {
+			load[s] = 0 // a scenario of the run without background load ran with none
+		}
+	}
+	var out []string
+	for _, by := range []struct {
+		what string
+		x    map[string]float64
+	}{{"the lab's number of nodes (chain length)", nodes}, {"the background load's count", load}} {
+		distinct := map[float64]bool{}
+		for _, v := range by.x {
+			distinct[v] = true
+		}
+		if len(distinct) < 3 {
+			continue
+		}
+		var xs, ys []float64
+		for _, row := range r.Throughput {
+			if x, ok := by.x[row.Scenario]; ok {
+				for _, g := range row.Gbits {
+					xs, ys = append(xs, x), append(ys, g)
+				}
+			}
+		}
+		if item := tauItem("throughput", by.what, xs, ys); item != "" {
+			out = append(out, item)
+		}
+		xs, ys = nil, nil
+		for _, s := range r.Scenarios {
+			x, ok := by.x[s]
+			if !ok || r.latTrials[MetricTCPRTT] == nil {
+				continue
+			}
+			_, means := r.latTrials[MetricTCPRTT][s].means()
+			for _, m := range means {
+				xs, ys = append(xs, x), append(ys, m)
+			}
+		}
+		if item := tauItem("TCP request/response RTT", by.what, xs, ys); item != "" {
+			out = append(out, item)
+		}
+	}
+	return out
+}
+
+func tauItem(metric, what string, xs, ys []float64) string {
+	if len(xs) < 3 {
+		return ""
+	}
+	res, err := stats.KendallTauB(xs, ys)
+	if err != nil {
+		return fmt.Sprintf("Trend of %s with %s: no Kendall tau-b (%v).", metric, what, err)
+	}
+	return fmt.Sprintf("Trend of %s with %s: Kendall tau-b %s over %d trials, %s.", metric, what, fixed(res.Statistic, 2), len(xs), pIs(res.PValue))
+}
+
+// pIs writes a p-value for running text: "p = 0.250", "p < 0.001".
+func pIs(p float64) string {
+	if v := pvalue(p); strings.HasPrefix(v, "<") {
+		return "p " + v
+	}
+	return "p = " + pvalue(p)
+}

@@ -1,0 +1,663 @@
+// SPDX-License-Identifier: GPL-2.0
+//
+// sfclab transparent steering: one tc (clsact) ingress program on the host-side end of every
+// port's veth (and on a host's steering VXLAN device). networking-sfc semantics:
+//
+//   source port:   classify (rules per logical source port, first match; overlaps are refused
+//                  before load) -> path id, hop 0.
+//   function port: the packet's path comes from the `expect` LRU map, keyed by (5-tuple, port),
+//                  written when the packet was redirected into the function; the hop index comes
+//                  from `hop_of` (path, egress port) -> index, so inserting or removing a hop is a
+//                  map update that takes effect on the next packet.
+//   hop:           group -> weight table slot chosen by a hash of the group's lb_fields -> port
+//                  pair -> rewrite dst MAC -> bpf_redirect_peer into the function (same host) or
+//                  set the tunnel key (VNI = path << 8 | index) and redirect to the host's
+//                  collect_md VXLAN device (other host).
+//   tap group:     bpf_clone_redirect of a copy to the tap's port; anything a tap port sends is
+//                  dropped.
+//   end:           service graph edge (classify again, key GRAPH|path) or delivery to the port
+//                  owning the destination MAC; for a symmetric chain the reverse 5-tuple is
+//                  written into `expect` at the destination port, so replies take the reverse
+//                  path; the reverse path hashes swapped fields, so it picks the same instances.
+//
+// Only IPv4 is steered; everything else (ARP, IPv6) passes to the bridge unchanged. IPv4 in
+// no chain goes straight to the port owning its destination address (or MAC), as the bridge
+// would have sent it.
+
+#include <linux/bpf.h>
+#include <linux/if_ether.h>
+#include <linux/in.h>
+#include <linux/ip.h>
+#include <linux/pkt_cls.h>
+#include <linux/tcp.h>
+#include <linux/udp.h>
+#include <bpf/bpf_endian.h>
+#include <bpf/bpf_helpers.h>
+
+#define MAX_RULES 16
+#define MAX_STEPS 8
+#define GRAPH_KEY 0x80000000u
+
+#define PORT_TAP 1
+
+#define PATH_REVERSE 1
+#define PATH_GRAPH 2
+#define PATH_SYMMETRIC 4 // a forward path whose reverse is path ^ 1
+
+#define LB_IP_SRC (1 << 0)
+#define LB_IP_DST (1 << 1)
+#define LB_IP_PROTO (1 << 2)
+#define LB_TCP_SRC (1 << 3)
+#define LB_TCP_DST (1 << 4)
+#define LB_UDP_SRC (1 << 5)
+#define LB_UDP_DST (1 << 6)
+#define LB_ETH_SRC (1 << 7)
+#define LB_ETH_DST (1 << 8)
+
+// host_id is the emulated host this copy of the program runs on; set at load time.
+volatile const __u32 host_id = 0;
+
+struct port_key {
+	__u32 host;
+	__u32 ifindex;
+};
+
+struct port {
+	__u32 host;
+	__u32 ifindex;
+	__u8 mac[6];
+	__u8 flags;
+	__u8 pad;
+};
+
+struct mac_key {
+	__u8 mac[6];
+	__u16 pad;
+};
+
+struct rule {
+	__u32 path; // 0: empty slot
+	__u32 src;  // network order
+	__u32 dst;  // network order
+	__u32 src_mask;
+	__u32 dst_mask;
+	__u16 sport_min, sport_max;
+	__u16 dport_min, dport_max;
+	__u8 proto; // 0: any
+	__u8 pad[3];
+};
+
+struct rules {
+	struct rule r[MAX_RULES];
+};
+
+struct path {
+	__u32 nhops;
+	__u32 flags;
+};
+
+struct path_idx {
+	__u32 path;
+	__u32 idx;
+};
+
+struct group {
+	__u32 nslots;
+	__u32 lb_fields;
+	__u32 tap;
+};
+
+struct slot_key {
+	__u32 group;
+	__u32 slot;
+};
+
+struct pair {
+	__u32 ingress;
+	__u32 egress;
+};
+
+struct path_port {
+	__u32 path;
+	__u32 port;
+};
+
+struct tuple {
+	__u32 src;
+	__u32 dst;
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+struct expect_key {
+	struct tuple t;
+	__u32 port;
+};
+
+struct pick_key {
+	__u32 group;
+	struct tuple t;
+};
+
+struct counter {
+	__u64 packets;
+	__u64 bytes;
+};
+
+struct tunnel {
+	__u32 underlay; // host order, as bpf_tunnel_key wants
+	__u32 vxlan;    // ifindex of the host's steering VXLAN device, in the host's namespace
+};
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct port_key);
+	__type(value, __u32);
+} port_by_if SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct port);
+} ports SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct mac_key);
+	__type(value, __u32);
+} macs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32); // IPv4, network order
+	__type(value, __u32);
+} ips SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct rules);
+} classifiers SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct path);
+} paths SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 8192);
+	__type(key, struct path_idx);
+	__type(value, __u32);
+} hops SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 1024);
+	__type(key, __u32);
+	__type(value, struct group);
+} groups SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct slot_key);
+	__type(value, __u32);
+} slots SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 4096);
+	__type(key, __u32);
+	__type(value, struct pair);
+} pairs SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct path_port);
+	__type(value, __u32);
+} hop_of SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct expect_key);
+	__type(value, struct path_idx);
+} expect SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 4096);
+	__type(key, struct pick_key);
+	__type(value, __u32);
+} picks SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_PERCPU_HASH);
+	__uint(max_entries, 16384);
+	__type(key, struct path_idx);
+	__type(value, struct counter);
+} stats SEC(".maps");
+
+struct {
+	__uint(type, BPF_MAP_TYPE_HASH);
+	__uint(max_entries, 256);
+	__type(key, __u32);
+	__type(value, struct tunnel);
+} tunnels SEC(".maps");
+
+__noinline int count(__u32 path, __u32 idx, __u32 len)
+{
+	struct path_idx k = {.path = path, .idx = idx};
+	struct counter *c = bpf_map_lookup_elem(&stats, &k);
+	if (c) {
+		c->packets++;
+		c->bytes += len;
+		return 0;
+	}
+	struct counter init = {.packets = 1, .bytes = len};
+	bpf_map_update_elem(&stats, &k, &init, BPF_NOEXIST);
+	return 0;
+}
+
+static __always_inline __u32 mix(__u32 h, __u32 v)
+{
+	v *= 0xcc9e2d51;
+	v = (v << 15) | (v >> 17);
+	v *= 0x1b873593;
+	h ^= v;
+	h = (h << 13) | (h >> 19);
+	return h * 5 + 0xe6546b64;
+}
+
+static __always_inline __u32 fmix(__u32 h)
+{
+	h ^= h >> 16;
+	h *= 0x85ebca6b;
+	h ^= h >> 13;
+	h *= 0xc2b2ae35;
+	h ^= h >> 16;
+	return h;
+}
+
+// lb_hash hashes a group's lb_fields; reverse hashes the swapped fields, so both directions
+// of a symmetric chain pick the same instance. eth_src and eth_dst are the frame's MACs.
+__noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
+{
+	if (!t)
+		return 0;
+	__u32 src = reverse ? t->dst : t->src, dst = reverse ? t->src : t->dst;
+	__u16 sport = reverse ? t->dport : t->sport, dport = reverse ? t->sport : t->dport;
+	__u32 h = 0x5fc1ab;
+	if (fields & LB_IP_SRC)
+		h = mix(h, src);
+	if (fields & LB_IP_DST)
+		h = mix(h, dst);
+	if (fields & LB_IP_PROTO)
+		h = mix(h, t->proto);
+	if (t->proto == IPPROTO_TCP) {
+		if (fields & LB_TCP_SRC)
+			h = mix(h, sport);
+		if (fields & LB_TCP_DST)
+			h = mix(h, dport);
+	}
+	if (t->proto == IPPROTO_UDP) {
+		if (fields & LB_UDP_SRC)
+			h = mix(h, sport);
+		if (fields & LB_UDP_DST)
+			h = mix(h, dport);
+	}
+	if (fields & LB_ETH_SRC)
+		h = mix(mix(h, (__u32)eth_src), (__u32)(eth_src >> 32));
+	if (fields & LB_ETH_DST)
+		h = mix(mix(h, (__u32)eth_dst), (__u32)(eth_dst >> 32));
+	return fmix(h);
+}
+
+static __always_inline int rule_match(const struct rule *r, const struct tuple *t)
+{
+	if (r->path == 0)
+		return 0;
+	if (r->proto && r->proto != t->proto)
+		return 0;
+	if ((t->src & r->src_mask) != r->src)
+		return 0;
+	if ((t->dst & r->dst_mask) != r->dst)
+		return 0;
+	if (r->sport_max && (t->sport < r->sport_min || t->sport > r->sport_max))
+		return 0;
+	if (r->dport_max && (t->dport < r->dport_min || t->dport > r->dport_max))
+		return 0;
+	return 1;
+}
+
+// classify returns the path of the first rule at key matching t, 0 if none.
+__noinline __u32 classify(__u32 key, const struct tuple *t)
+{
+	if (!t)
+		return 0;
+	struct rules *rs = bpf_map_lookup_elem(&classifiers, &key);
+	if (!rs)
+		return 0;
+#pragma unroll
+	for (int i = 0; i < MAX_RULES; i++) {
+		if (rule_match(&rs->r[i], t))
+			return rs->r[i].path;
+	}
+	return 0;
+}
+
+static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
+{
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+		return -1;
+	struct iphdr *ip = (void *)(eth + 1);
+	if ((void *)(ip + 1) > end)
+		return -1;
+	t->src = ip->saddr;
+	t->dst = ip->daddr;
+	t->proto = ip->protocol;
+	t->sport = 0;
+	t->dport = 0;
+	if (ip->frag_off & bpf_htons(0x1fff)) // a later fragment: no L4 header
+		return 0;
+	void *l4 = (void *)ip + ip->ihl * 4;
+	if (ip->protocol == IPPROTO_TCP || ip->protocol == IPPROTO_UDP) {
+		__u16 *p = l4;
+		if ((void *)(p + 2) > end)
+			return 0;
+		t->sport = bpf_ntohs(p[0]);
+		t->dport = bpf_ntohs(p[1]);
+	}
+	return 0;
+}
+
+// set_dst writes mac as the frame's destination.
+static __always_inline int set_dst(struct __sk_buff *skb, const __u8 *mac)
+{
+	return bpf_skb_store_bytes(skb, 0, mac, ETH_ALEN, 0);
+}
+
+#define VNI_END 0xff
+#define VNI_TAP 0x80 // a copy for the tap of hop (index & 0x7f), not to be forwarded on
+
+// to_port sends the frame into the namespace behind port p: straight into the peer on this
+// host, or through the steering tunnel (VNI = vni) to the host that owns the port.
+static __always_inline int to_port(struct __sk_buff *skb, const struct port *p, __u32 vni)
+{
+	if (p->host == host_id)
+		return bpf_redirect_peer(p->ifindex, 0);
+	__u32 me = host_id, there = p->host;
+	struct tunnel *local = bpf_map_lookup_elem(&tunnels, &me);
+	struct tunnel *remote = bpf_map_lookup_elem(&tunnels, &there);
+	if (!local || !remote)
+		return TC_ACT_SHOT;
+	struct bpf_tunnel_key key = {};
+	key.remote_ipv4 = remote->underlay;
+	key.tunnel_id = vni;
+	key.tunnel_ttl = 64;
+	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), BPF_F_ZERO_CSUM_TX) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect(local->vxlan, 0);
+}
+
+
+// tap_remote clones the frame through the steering tunnel to the host of a tap.
+static __always_inline void tap_remote(struct __sk_buff *skb, __u32 host, __u32 vni)
+{
+	__u32 me = host_id;
+	struct tunnel *local = bpf_map_lookup_elem(&tunnels, &me);
+	struct tunnel *remote = bpf_map_lookup_elem(&tunnels, &host);
+	if (!local || !remote)
+		return;
+	struct bpf_tunnel_key key = {};
+	key.remote_ipv4 = remote->underlay;
+	key.tunnel_id = vni;
+	key.tunnel_ttl = 64;
+	if (bpf_skb_set_tunnel_key(skb, &key, sizeof(key), BPF_F_ZERO_CSUM_TX) < 0)
+		return;
+	bpf_clone_redirect(skb, local->vxlan, 0);
+}
+
+// tap_only hands a tap copy that came through the tunnel to the tap instance of hop idx.
+__noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const struct tuple *t)
+{
+	if (!skb || !t)
+		return TC_ACT_SHOT;
+	struct path *pa = bpf_map_lookup_elem(&paths, &path);
+	if (!pa)
+		return TC_ACT_SHOT;
+	struct path_idx hk = {.path = path, .idx = idx};
+	__u32 *gid = bpf_map_lookup_elem(&hops, &hk);
+	if (!gid)
+		return TC_ACT_SHOT;
+	struct group *g = bpf_map_lookup_elem(&groups, gid);
+	if (!g || g->nslots == 0)
+		return TC_ACT_SHOT;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end)
+		return TC_ACT_SHOT;
+	__u64 esrc = 0, edst = 0;
+	__builtin_memcpy(&esrc, eth->h_source, ETH_ALEN);
+	__builtin_memcpy(&edst, eth->h_dest, ETH_ALEN);
+	struct slot_key sk = {.group = *gid};
+	sk.slot = lb_hash(t, esrc, edst, g->lb_fields, pa->flags & PATH_REVERSE) % g->nslots;
+	__u32 *ppid = bpf_map_lookup_elem(&slots, &sk);
+	if (!ppid)
+		return TC_ACT_SHOT;
+	struct pair *pp = bpf_map_lookup_elem(&pairs, ppid);
+	if (!pp)
+		return TC_ACT_SHOT;
+	__u32 in_id = pp->ingress;
+	struct port *in = bpf_map_lookup_elem(&ports, &in_id);
+	if (!in || in->host != host_id)
+		return TC_ACT_SHOT;
+	if (set_dst(skb, in->mac) < 0)
+		return TC_ACT_SHOT;
+	return bpf_redirect_peer(in->ifindex, 0);
+}
+
+// deliver hands the frame to the port owning its destination IP (Neutron's fixed IP) or MAC,
+// rewriting the destination MAC (a function's egress frame carries a placeholder), or leaves it
+// to the bridge when neither is a lab port.
+__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t, int symmetric_fwd)
+{
+	if (!skb || !t)
+		return TC_ACT_SHOT;
+	__u32 dst = t->dst;
+	__u32 *pid = bpf_map_lookup_elem(&ips, &dst);
+	if (!pid) {
+		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+		struct ethhdr *eth = data;
+		if ((void *)(eth + 1) > end)
+			return TC_ACT_SHOT;
+		struct mac_key mk = {};
+		__builtin_memcpy(mk.mac, eth->h_dest, ETH_ALEN);
+		pid = bpf_map_lookup_elem(&macs, &mk);
+		if (!pid)
+			return TC_ACT_OK;
+	}
+	__u32 port = *pid;
+	struct port *p = bpf_map_lookup_elem(&ports, &port);
+	if (!p)
+		return TC_ACT_OK;
+	if (symmetric_fwd) {
+		// Replies from the destination port take the reverse path (path ^ 1) from hop 0.
+		struct expect_key ek = {.port = port};
+		ek.t.src = t->dst;
+		ek.t.dst = t->src;
+		ek.t.sport = t->dport;
+		ek.t.dport = t->sport;
+		ek.t.proto = t->proto;
+		struct path_idx *have = bpf_map_lookup_elem(&expect, &ek);
+		if (!have || have->path != (path ^ 1) || have->idx != 0) {
+			struct path_idx want = {.path = path ^ 1, .idx = 0};
+			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+		}
+	}
+	if (set_dst(skb, p->mac) < 0)
+		return TC_ACT_SHOT;
+	if (p->host != host_id)
+		return to_port(skb, p, (path << 8) | VNI_END);
+	return bpf_redirect_peer(p->ifindex, 0);
+}
+
+// steer moves the packet on along path from hop next; from_tunnel: the sending host has
+// counted hop next already.
+__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple *t, int from_tunnel)
+{
+	if (!skb || !t)
+		return TC_ACT_OK;
+	__u32 len = skb->len;
+#pragma clang loop unroll(disable)
+	for (int step = 0; step < MAX_STEPS; step++) {
+		struct path *pa = bpf_map_lookup_elem(&paths, &path);
+		if (!pa)
+			return TC_ACT_OK;
+		if (next >= pa->nhops) {
+			count(path, pa->nhops, len);
+			if (pa->flags & PATH_GRAPH) {
+				__u32 np = classify(GRAPH_KEY | path, t);
+				if (np) {
+					path = np;
+					next = 0;
+					continue;
+				}
+			}
+			return deliver(skb, path, t, pa->flags & PATH_SYMMETRIC);
+		}
+		struct path_idx hk = {.path = path, .idx = next};
+		__u32 *gid = bpf_map_lookup_elem(&hops, &hk);
+		if (!gid)
+			return TC_ACT_OK;
+		struct group *g = bpf_map_lookup_elem(&groups, gid);
+		if (!g || g->nslots == 0)
+			return TC_ACT_OK;
+		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+		struct ethhdr *eth = data;
+		if ((void *)(eth + 1) > end)
+			return TC_ACT_SHOT;
+		int reverse = pa->flags & PATH_REVERSE;
+		struct slot_key sk = {.group = *gid};
+		__u64 esrc = 0, edst = 0;
+		__builtin_memcpy(&esrc, eth->h_source, ETH_ALEN);
+		__builtin_memcpy(&edst, eth->h_dest, ETH_ALEN);
+		sk.slot = lb_hash(t, esrc, edst, g->lb_fields, reverse) % g->nslots;
+		__u32 *ppid = bpf_map_lookup_elem(&slots, &sk);
+		if (!ppid)
+			return TC_ACT_OK;
+		struct pair *pp = bpf_map_lookup_elem(&pairs, ppid);
+		if (!pp)
+			return TC_ACT_OK;
+		__u32 in_id = reverse ? pp->egress : pp->ingress;
+		__u32 out_id = reverse ? pp->ingress : pp->egress;
+		struct port *in = bpf_map_lookup_elem(&ports, &in_id);
+		if (!in)
+			return TC_ACT_OK;
+		if (!from_tunnel || step > 0)
+			count(path, next, len);
+
+		struct pick_key pk = {.group = *gid, .t = *t};
+		__u32 *old = bpf_map_lookup_elem(&picks, &pk);
+		if (!old || *old != *ppid)
+			bpf_map_update_elem(&picks, &pk, ppid, BPF_ANY);
+
+		if (g->tap) {
+			// A copy to the tap; the original goes on to the next hop.
+			__u8 orig[ETH_ALEN];
+			__builtin_memcpy(orig, eth->h_dest, ETH_ALEN);
+			if (in->host == host_id) {
+				set_dst(skb, in->mac);
+				bpf_clone_redirect(skb, in->ifindex, 0);
+				set_dst(skb, orig);
+			} else {
+				// The tap is on another host: send a copy marked tap-only there.
+				tap_remote(skb, in->host, (path << 8) | VNI_TAP | next);
+			}
+			next++;
+			continue;
+		}
+		// Remember where this packet reappears: the instance's egress port.
+		struct expect_key ek = {.t = *t, .port = out_id};
+		struct path_idx *have = bpf_map_lookup_elem(&expect, &ek);
+		if (!have || have->path != path || have->idx != next + 1) {
+			struct path_idx want = {.path = path, .idx = next + 1};
+			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+		}
+		if (set_dst(skb, in->mac) < 0)
+			return TC_ACT_SHOT;
+		return to_port(skb, in, (path << 8) | next);
+	}
+	return TC_ACT_OK;
+}
+
+SEC("tc")
+int steer_port(struct __sk_buff *skb)
+{
+	struct tuple t = {};
+	if (parse(skb, &t) < 0)
+		return TC_ACT_OK;
+	struct port_key pk = {.host = host_id, .ifindex = skb->ingress_ifindex};
+	__u32 *pid = bpf_map_lookup_elem(&port_by_if, &pk);
+	if (!pid)
+		return TC_ACT_OK;
+	__u32 port = *pid;
+	struct port *p = bpf_map_lookup_elem(&ports, &port);
+	if (p && (p->flags & PORT_TAP))
+		return TC_ACT_SHOT; // whatever a tap sends back is dropped
+
+	// A packet leaving a function: which path, which hop.
+	struct expect_key ek = {.t = t, .port = port};
+	struct path_idx *e = bpf_map_lookup_elem(&expect, &ek);
+	if (e) {
+		__u32 path = e->path, next = e->idx;
+		struct path_port hp = {.path = path, .port = port};
+		__u32 *idx = bpf_map_lookup_elem(&hop_of, &hp);
+		if (idx)
+			next = *idx + 1; // the chain may have changed since: trust its current order
+		else if (next != 0)
+			return TC_ACT_OK; // this port left the path: plain L2
+		return steer(skb, path, next, &t, 0);
+	}
+	// A packet from a logical source port: classify.
+	__u32 path = classify(port, &t);
+	if (path)
+		return steer(skb, path, 0, &t, 0);
+	// Not in a chain: straight to the port owning the destination (as the bridge would, one
+	// hop cheaper; also delivers what a function sends with the placeholder MAC when its flow
+	// state is gone).
+	return deliver(skb, 0, &t, 0);
+}
+
+// steer_tunnel runs on a host's steering VXLAN device: the VNI says which path and hop.
+SEC("tc")
+int steer_tunnel(struct __sk_buff *skb)
+{
+	struct bpf_tunnel_key key = {};
+	if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0)
+		return TC_ACT_SHOT;
+	struct tuple t = {};
+	if (parse(skb, &t) < 0)
+		return TC_ACT_SHOT;
+	__u32 path = key.tunnel_id >> 8, idx = key.tunnel_id & 0xff;
+	if (idx == VNI_END)
+		return deliver(skb, path, &t, 0);
+	if (idx & VNI_TAP)
+		return tap_only(skb, path, idx & 0x7f, &t);
+	return steer(skb, path, idx, &t, 1);
+}
+
+char LICENSE[] SEC("license") = "GPL";

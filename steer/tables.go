@@ -1,0 +1,178 @@
+package steer
+
+import (
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"net/netip"
+
+	"github.com/cilium/ebpf"
+	"github.com/sfclab/sfclab/sfc"
+)
+
+// Port flag bits as the data plane reads them.
+const portTap = 1
+
+// Apply makes the maps hold exactly t: entries are written leaf first (ports, pairs, groups,
+// hops, paths) and classifiers last, stale entries removed classifiers first, so a packet
+// never finds a classifier pointing at a path that is not there yet. Flow state (expect,
+// picks) and counters are kept.
+func (d *Dataplane) Apply(t *sfc.Tables) error {
+	ports := map[uint32]steerPort{}
+	byIf := map[steerPortKey]uint32{}
+	macs := map[steerMacKey]uint32{}
+	ips := map[uint32]uint32{}
+	for _, p := range t.Ports {
+		v := steerPort{Host: p.Host, Ifindex: p.Ifindex}
+		copy(v.Mac[:], p.MAC)
+		if p.Tap {
+			v.Flags = portTap
+		}
+		ports[p.ID] = v
+		if p.Ifindex != 0 {
+			byIf[steerPortKey{Host: p.Host, Ifindex: p.Ifindex}] = p.ID
+		}
+		if len(p.MAC) == 6 {
+			var k steerMacKey
+			copy(k.Mac[:], p.MAC)
+			macs[k] = p.ID
+		}
+		if p.IP.Is4() {
+			ips[ipv4(p.IP)] = p.ID
+		}
+	}
+	pairs := map[uint32]steerPair{}
+	for _, p := range t.Pairs {
+		pairs[p.ID] = steerPair{Ingress: p.Ingress, Egress: p.Egress}
+	}
+	groups := map[uint32]steerGroup{}
+	slots := map[steerSlotKey]uint32{}
+	for _, g := range t.Groups {
+		v := steerGroup{Nslots: uint32(len(g.Slots)), LbFields: g.LBFields}
+		if g.Tap {
+			v.Tap = 1
+		}
+		groups[g.ID] = v
+		for i, pp := range g.Slots {
+			slots[steerSlotKey{Group: g.ID, Slot: uint32(i)}] = pp
+		}
+	}
+	paths := map[uint32]steerPath{}
+	hops := map[steerPathIdx]uint32{}
+	for _, p := range t.Paths {
+		paths[p.ID] = steerPath{Nhops: uint32(len(p.Groups)), Flags: p.Flags}
+		for i, g := range p.Groups {
+			hops[steerPathIdx{Path: p.ID, Idx: uint32(i)}] = g
+		}
+	}
+	hopOf := map[steerPathPort]uint32{}
+	for k, v := range t.HopOf {
+		hopOf[steerPathPort{Path: k.Path, Port: k.Port}] = v
+	}
+	rules := map[uint32]steerRules{}
+	for key, rs := range t.Rules {
+		var v steerRules
+		for i, r := range rs {
+			if i >= len(v.R) {
+				return fmt.Errorf("apply classifiers: %d rules at key %#x: %w", len(rs), key, sfc.ErrTooMany)
+			}
+			v.R[i] = ruleOf(r)
+		}
+		rules[key] = v
+	}
+
+	if err := prune(d.maps.Classifiers, rules); err != nil {
+		return err
+	}
+	steps := []func() error{
+		func() error { return sync(d.maps.Ports, ports) },
+		func() error { return sync(d.maps.PortByIf, byIf) },
+		func() error { return sync(d.maps.Macs, macs) },
+		func() error { return sync(d.maps.Ips, ips) },
+		func() error { return sync(d.maps.Pairs, pairs) },
+		func() error { return sync(d.maps.Slots, slots) },
+		func() error { return sync(d.maps.Groups, groups) },
+		func() error { return sync(d.maps.Hops, hops) },
+		func() error { return sync(d.maps.HopOf, hopOf) },
+		func() error { return sync(d.maps.Paths, paths) },
+		func() error { return sync(d.maps.Classifiers, rules) },
+	}
+	for _, s := range steps {
+		if err := s(); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// SetTunnel records a host's underlay address and the ifindex of its steering VXLAN device.
+func (d *Dataplane) SetTunnel(host uint32, underlay netip.Addr, vxlanIfindex uint32) error {
+	v := steerTunnel{Underlay: binary.BigEndian.Uint32(underlay.AsSlice()), Vxlan: vxlanIfindex}
+	if err := d.maps.Tunnels.Put(host, v); err != nil {
+		return fmt.Errorf("set tunnel of host %d: %w", host, err)
+	}
+	return nil
+}
+
+func ruleOf(r sfc.Rule) steerRule {
+	v := steerRule{Path: r.Path, Proto: r.Proto, SportMin: r.SportMin, SportMax: r.SportMax,
+		DportMin: r.DportMin, DportMax: r.DportMax}
+	if r.Src.IsValid() {
+		v.Src, v.SrcMask = ipv4(r.Src.Masked().Addr()), mask(r.Src.Bits())
+	}
+	if r.Dst.IsValid() {
+		v.Dst, v.DstMask = ipv4(r.Dst.Masked().Addr()), mask(r.Dst.Bits())
+	}
+	return v
+}
+
+// ipv4 returns an address as the kernel stores it (network order) read as a native uint32.
+func ipv4(a netip.Addr) uint32 {
+	b := a.As4()
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+func mask(bits int) uint32 {
+	var b [4]byte
+	m := ^uint32(0) << (32 - bits)
+	if bits == 0 {
+		m = 0
+	}
+	binary.BigEndian.PutUint32(b[:], m)
+	return binary.NativeEndian.Uint32(b[:])
+}
+
+// sync makes m hold exactly want.
+func sync[K comparable, V any](m *ebpf.Map, want map[K]V) error {
+	if err := prune(m, want); err != nil {
+		return err
+	}
+	for k, v := range want {
+		if err := m.Put(k, v); err != nil {
+			return fmt.Errorf("update map %s: %w", m.String(), err)
+		}
+	}
+	return nil
+}
+
+// prune deletes the keys of m that want lacks.
+func prune[K comparable, V any](m *ebpf.Map, want map[K]V) error {
+	var k K
+	var stale []K
+	it := m.Iterate()
+	var raw []byte
+	for it.Next(&k, &raw) {
+		if _, ok := want[k]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list map %s: %w", m.String(), err)
+	}
+	for _, k := range stale {
+		if err := m.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete from map %s: %w", m.String(), err)
+		}
+	}
+	return nil
+}

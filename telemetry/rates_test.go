@@ -1,0 +1,124 @@
+package telemetry
+
+import (
+	"bytes"
+	"flag"
+	"os"
+	"path/filepath"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/netdev"
+)
+
+var update = flag.Bool("update", false, "rewrite the golden files in testdata/")
+
+func node(name, role, kind string, rxB, txB, rxP, drops uint64, cpu time.Duration) Node {
+	return Node{Name: name, Role: role, Kind: kind, CPU: cgroup.Usage{User: cpu / 2, System: cpu / 2},
+		Interfaces: []deploy.InterfaceInfo{{Name: "eth0", Stats: netdev.LinkStats{RxBytes: rxB, TxBytes: txB, RxPackets: rxP, TxPackets: rxP, RxDropped: drops}}}}
+}
+
+func TestRates(t *testing.T) {
+	prev := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+		node("client", "client", "client", 0, 0, 0, 0, 0),
+		node("fw", "function", "firewall", 0, 0, 0, 0, 0),
+		node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+	}}}
+	cases := []struct {
+		name       string
+		cur        []Lab
+		busiest    string
+		bottleneck string
+		reason     string
+	}{
+		{"cpu bound proxy", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 1e6, 2e9, 1e3, 0, 10*time.Millisecond),
+			node("fw", "function", "firewall", 2e9, 2e9, 1e6, 0, 20*time.Millisecond),
+			node("lb", "function", "l4lb", 1.9e9, 1.9e9, 1e6, 0, 1900*time.Millisecond),
+		}}}, "fw", "lb", "cpu"},
+		{"drops win over cpu", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 1e6, 2e9, 1e3, 0, 0),
+			node("fw", "function", "firewall", 2e9, 2e9, 1e6, 500, 0),
+			node("lb", "function", "l4lb", 1e9, 1e9, 1e6, 0, 1900*time.Millisecond),
+		}}}, "fw", "fw", "drops"},
+		{"idle lab has none", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 0, 0, 0),
+			node("fw", "function", "firewall", 0, 0, 0, 0, time.Millisecond),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "client", "", ""},
+		{"counter reset counts as zero", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 0, 0, 0),
+			node("fw", "function", "firewall", 0, 0, 0, 0, 0),
+			{Name: "lb", Role: "function", Kind: "l4lb", CPUErr: "gone", Err: "open netns: not found"},
+		}}}, "client", "", ""},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			got := Rates(prev, c.cur, 2*time.Second)
+			if len(got) != 1 {
+				t.Fatalf("got %d labs", len(got))
+			}
+			nodes := got[0].Nodes
+			if nodes[0].Node != c.busiest {
+				t.Errorf("busiest first: got %s, want %s", nodes[0].Node, c.busiest)
+			}
+			var b, reason string
+			for _, n := range nodes {
+				if n.Bottleneck != "" {
+					if b != "" {
+						t.Errorf("two bottleneck candidates: %s and %s", b, n.Node)
+					}
+					b, reason = n.Node, n.Bottleneck
+				}
+				if n.RxBps < 0 || n.Drops < 0 {
+					t.Errorf("%s: negative rate %+v", n.Node, n)
+				}
+			}
+			if b != c.bottleneck || reason != c.reason {
+				t.Errorf("bottleneck %q (%s), want %q (%s)", b, reason, c.bottleneck, c.reason)
+			}
+		})
+	}
+	// The figures: fw received 2e9 bytes in 2 s = 8 Gbit/s; lb used 1.9 s of CPU in 2 s.
+	r := Rates(prev, cases[0].cur, 2*time.Second)[0].Nodes
+	if r[0].RxBps != 8e9 || r[0].RxPps != 5e5 {
+		t.Errorf("fw rates %+v, want 8e9 bit/s and 5e5 pkt/s", r[0])
+	}
+	if r[1].Node != "lb" || r[1].CPU != 0.95 {
+		t.Errorf("lb cpu %+v, want 0.95 cores", r[1])
+	}
+}
+
+func TestViews(t *testing.T) {
+	prev := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 0, 0, 0, 0, 0), node("lb", "function", "l4lb", 0, 0, 0, 0, 0)}}}
+	cur := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 2e9, 2e9, 1e6, 0, 0), node("lb", "function", "l4lb", 1e9, 1e9, 5e5, 0, 1500*time.Millisecond)}}}
+	rates := Rates(prev, cur, 2*time.Second)
+	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
+	for _, c := range []struct {
+		file  string
+		write func(*bytes.Buffer) error
+	}{
+		{"top-table.txt", func(b *bytes.Buffer) error { return WriteTable(b, rates, now, time.Second) }},
+		{"top-lines.txt", func(b *bytes.Buffer) error { return WriteLines(b, rates, now) }},
+		{"top-empty.txt", func(b *bytes.Buffer) error { return WriteTable(b, nil, now, time.Second) }},
+	} {
+		var b bytes.Buffer
+		if err := c.write(&b); err != nil {
+			t.Fatal(err)
+		}
+		golden := filepath.Join("testdata", c.file)
+		if *update {
+			os.MkdirAll("testdata", 0o755)
+			os.WriteFile(golden, b.Bytes(), 0o644)
+		}
+		want, err := os.ReadFile(golden)
+		if err != nil {
+			t.Fatalf("%v (run go test -update)", err)
+		}
+		if !bytes.Equal(b.Bytes(), want) {
+			t.Errorf("%s differs:\n%s\nwant:\n%s", c.file, b.Bytes(), want)
+		}
+	}
+}

@@ -1,0 +1,233 @@
+package l4lb
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"strconv"
+	"strings"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/internal/proc"
+	"github.com/sfclab/sfclab/lb"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
+)
+
+// ErrDown is returned when a balancer's process is gone.
+var ErrDown = errors.New("load balancer down")
+
+// ErrUnsupported is returned for an implementation the node's runtime cannot run.
+var ErrUnsupported = errors.New("not supported here")
+
+// container is a node of the docker runtime (its namespace has no name), where the sfclab
+// program is not at hand.
+type container interface {
+	OpenNS() (*netdev.NS, error)
+}
+
+// Executable is the program started as `PROGRAM lb --config FILE`: sfclab itself.
+var Executable = os.Executable
+
+// LBConfig renders the configuration of `sfclab lb` for a function: the same parameters as
+// the HAProxy configuration, in lb.Config's JSON; stats is its stats socket.
+func LBConfig(f *plan.Function, stats string) lb.Config {
+	p := params(f)
+	check, client, connect, drain := p.Durations()
+	rise, fall := p.RiseFall()
+	c := lb.Config{Listen: netip.AddrPortFrom(f.IngressAddr, f.Port), Balance: p.Balance, MaxConn: p.MaxConn,
+		CheckInterval: lb.Duration(check), Rise: rise, Fall: fall,
+		TimeoutClient: lb.Duration(client), TimeoutConnect: lb.Duration(connect), Drain: lb.Duration(drain),
+		Stats: stats, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
+	for _, be := range f.Backends {
+		c.Backends = append(c.Backends, lb.Backend{Name: be.Name, Addr: netip.AddrPortFrom(be.Addr, be.Port), Weight: be.Weight})
+	}
+	return c
+}
+
+func (e sfclabEnv) config() string  { return e.Path(".lb.json") }
+func (e sfclabEnv) pidFile() string { return e.Path(".lb.pid") }
+func (e sfclabEnv) log() string     { return e.Path(".lb.log") }
+func (e sfclabEnv) stats() string   { return e.Path(".lb.sock") }
+
+type sfclabEnv struct{ vnf.Env }
+
+// setupSfclab writes the balancer's configuration, checks it, starts `sfclab lb` in the node
+// and waits until it accepts connections.
+func setupSfclab(ctx context.Context, env vnf.Env) error {
+	e := sfclabEnv{env}
+	if _, ok := env.Node.(container); ok {
+		return fmt.Errorf("function %s (%s): impl sfclab runs on the netns runtime; on docker use impl haproxy or nft: %w",
+			env.Plan.Name, env.Plan.Kind, ErrUnsupported)
+	}
+	f := env.Plan.Function
+	cfg := LBConfig(f, e.stats())
+	if err := cfg.Validate(); err != nil {
+		return vnf.Errorf(env, "check sfclab lb config: %v", err)
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return vnf.Errorf(env, "render sfclab lb config: %v", err)
+	}
+	if err := os.WriteFile(e.config(), append(data, '\n'), 0o644); err != nil {
+		return vnf.Errorf(env, "write sfclab lb config: %v", err)
+	}
+	exe, err := Executable()
+	if err != nil {
+		return vnf.Errorf(env, "find the sfclab program: %v", err)
+	}
+	pid, err := env.Node.Daemon([]string{exe, "lb", "--config", e.config()}, e.log())
+	if err != nil {
+		return vnf.Errorf(env, "start sfclab lb: %v", err)
+	}
+	if err := os.WriteFile(e.pidFile(), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+		return vnf.Errorf(env, "write sfclab lb pid file: %v", err)
+	}
+	if err := e.waitReady(ctx, pid); err != nil {
+		return vnf.Errorf(env, "sfclab lb does not accept on %s: %v (log %s: %s)", cfg.Listen, err, e.log(), proc.LogTail(e.log(), 0))
+	}
+	return nil
+}
+
+// waitReady waits until the balancer started as pid answers on its stats socket (it binds the
+// service address first), or its process ends (a port in use, say), or ReadyTimeout passes.
+// Asking the process itself, not dialing the service address, cannot mistake another
+// process on the same address for this one.
+func (e sfclabEnv) waitReady(ctx context.Context, pid int) error {
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		st, err := lb.ReadStats(ctx, e.stats())
+		if err == nil && st.Pid == pid {
+			return nil
+		}
+		if !proc.GroupRuns(pid, e.config()) {
+			return fmt.Errorf("process %d exited", pid)
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("not ready after %s", ReadyTimeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+}
+
+// pid reads the balancer's pid file; 0 without error when there is none.
+func (e sfclabEnv) pid() (int, error) {
+	data, err := os.ReadFile(e.pidFile())
+	if errors.Is(err, os.ErrNotExist) {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, fmt.Errorf("read sfclab lb pid: %w", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return 0, fmt.Errorf("read sfclab lb pid file %s: %w", e.pidFile(), err)
+	}
+	return pid, nil
+}
+
+// teardownSfclab drains the balancer: SIGTERM, then the drain time for open connections to
+// end (the balancer closes what is left), SIGKILL after that.
+func teardownSfclab(env vnf.Env) error {
+	e := sfclabEnv{env}
+	pid, err := e.pid()
+	if err != nil || pid == 0 {
+		return err
+	}
+	if proc.GroupRuns(pid, e.config()) {
+		_, _, _, drain := params(env.Plan.Function).Durations()
+		if err := proc.StopGroup(pid, drain+time.Second); err != nil {
+			return vnf.Errorf(env, "stop sfclab lb: %v", err)
+		}
+	}
+	for _, f := range []string{e.pidFile(), e.stats()} {
+		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+			return vnf.Errorf(env, "remove %s: %v", f, err)
+		}
+	}
+	return nil
+}
+
+// checkSfclab returns ErrDown with the end of its log when the balancer's process is gone.
+func checkSfclab(env vnf.Env) error {
+	e := sfclabEnv{env}
+	pid, err := e.pid()
+	if err != nil {
+		return err
+	}
+	if pid == 0 || !proc.GroupRuns(pid, e.config()) {
+		return downf(env, "sfclab lb process %d is gone; log %s: %s", pid, e.log(), proc.LogTail(e.log(), 0))
+	}
+	return nil
+}
+
+// checkHAProxy returns ErrDown with the end of its log when HAProxy's process is gone.
+func checkHAProxy(env vnf.Env) error {
+	data, err := os.ReadFile(env.Path(".haproxy.pid"))
+	if err != nil {
+		return downf(env, "no haproxy pid file: %v", err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
+	if err != nil {
+		return vnf.Errorf(env, "haproxy pid file %s: %v", env.Path(".haproxy.pid"), err)
+	}
+	if !alive(pid) {
+		return downf(env, "haproxy process %d is gone; log %s: %s", pid,
+			env.Path(".haproxy.log"), proc.LogTail(env.Path(".haproxy.log"), 0))
+	}
+	return nil
+}
+
+// Check reports whether the balancer still runs: ErrDown, with the end of its log, when its
+// process is gone (haproxy, sfclab); the nft implementation has no process.
+func (LB) Check(ctx context.Context, env vnf.Env) error {
+	switch params(env.Plan.Function).Impl {
+	case spec.ImplSfclab:
+		return checkSfclab(env)
+	case spec.ImplHAProxy:
+		return checkHAProxy(env)
+	}
+	return nil
+}
+
+// BalancerStats reads the per-backend counters of an sfclab balancer from its stats socket;
+// nil for the other implementations.
+func (LB) BalancerStats(ctx context.Context, env vnf.Env) (*lb.Stats, error) {
+	if params(env.Plan.Function).Impl != spec.ImplSfclab {
+		return nil, nil
+	}
+	if err := checkSfclab(env); err != nil {
+		return nil, err
+	}
+	return lb.ReadStats(ctx, sfclabEnv{env}.stats())
+}
+
+// downf is ErrDown about one function instance.
+func downf(env vnf.Env, format string, args ...any) error {
+	return fmt.Errorf("function %s (%s): %w: %s", env.Plan.Name, env.Plan.Kind, ErrDown, fmt.Sprintf(format, args...))
+}
+
+// alive reports whether process pid exists and is not a zombie (HAProxy's pid is a group
+// leader on netns but not in a container, so the process itself is asked).
+func alive(pid int) bool {
+	if syscall.Kill(pid, 0) != nil {
+		return false
+	}
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	return len(f) > 0 && f[0] != "Z" && f[0] != "X"
+}
