@@ -151,6 +151,9 @@ type Group struct {
 	rel string // relative to the root; "" is the root itself
 	dir string
 	v2  bool
+	// twin is the group's directory in the v1 cpuset hierarchy once it is confined to cores
+	// (SetCPUs, or found by Open); "" otherwise.
+	twin string
 }
 
 func cleanRel(rel string) (string, error) {
@@ -208,6 +211,11 @@ func Open(rel string) (*Group, error) {
 		}
 		return nil, fmt.Errorf("open cgroup %s: %w", rel, err)
 	}
+	if t := twinDir(g.rel, g.v2); t != "" {
+		if _, err := os.Stat(filepath.Join(t, "cgroup.procs")); err == nil {
+			g.twin = t
+		}
+	}
 	return g, nil
 }
 
@@ -261,8 +269,10 @@ func (g *Group) AddProc(pid int) error {
 	if pid <= 0 {
 		return fmt.Errorf("add pid %d to cgroup %s: invalid pid", pid, g.name())
 	}
-	if err := writeFile(g.ProcsFile(), strconv.Itoa(pid)); err != nil {
-		return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.name(), err)
+	for _, f := range g.ProcsFiles() {
+		if err := writeFile(f, strconv.Itoa(pid)); err != nil {
+			return fmt.Errorf("add pid %d to cgroup %s: %w", pid, g.name(), err)
+		}
 	}
 	return nil
 }
@@ -511,6 +521,10 @@ const RemoveTimeout = 5 * time.Second
 // Equivalent to: kill -9 ...; find PATH -depth -type d -exec rmdir {} \;
 func (g *Group) Remove() error {
 	if err := g.Kill(RemoveTimeout); err != nil {
+		return fmt.Errorf("remove cgroup %s: %w", g.name(), err)
+	}
+	// The cpuset twin first: a crash in between leaves the group itself, which destroy finds.
+	if err := g.removeTwin(); err != nil {
 		return fmt.Errorf("remove cgroup %s: %w", g.name(), err)
 	}
 	dirs, err := g.subtree()

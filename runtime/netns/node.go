@@ -39,7 +39,17 @@ func (n *Node) label() string {
 // place of the shell (same PID), so the program and anything it forks are
 // accounted from the first instruction. "$0" is the program, "$@" its
 // arguments.
-const cgroupWrapper = `echo $$ > %s && exec "$0" "$@"`
+const cgroupWrapper = `%s && exec "$0" "$@"`
+
+// joinScript writes the shell's pid into every procs file of the group (its own, and its
+// cpuset twin's on cgroup v1 when the node's host has cores).
+func joinScript(g *cgroup.Group) string {
+	var parts []string
+	for _, f := range g.ProcsFiles() {
+		parts = append(parts, "echo $$ > "+shQuote(f))
+	}
+	return strings.Join(parts, " && ")
+}
 
 // shQuote quotes s for a POSIX shell.
 func shQuote(s string) string {
@@ -76,7 +86,7 @@ func (n *Node) Start(cmd *exec.Cmd) error {
 		path, orig := cmd.Path, cmd.Args
 		cmd.Path = "/bin/sh"
 		cmd.Args = append([]string{"/bin/sh", "-c",
-			fmt.Sprintf(cgroupWrapper, shQuote(n.Cgroup.ProcsFile())), path}, args[1:]...)
+			fmt.Sprintf(cgroupWrapper, joinScript(n.Cgroup)), path}, args[1:]...)
 		defer func() { cmd.Path, cmd.Args = path, orig }()
 	}
 	var err error
