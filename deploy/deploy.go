@@ -229,7 +229,10 @@ func (b *build) links(ctx context.Context) error {
 		return err
 	}
 	if b.p.Transparent != nil {
-		return b.steering(ctx)
+		if err := b.steering(ctx); err != nil {
+			return err
+		}
+		return b.shapeHosts()
 	}
 	err := eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
 		var kvs [][2]string

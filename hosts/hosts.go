@@ -1,4 +1,5 @@
-// Package hosts builds emulated hosts for transparent steering: each host is a network
+// Package hosts builds emulated hosts, for transparent steering and for routed labs that
+// place nodes on hosts (study D's sender and responder servers): each host is a network
 // namespace that owns one Linux bridge per L2 network; every port of an endpoint or function
 // instance is a veth whose host-side end sits on its network's bridge (steering attaches
 // there). With several hosts, an underlay namespace holds a bridge joining the hosts; each
@@ -43,6 +44,8 @@ type Topology struct {
 	Nodes    []Node
 	// NodesExist: the nodes' namespaces were created by a runtime; Build only adds their ports.
 	NodesExist bool
+	// NoSteering: no collect_md steering device (routed labs steer by routes).
+	NoSteering bool
 }
 
 // Host is one emulated host.
@@ -58,6 +61,22 @@ type Network struct {
 	Name   string
 	Bridge string // bridge name in each host namespace
 	VNI    uint32 // VXLAN id between hosts
+	// Hosts are the hosts the network is on (nil: every host); a VXLAN device joins them
+	// when there are two or more.
+	Hosts []string
+}
+
+// on reports whether the network is on host h.
+func (n Network) on(h string) bool {
+	if n.Hosts == nil {
+		return true
+	}
+	for _, x := range n.Hosts {
+		if x == h {
+			return true
+		}
+	}
+	return false
 }
 
 // Node is an endpoint or function instance.
@@ -74,6 +93,9 @@ type Port struct {
 	Network string
 	Addr    netip.Prefix
 	MAC     net.HardwareAddr // nil: kernel-chosen
+	// Macvlan: the port is a macvlan (bridge mode) on the network's bridge instead of a veth;
+	// HostIf is then unused (the driver macvlan of a routed lab).
+	Macvlan bool
 }
 
 // NetnsName is the namespace of a node or host of a lab.
@@ -130,6 +152,9 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 		}
 		hostNS[h.Name] = ns
 		for _, n := range t.Networks {
+			if !n.on(h.Name) {
+				continue
+			}
 			if err := ns.AddBridge(n.Bridge); err != nil {
 				return b, fmt.Errorf("build host %s: %w", h.Name, err)
 			}
@@ -171,6 +196,20 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			}
 			if br == "" {
 				return b, fmt.Errorf("build port %s.%s: unknown network %q", nd.Name, p.Ifname, p.Network)
+			}
+			if p.Macvlan {
+				if err := hn.AddMacvlan(br, ns, p.Ifname, mtu); err != nil {
+					return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+				}
+				if err := ns.SetUp(p.Ifname); err != nil {
+					return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+				}
+				if p.Addr.IsValid() {
+					if err := ns.AddAddr(p.Ifname, p.Addr); err != nil {
+						return b, fmt.Errorf("build node %s: %w", nd.Name, err)
+					}
+				}
+				continue
 			}
 			if err := ns.AddVeth(p.Ifname, hn, p.HostIf, mtu); err != nil {
 				return b, fmt.Errorf("build node %s: %w", nd.Name, err)
@@ -247,6 +286,9 @@ func vxlans(t *Topology, h Host, nsName string, hn *netdev.NS) error {
 		return fmt.Errorf("build vxlan on %s: %w", h.Name, err)
 	}
 	for i, n := range t.Networks {
+		if !n.on(h.Name) || len(n.Hosts) == 1 {
+			continue // not here, or on this host only: nothing to carry
+		}
 		name := fmt.Sprintf("vx%d", i)
 		vx := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: name, MTU: 1500 - VXLANOverhead},
 			VxlanId: int(n.VNI), SrcAddr: h.Underlay.Addr().AsSlice(), Port: NetworkVXLANPort,
@@ -259,7 +301,7 @@ func vxlans(t *Topology, h Host, nsName string, hn *netdev.NS) error {
 			return fmt.Errorf("build vxlan %s on %s: %w", name, h.Name, err)
 		}
 		for _, o := range t.Hosts {
-			if o.Name == h.Name {
+			if o.Name == h.Name || !n.on(o.Name) {
 				continue
 			}
 			fdb := &netlink.Neigh{LinkIndex: link.Attrs().Index, Family: netlinkAFBridge, State: netlink.NUD_PERMANENT,
@@ -274,6 +316,9 @@ func vxlans(t *Topology, h Host, nsName string, hn *netdev.NS) error {
 		if err := hn.SetUp(name); err != nil {
 			return err
 		}
+	}
+	if t.NoSteering {
+		return nil
 	}
 	steer := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: SteerDev, MTU: 1500 - VXLANOverhead},
 		FlowBased: true, Port: SteerVXLANPort}

@@ -82,7 +82,9 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 		docker := b.lab.Runtime == spec.RuntimeDocker
 		// A segment with a member attached by another driver than veth is a bridge: the
 		// macvlan's parent, or where the moved device's far end is reached.
-		if len(members) > 2 || b.lab.Links == "bridge" || docker || hasDriver(members) {
+		// On emulated hosts every segment is a bridge per host (joined by VXLAN when its
+		// members are on several).
+		if len(members) > 2 || b.lab.Links == "bridge" || docker || hasDriver(members) || len(b.lab.Hosts) > 0 {
 			s.Bridge = fmt.Sprintf("br%d", g)
 		}
 		if docker {
@@ -121,9 +123,13 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 			if s.Bridge != "" {
 				port := fmt.Sprintf("s%dp%d", g, mi)
 				s.Ports = append(s.Ports, port)
-				iface.Peer = "fabric/" + port
+				where := "fabric/"
+				if n.Host != "" {
+					where = "host-" + n.Host + "/"
+				}
+				iface.Peer = where + port
 				if n.Driver != nil { // no port of its own: on the bridge itself (macvlan), or a moved device
-					iface.Peer = "fabric/" + s.Bridge
+					iface.Peer = where + s.Bridge
 				}
 			}
 		}

@@ -39,6 +39,12 @@ type Plan struct {
 	Nodes    []*Node    `json:"nodes"`
 	Segments []*Segment `json:"segments"`
 	Chains   []*Chain   `json:"chains"`
+	// Hosts are a routed lab's emulated hosts (nil: every node on the machine itself, as one
+	// host); a transparent plan keeps its hosts in Transparent.Hosts. See AllHosts.
+	Hosts []*Host `json:"hosts,omitempty"`
+	// Underlay is the namespace of the bridge joining a routed lab's hosts ("" with fewer
+	// than two).
+	Underlay string `json:"underlay,omitempty"`
 	// Transparent is set for steering: transparent; then Nodes lists the nodes (for exec, CPU,
 	// inspect and telemetry) and Segments and Chains are empty: the networks, ports and port
 	// chains are here.
@@ -68,6 +74,8 @@ type Node struct {
 	Function *Function `json:"function,omitempty"`
 	// Driver is how the node's interfaces are attached when not by veth (nil: veth).
 	Driver *spec.Driver `json:"driver,omitempty"`
+	// Host is the emulated host the node runs on ("" when the lab has no hosts).
+	Host string `json:"host,omitempty"`
 }
 
 // Interface is one network interface of a node, on one segment.

@@ -97,6 +97,10 @@ func (b *builder) build() {
 		b.sysctls(n)
 	}
 	b.checkDrivers()
+	if len(lab.Hosts) > 0 {
+		b.routedHosts()
+		return
+	}
 	for _, s := range b.plan.Segments {
 		if s.Bridge != "" && lab.Runtime != spec.RuntimeDocker {
 			b.plan.Fabric = FabricName(lab.Name)
@@ -121,8 +125,14 @@ func (b *builder) groupNodes(name string) []*Node {
 	var wts []int
 	var service *Function
 	var driver *spec.Driver
+	var host string
 	if e := lab.Endpoints[name]; e != nil && e.DriverType() != spec.DriverVeth {
 		driver = e.Driver
+	}
+	if e := lab.Endpoints[name]; e != nil {
+		host = e.Host
+	} else if f := lab.Functions[name]; f != nil {
+		host = f.Host
 	}
 	if e := lab.Endpoints[name]; e != nil {
 		role, kind, instances, wts = RoleServer, e.Kind, e.Instances, e.Weights
@@ -147,7 +157,7 @@ func (b *builder) groupNodes(name string) []*Node {
 				w = wts[i]
 			}
 			n = &Node{Name: nn, Role: role, Kind: kind, Group: name, Instance: i + 1, Weight: w,
-				Netns: NetnsName(lab.Name, nn), Run: append([]string(nil), run...), Driver: driver}
+				Netns: NetnsName(lab.Name, nn), Run: append([]string(nil), run...), Driver: driver, Host: host}
 			if service != nil {
 				svc := *service
 				n.Function = &svc

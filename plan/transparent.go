@@ -18,7 +18,7 @@ var UnderlayPool = netip.MustParsePrefix("198.19.254.0/24")
 // Transparent is the plan of a transparent-steering lab: emulated hosts, networks, nodes with
 // their ports, and the networking-sfc model compiled to data plane tables.
 type Transparent struct {
-	Hosts []*THost `json:"hosts"`
+	Hosts []*Host `json:"hosts"`
 	// Underlay is the namespace of the bridge joining the hosts ("" with one host).
 	Underlay string       `json:"underlay,omitempty"`
 	Networks []*TNetwork  `json:"networks"`
@@ -28,13 +28,8 @@ type Transparent struct {
 	Paths    []TPathShown `json:"paths"`
 }
 
-// THost is an emulated host: a namespace with a bridge per network.
-type THost struct {
-	Name     string       `json:"name"`
-	ID       uint32       `json:"id"`
-	Netns    string       `json:"netns"`
-	Underlay netip.Prefix `json:"underlay,omitzero"`
-}
+// THost is the emulated host of a transparent plan (see Host).
+type THost = Host
 
 // TNetwork is an L2 network present on every host.
 type TNetwork struct {
@@ -96,7 +91,7 @@ func (t *Transparent) Node(name string) *TNode {
 }
 
 // Host returns the named host, nil if none.
-func (t *Transparent) Host(name string) *THost {
+func (t *Transparent) Host(name string) *Host {
 	for _, h := range t.Hosts {
 		if h.Name == name {
 			return h
@@ -109,15 +104,7 @@ func (b *builder) transparent() {
 	lab := b.lab
 	t := &Transparent{}
 	b.plan.Transparent = t
-	for i, h := range lab.Hosts {
-		th := &THost{Name: h, ID: uint32(i + 1), Netns: NetnsName(lab.Name, "host-"+h)}
-		if len(lab.Hosts) > 1 {
-			a := UnderlayPool.Addr().As4()
-			a[3] = byte(i + 1)
-			th.Underlay = netip.PrefixFrom(netip.AddrFrom4(a), UnderlayPool.Bits())
-		}
-		t.Hosts = append(t.Hosts, th)
-	}
+	t.Hosts = b.hosts()
 	if len(lab.Hosts) > 1 {
 		t.Underlay = NetnsName(lab.Name, "underlay")
 	}
@@ -162,7 +149,7 @@ func (b *builder) transparent() {
 		t.Nodes = append(t.Nodes, n)
 		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts.
 		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: name, Instance: 1,
-			Weight: 1, Netns: n.Netns, Run: run})
+			Weight: 1, Netns: n.Netns, Run: run, Host: host})
 		return n
 	}
 	for _, name := range sortedNames(lab.Endpoints) {

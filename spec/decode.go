@@ -21,18 +21,21 @@ type Error struct {
 	Msg  string
 }
 
-func (e *Error) Error() string {
+func (e *Error) Error() string { return e.Where() + ": " + e.Msg }
+
+// Where is the error's place: FILE:LINE:COL, FILE:LINE or FILE ("<lab>" when read from bytes).
+func (e *Error) Where() string {
 	file := e.File
 	if file == "" {
 		file = "<lab>"
 	}
 	switch {
 	case e.Pos.Line > 0 && e.Pos.Col > 0:
-		return fmt.Sprintf("%s:%d:%d: %s", file, e.Pos.Line, e.Pos.Col, e.Msg)
+		return fmt.Sprintf("%s:%d:%d", file, e.Pos.Line, e.Pos.Col)
 	case e.Pos.Line > 0:
-		return fmt.Sprintf("%s:%d: %s", file, e.Pos.Line, e.Msg)
+		return fmt.Sprintf("%s:%d", file, e.Pos.Line)
 	}
-	return fmt.Sprintf("%s: %s", file, e.Msg)
+	return file
 }
 
 // Errors is every problem found in one file, in file order.

@@ -25,7 +25,8 @@ func checkShape(file string, n *yaml.Node, t reflect.Type, what string, errs *Er
 		if t == reflect.TypeOf(Ref{}) || t == reflect.TypeOf(PortRange{}) {
 			return true // their own decoders say what they expect
 		}
-		ok = n.Kind == yaml.MappingNode || (t == reflect.TypeOf(Driver{}) && n.Kind == yaml.ScalarNode) // driver: NAME
+		// driver: NAME, hosts: [NAME]
+		ok = n.Kind == yaml.MappingNode || ((t == reflect.TypeOf(Driver{}) || t == reflect.TypeOf(HostSpec{})) && n.Kind == yaml.ScalarNode)
 	case reflect.Map:
 		ok = n.Kind == yaml.MappingNode
 	case reflect.Slice:

@@ -63,8 +63,9 @@ type Lab struct {
 	// Transparent steering (steering: transparent), networking-sfc's model; see transparent.go.
 	// Networks are the shared L2 networks (default: one named "net").
 	Networks []string `yaml:"networks,omitempty" json:"networks,omitempty"`
-	// Hosts are the emulated hosts, joined by VXLAN (default: one named "h1").
-	Hosts           []string                       `yaml:"hosts,omitempty" json:"hosts,omitempty"`
+	// Hosts are the emulated hosts, joined by VXLAN (transparent default: one named "h1");
+	// routed labs place endpoints and functions on them too (see hosts.go).
+	Hosts           []*HostSpec                    `yaml:"hosts,omitempty" json:"hosts,omitempty"`
 	FlowClassifiers map[string]*FlowClassifierSpec `yaml:"flow_classifiers,omitempty" json:"flow_classifiers,omitempty"`
 	PortPairs       map[string]*PortPairSpec       `yaml:"port_pairs,omitempty" json:"port_pairs,omitempty"`
 	PortPairGroups  map[string]*PortPairGroupSpec  `yaml:"port_pair_groups,omitempty" json:"port_pair_groups,omitempty"`
@@ -119,7 +120,7 @@ type Endpoint struct {
 	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Run are commands started in every instance when the lab is deployed (through /bin/sh).
 	Run []string `yaml:"run,omitempty" json:"run,omitempty"`
-	// Host is the emulated host the endpoint runs on (transparent steering).
+	// Host is the emulated host the endpoint runs on (default: the first of hosts:).
 	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 	// Ports are its interfaces by name and the network each is on (transparent steering;
 	// default eth0 on the first network).
@@ -142,7 +143,7 @@ type Function struct {
 	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
 	// Params are the kind's parameters, decoded into the kind's own type (see kinds.go).
 	Params any `yaml:"-" json:"params,omitempty"`
-	// Host is the emulated host the function runs on (transparent steering).
+	// Host is the emulated host the function runs on (default: the first of hosts:).
 	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 	// Ports are its interfaces by name and the network each is on (transparent steering;
 	// default eth0 on the first network).

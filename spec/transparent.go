@@ -171,8 +171,6 @@ func (lab *Lab) transparentFields() (string, Pos, bool) {
 	switch {
 	case len(lab.Networks) > 0:
 		return "networks", Pos{}, true
-	case len(lab.Hosts) > 0:
-		return "hosts", Pos{}, true
 	case len(lab.PortPairs) > 0:
 		return "port_pairs", Pos{}, true
 	case len(lab.PortPairGroups) > 0:
@@ -185,13 +183,13 @@ func (lab *Lab) transparentFields() (string, Pos, bool) {
 		return "service_graphs", Pos{}, true
 	}
 	for _, n := range sortedKeys(lab.Endpoints) {
-		if e := lab.Endpoints[n]; e != nil && (e.Host != "" || len(e.Ports) > 0) {
-			return "endpoint " + n + " host/ports", e.Pos, true
+		if e := lab.Endpoints[n]; e != nil && len(e.Ports) > 0 {
+			return "endpoint " + n + " ports", e.Pos, true
 		}
 	}
 	for _, n := range sortedKeys(lab.Functions) {
-		if f := lab.Functions[n]; f != nil && (f.Host != "" || len(f.Ports) > 0) {
-			return "function " + n + " host/ports", f.Pos, true
+		if f := lab.Functions[n]; f != nil && len(f.Ports) > 0 {
+			return "function " + n + " ports", f.Pos, true
 		}
 		if f := lab.Functions[n]; f != nil && f.Kind == KindTap {
 			return "function " + n + " kind tap", f.Pos, true
@@ -214,7 +212,7 @@ func (v *validator) transparent() {
 		lab.Networks = []string{"net"}
 	}
 	if len(lab.Hosts) == 0 {
-		lab.Hosts = []string{"h1"}
+		lab.Hosts = []*HostSpec{{Name: "h1"}}
 	}
 	nets, hosts := map[string]bool{}, map[string]bool{}
 	for _, n := range lab.Networks {
@@ -227,23 +225,17 @@ func (v *validator) transparent() {
 		nets[n] = true
 	}
 	for _, h := range lab.Hosts {
-		if !nameRE.MatchString(h) || len(h) > 10 {
-			v.bad(Pos{}, "host %q: use lowercase letters, digits and '-', at most 10 characters", h)
-		}
-		if hosts[h] {
-			v.bad(Pos{}, "host %q listed twice", h)
-		}
-		hosts[h] = true
+		hosts[h.Name] = true // names checked by hosts()
 	}
 	node := func(what, name string, p Pos, host *string, ports *map[string]string, instances int) {
 		if instances > 1 {
 			v.bad(p, "%s %q: instances: in transparent steering every instance is its own function with its own port pair; list them one by one", what, name)
 		}
 		if *host == "" {
-			*host = lab.Hosts[0]
+			*host = lab.Hosts[0].Name
 		}
 		if !hosts[*host] {
-			v.bad(p, "%s %q: host %q is not in hosts: %v", what, name, *host, lab.Hosts)
+			v.bad(p, "%s %q: host %q is not in hosts: %v", what, name, *host, lab.HostNames())
 		}
 		if len(*ports) == 0 {
 			*ports = map[string]string{"eth0": lab.Networks[0]}

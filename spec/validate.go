@@ -91,6 +91,7 @@ func (v *validator) run() {
 		v.bad(Pos{}, "mtu %d is outside 576-65535", lab.MTU)
 	}
 	v.addressing()
+	v.hosts()
 	names := map[string]string{}
 	v.endpoints(names)
 	v.functions(names)
@@ -100,6 +101,7 @@ func (v *validator) run() {
 		}
 		return
 	}
+	v.routedHosts()
 	v.chains()
 }
 

@@ -55,6 +55,9 @@ func (Runtime) Preflight(_ context.Context, p *plan.Plan) error {
 	if len(missing) > 0 {
 		return fmt.Errorf("check programs: not installed: %s", strings.Join(missing, "; "))
 	}
+	if err := checkHosts(p); err != nil {
+		return err
+	}
 	return checkDrivers(p)
 }
 
@@ -142,7 +145,7 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 		mu.Lock()
 		undo.Push("cgroup of "+node, cg.Remove)
 		mu.Unlock()
-		return nil
+		return confine(p, node, cg)
 	})
 	if err != nil {
 		closeAll()
@@ -204,6 +207,9 @@ const fabricKey = "#fabric"
 // Link creates the veth pairs and bridges of every segment and addresses the interfaces.
 // Equivalent to: ip link add A netns X type veth peer name B netns Y; ip link add brN type bridge; ...
 func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
+	if len(p.Hosts) > 0 {
+		return linkHosts(p, ns, undo)
+	}
 	fabric := ns[fabricKey]
 	var host *netdev.NS
 	defer func() {
@@ -360,9 +366,11 @@ func removeLabCgroup(lab string) error {
 	if err := g.Remove(); err != nil {
 		return err
 	}
-	if root := cgroup.Root(); root != "" {
-		_ = os.Remove(filepath.Join(root, "labs"))
-		_ = os.Remove(root)
+	for _, root := range []string{cgroup.Root(), cgroup.CpusetRoot()} {
+		if root != "" {
+			_ = os.Remove(filepath.Join(root, "labs"))
+			_ = os.Remove(root)
+		}
 	}
 	return nil
 }

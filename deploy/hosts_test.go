@@ -1,0 +1,134 @@
+package deploy
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	nsrt "github.com/sfclab/sfclab/runtime/netns"
+)
+
+// hostsLab is study D's two servers with their own cores and a shaped link; sender by veth,
+// responder by macvlan, so both attachments cross hosts.
+func hostsLab(name, cpuA, cpuB, rate string) string {
+	return `name: ` + name + `
+hosts:
+  - {name: snd, cpus: "` + cpuA + `", link: {rate: ` + rate + `}}
+  - {name: rsp, cpus: "` + cpuB + `", link: {rate: ` + rate + `}}
+endpoints:
+  sender: {kind: client, host: snd}
+  responder: {kind: server, host: rsp, driver: macvlan}
+chains:
+  - {name: echo, from: sender, to: responder}
+`
+}
+
+// TestRoutedHostsDeploy places a routed lab's endpoints on two emulated hosts: the echo crosses
+// the host link, each node runs on its host's cores only, and the link is shaped (tbf on each
+// host's underlay interface caps a TCP stream across it).
+func TestRoutedHostsDeploy(t *testing.T) {
+	requireRoot(t)
+	if err := cgroup.CPUsAvailable(); err != nil {
+		t.Skipf("SKIP: no cpuset controller on this kernel: %v", err)
+	}
+	cpuB := "1"
+	if cgroup.CheckCPUs("1") != nil {
+		cpuB = "0" // a one-core machine: both hosts share core 0
+	}
+	d := testDeployer(t)
+	p := decodePlan(t, hostsLab("hosts-d", "0", cpuB, "100mbit"))
+	if p.Fabric != "" || len(p.Hosts) != 2 || p.Underlay == "" || p.MTU != 1450 {
+		t.Fatalf("plan: fabric %q, hosts %d, underlay %q, mtu %d; want no fabric, 2 hosts, an underlay, mtu 1450", p.Fabric, len(p.Hosts), p.Underlay, p.MTU)
+	}
+	deploy(t, d, p)
+	snd, rsp := node(t, d, p, "sender"), node(t, d, p, "responder")
+	target := p.Chain("echo").Target.String()
+	if out, err := snd.Output(context.Background(), nil, "ping", "-c", "2", "-i", "0.2", "-W", "2", target); err != nil {
+		t.Fatalf("ping across the hosts: %v\n%s", err, out)
+	}
+	for _, tc := range []struct {
+		node string
+		want string
+	}{{"sender", "0"}, {"responder", cpuB}} {
+		out, err := node(t, d, p, tc.node).Output(context.Background(), nil, "grep", "Cpus_allowed_list", "/proc/self/status")
+		if got := strings.Join(strings.Fields(string(out)), " "); err != nil || got != "Cpus_allowed_list: "+tc.want {
+			t.Errorf("%s: a process in it runs on %q (%v), want cores %s", tc.node, got, err, tc.want)
+		}
+	}
+	for _, h := range p.Hosts {
+		ns, err := netdev.OpenNS(h.Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sh, err := ns.Shaping("ul0")
+		ns.Close()
+		if err != nil || !strings.Contains(sh, "tbf") {
+			t.Errorf("host %s: ul0 shaping %q (%v), want tbf", h.Name, sh, err)
+		}
+	}
+	if _, err := rsp.Daemon([]string{"iperf3", "-s", "-1"}, filepath.Join(t.TempDir(), "iperf3.log")); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	var err error
+	for range 20 {
+		out, err = snd.Output(context.Background(), nil, "iperf3", "-c", target, "-t", "2", "-J")
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("iperf3 across the hosts: %v\n%s", err, out)
+	}
+	bps := receivedBps(t, out)
+	t.Logf("TCP across a 100mbit host link: %.1f Mbit/s", bps/1e6)
+	if bps > 110e6 || bps < 50e6 {
+		t.Errorf("TCP across a 100mbit host link: %.1f Mbit/s, want 50-110", bps/1e6)
+	}
+}
+
+// TestHostCoreRefused: a host naming a core this machine lacks is refused before anything
+// is created, at the host's line in the file.
+func TestHostCoreRefused(t *testing.T) {
+	requireRoot(t)
+	if err := cgroup.CPUsAvailable(); err != nil {
+		t.Skipf("SKIP: no cpuset controller on this kernel: %v", err)
+	}
+	d := testDeployer(t)
+	p := decodePlan(t, hostsLab("hosts-bad", "0", "4000", "10gbit"))
+	_, err := d.Deploy(context.Background(), p, "test")
+	if err == nil {
+		_ = d.Destroy(context.Background(), p.Lab)
+		t.Fatal("deploy with core 4000 succeeded")
+	}
+	if !errors.Is(err, cgroup.ErrNoCore) || !strings.Contains(err.Error(), "test.yaml:4:5: host rsp: cpus:") || !strings.Contains(err.Error(), "core 4000 does not exist") {
+		t.Errorf("error = %v; want test.yaml:4:5 host rsp and core 4000 named", err)
+	}
+	if ns, _ := (nsrt.Runtime{}).Leftovers(context.Background(), p.Lab); len(ns) > 0 {
+		t.Errorf("refused deploy created namespaces %v", ns)
+	}
+	if _, err := os.Stat(d.Journal.Dir(p.Lab)); err == nil {
+		t.Errorf("refused deploy created its journal")
+	}
+}
+
+func receivedBps(t *testing.T, out []byte) float64 {
+	t.Helper()
+	var res struct {
+		End struct {
+			SumReceived struct {
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("decode iperf3 output: %v", err)
+	}
+	return res.End.SumReceived.BitsPerSecond
+}
