@@ -1,6 +1,8 @@
 package plan
 
 import (
+	"fmt"
+	"io"
 	"net/netip"
 
 	"github.com/sfclab/sfclab/spec"
@@ -77,5 +79,35 @@ func (b *builder) routedHosts() {
 	if len(p.Hosts) > 1 {
 		p.Underlay = NetnsName(b.lab.Name, "underlay")
 		p.MTU = min(p.MTU, 1500-50)
+	}
+}
+
+// extraText is a host's cores and link shaping for the plan text ("" when it has neither).
+func (h *Host) extraText() string {
+	out := ""
+	if h.CPUs != "" {
+		out += "\tcpus " + h.CPUs
+	}
+	if h.Link != nil {
+		out += "\tlink " + h.Link.String()
+	}
+	return out
+}
+
+// writeHosts prints a routed plan's hosts.
+func (p *Plan) writeHosts(w io.Writer) {
+	if len(p.Hosts) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "\nhosts (%d):\n", len(p.Hosts))
+	for _, h := range p.Hosts {
+		ul := ""
+		if h.Underlay.IsValid() {
+			ul = "underlay " + h.Underlay.String()
+		}
+		fmt.Fprintf(w, "  %s\tid %d\tnetns %s\t%s%s\n", h.Name, h.ID, h.Netns, ul, h.extraText())
+	}
+	if p.Underlay != "" {
+		fmt.Fprintf(w, "  underlay netns %s, vxlan per segment that spans hosts (udp 4789)\n", p.Underlay)
 	}
 }

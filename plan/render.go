@@ -34,11 +34,15 @@ func (p *Plan) WriteText(w io.Writer) error {
 		}
 		return p.Transparent.writeText(w, p.MTU)
 	}
+	p.writeHosts(tw)
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(p.Nodes))
 	for _, n := range p.Nodes {
 		extra := ""
 		if n.Chain != "" {
 			extra = " chain " + n.Chain
+		}
+		if n.Host != "" {
+			extra += " host " + n.Host
 		}
 		fmt.Fprintf(tw, "  %s\t%s %s%s\tnetns %s\n", n.Name, n.Role, kindLabel(n), extra, n.Netns)
 		for _, i := range n.Interfaces {

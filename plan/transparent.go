@@ -234,7 +234,7 @@ func (t *Transparent) writeText(w io.Writer, labMTU int) error {
 		if h.Underlay.IsValid() {
 			ul = "underlay " + h.Underlay.String()
 		}
-		fmt.Fprintf(tw, "  %s\tid %d\tnetns %s\t%s\n", h.Name, h.ID, h.Netns, ul)
+		fmt.Fprintf(tw, "  %s\tid %d\tnetns %s\t%s%s\n", h.Name, h.ID, h.Netns, ul, h.extraText())
 	}
 	if t.Underlay != "" {
 		fmt.Fprintf(tw, "  underlay netns %s, vxlan per network (udp 4789) + steering vxlan (collect_md, udp 4790)\n", t.Underlay)
