@@ -22,9 +22,9 @@ type BackgroundNodes struct {
 	Count []int `yaml:"count"`
 	// Kind lists the load kinds: cpu, network.
 	Kind Strings `yaml:"kind"`
-	// Side lists where the load is: sender, responder. On one host every node shares the
-	// machine, so the side is recorded but changes nothing yet; with emulated hosts it picks the
-	// host the background nodes run on.
+	// Side lists where the load is: sender, responder. On a lab with emulated hosts it picks
+	// the host the background nodes run on (see bench/load.AddNodes); on one host every node
+	// shares the machine, so the side is recorded but changes nothing.
 	Side Strings `yaml:"side,omitempty"`
 	// Bitrate caps each background pair's UDP stream for kind network (default 100M).
 	Bitrate string `yaml:"bitrate,omitempty"`
@@ -71,9 +71,10 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 	if !ok {
 		bad(0, "background_nodes needs count: (e.g. [0, 8, 32, 64]) and kind: (cpu, network)")
 	}
+	lim := load.NodeLimit()
 	for _, c := range g.Count {
-		if c < 0 || c > load.MaxNodes || c%2 != 0 {
-			bad(0, "background_nodes count %d must be even and 0-%d (what this machine kind holds)", c, load.MaxNodes)
+		if c < 0 || c > lim.Max || c%2 != 0 {
+			bad(0, "background_nodes count %d must be even and 0-%d (%s)", c, lim.Max, lim.Why)
 			ok = false
 		}
 	}
@@ -109,7 +110,7 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 				err = Override(lab, s.Runtime, s.Attach)
 			}
 			if err == nil {
-				err = load.AddNodes(lab, cell.Count)
+				err = load.AddNodes(lab, cell.Count, load.Placement{Kind: cell.Kind, Side: cell.Side})
 			}
 			var p *plan.Plan
 			if err == nil {

@@ -15,11 +15,14 @@ import (
 // in pairs (bg1 -> bg2, bg3 -> bg4, ...: one chain and one network each), each loading what it
 // can load: its CPU (one stress-ng worker per node) or the network (the pair pushes bounded
 // UDP at a capped rate from the odd node to the even one). They are deployed and destroyed
-// with the lab, so nothing of them outlives a trial.
+// with the lab, so nothing of them outlives a trial. How many a machine holds is NodeLimit.
+//
+// On emulated hosts (a lab with hosts:) the side picks the host: "sender" is the host of the
+// lab's first chain's source, "responder" that of its destination. Kind cpu puts all K nodes
+// on that host, so with cores (cpus:) they compete with that host's nodes only; kind network
+// puts each pair's sending node there and its receiving node on the other side's host, so
+// every pair's stream crosses the host link.
 const (
-	// MaxNodes is the most background nodes a trial may add: 256 namespaces with a cgroup and
-	// a veth each fit this machine kind's 4 GB easily (64 deploy in well under 2 s).
-	MaxNodes = 256
 	// NodePrefix names background nodes: bg1, bg2, ...
 	NodePrefix = "bg"
 	// DefaultNodeBitrate caps each background pair's UDP stream.
@@ -29,18 +32,54 @@ const (
 // ErrNodes is wrapped by a background-node request the lab cannot take.
 var ErrNodes = errors.New("invalid background nodes")
 
+// Placement says where background nodes go on a lab with emulated hosts.
+type Placement struct {
+	// Kind is "cpu" or "network" ("" places like cpu).
+	Kind string
+	// Side is "sender" or "responder" ("" = sender).
+	Side string
+}
+
+// hosts returns the hosts of the side and of the other side (both "" on a lab without hosts).
+func (pl Placement) hosts(lab *spec.Lab) (side, other string, err error) {
+	if len(lab.Hosts) == 0 {
+		return "", "", nil
+	}
+	if len(lab.Chains) == 0 {
+		return "", "", fmt.Errorf("add background nodes: %w: lab %s has no chain to take sides from", ErrNodes, lab.Name)
+	}
+	hostOf := func(r spec.Ref) string {
+		if e := lab.Endpoints[r.Name]; e != nil && e.Host != "" {
+			return e.Host
+		}
+		return lab.Hosts[0].Name
+	}
+	snd, rsp := hostOf(lab.Chains[0].From), hostOf(lab.Chains[0].To)
+	switch pl.Side {
+	case "", "sender":
+		return snd, rsp, nil
+	case "responder":
+		return rsp, snd, nil
+	}
+	return "", "", fmt.Errorf("add background nodes: %w: side %q is not sender or responder", ErrNodes, pl.Side)
+}
+
 // AddNodes adds count background endpoints (bg1 ... bgCOUNT, count even) and the chains that
-// pair them to lab, and validates the result. Sides of the measured chain (sender, responder)
-// are recorded by the caller: on one host every node shares the machine; with emulated hosts
-// the side will pick the host they run on.
-func AddNodes(lab *spec.Lab, count int) error {
+// pair them to lab, placed on its emulated hosts by pl when it has hosts, and validates the
+// result. A count over what the machine holds (NodeLimit) is refused with the figures.
+func AddNodes(lab *spec.Lab, count int, pl Placement) error {
+	lim := NodeLimit()
 	switch {
 	case count == 0:
 		return nil
-	case count < 0 || count > MaxNodes:
-		return fmt.Errorf("add background nodes: %w: count %d must be 0-%d (what this machine kind holds)", ErrNodes, count, MaxNodes)
+	case count < 0 || count > lim.Max:
+		return fmt.Errorf("add background nodes: %w: count %d must be 0-%d (%s)", ErrNodes, count, lim.Max, lim.Why)
 	case count%2 != 0:
 		return fmt.Errorf("add background nodes: %w: count %d must be even (nodes come in pairs)", ErrNodes, count)
+	}
+	side, other, err := pl.hosts(lab)
+	if err != nil {
+		return err
 	}
 	if lab.Endpoints == nil {
 		lab.Endpoints = map[string]*spec.Endpoint{}
@@ -54,7 +93,11 @@ func AddNodes(lab *spec.Lab, count int) error {
 		if i%2 == 0 {
 			kind = spec.EndpointServer
 		}
-		lab.Endpoints[name] = &spec.Endpoint{Kind: kind}
+		host := side
+		if pl.Kind == KindNetwork && i%2 == 0 {
+			host = other // the pair's receiver: its stream crosses the host link
+		}
+		lab.Endpoints[name] = &spec.Endpoint{Kind: kind, Host: host}
 	}
 	for i := 1; i < count; i += 2 {
 		lab.Chains = append(lab.Chains, &spec.Chain{Name: "bgc" + strconv.Itoa((i+1)/2),

@@ -3,6 +3,8 @@ package load_test
 import (
 	"context"
 	"errors"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -30,7 +32,7 @@ func bgPlan(t testing.TB, count int) *plan.Plan {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := load.AddNodes(lab, count); err != nil {
+	if err := load.AddNodes(lab, count, load.Placement{}); err != nil {
 		t.Fatal(err)
 	}
 	p, err := plan.Build(lab)
@@ -51,11 +53,101 @@ func TestAddNodes(t *testing.T) {
 	for _, bad := range []struct {
 		n    int
 		want string
-	}{{3, "must be even"}, {-2, "must be 0-256"}, {258, "must be 0-256"}} {
+	}{{3, "must be even"}, {-2, "must be 0-"}, {1 << 20, "this machine holds"}} {
 		lab, _ := spec.Decode([]byte(pairLab), "bg.yaml")
-		if err := load.AddNodes(lab, bad.n); !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), bad.want) {
+		if err := load.AddNodes(lab, bad.n, load.Placement{}); !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("AddNodes(%d) = %v, want %q", bad.n, err, bad.want)
 		}
+	}
+}
+
+const hostsLab = `
+name: t-rtt-bgh
+hosts: [snd, rsp]
+endpoints:
+  client: {kind: client, host: snd}
+  server: {kind: server, host: rsp}
+chains:
+  - {name: c, from: client, to: server}
+`
+
+// TestAddNodesOnHosts: the side picks the host of the measured chain's source or
+// destination; cpu load stays on it, network pairs send from it across the host link.
+func TestAddNodesOnHosts(t *testing.T) {
+	for _, tc := range []struct {
+		pl             load.Placement
+		odd, even, not string
+	}{
+		{load.Placement{Kind: load.KindCPU, Side: "responder"}, "rsp", "rsp", ""},
+		{load.Placement{Kind: load.KindCPU, Side: "sender"}, "snd", "snd", ""},
+		{load.Placement{Kind: load.KindNetwork, Side: "sender"}, "snd", "rsp", ""},
+		{load.Placement{Kind: load.KindNetwork, Side: "responder"}, "rsp", "snd", ""},
+	} {
+		lab, err := spec.Decode([]byte(hostsLab), "bg.yaml")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := load.AddNodes(lab, 4, tc.pl); err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Build(lab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for i, want := range map[int]string{1: tc.odd, 2: tc.even, 3: tc.odd, 4: tc.even} {
+			if got := p.Node(load.NodeName(i)).Host; got != want {
+				t.Errorf("%+v: bg%d on host %q, want %q", tc.pl, i, got, want)
+			}
+		}
+	}
+	lab, _ := spec.Decode([]byte(hostsLab), "bg.yaml")
+	if err := load.AddNodes(lab, 2, load.Placement{Side: "left"}); !errors.Is(err, load.ErrNodes) {
+		t.Errorf("side left: %v", err)
+	}
+}
+
+// TestNodeLimit derives the limit from fake machine files and states the figures.
+func TestNodeLimit(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, text string) string {
+		f := filepath.Join(dir, name)
+		if err := os.WriteFile(f, []byte(text), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		return f
+	}
+	procs := filepath.Join(dir, "proc")
+	for _, pid := range []string{"1", "2", "30", "self"} {
+		if err := os.MkdirAll(filepath.Join(procs, pid), 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	saved := []string{load.MeminfoFile, load.PidMaxFile, load.ThreadsFile, load.ProcDir}
+	t.Cleanup(func() { load.MeminfoFile, load.PidMaxFile, load.ThreadsFile, load.ProcDir = saved[0], saved[1], saved[2], saved[3] })
+	load.ProcDir = procs
+	load.ThreadsFile = write("threads", "100000\n")
+	for _, tc := range []struct {
+		memKB, pidMax string
+		max           int
+		why           string
+	}{
+		{"1048576", "32768", 32, "MemAvailable 1.0 GiB / 2 at 16 MiB per node = 32"},
+		{"104857600", "303", 100, "pid_max 303 - 3 running = 300 pids at 3 per node = 100"},
+		{"104857600", "309", 102, "pid_max 309"},
+		{"1073741824", "4194304", load.HardMaxNodes, "at most 1024 by design"},
+	} {
+		load.MeminfoFile = write("meminfo", "MemTotal: 1 kB\nMemAvailable:   "+tc.memKB+" kB\n")
+		load.PidMaxFile = write("pid_max", tc.pidMax+"\n")
+		lim := load.NodeLimit()
+		if lim.Max != tc.max || !strings.Contains(lim.Why, tc.why) {
+			t.Errorf("mem %s kB, pid_max %s: %d (%s); want %d with %q", tc.memKB, tc.pidMax, lim.Max, lim.Why, tc.max, tc.why)
+		}
+	}
+	load.MeminfoFile = write("meminfo", "MemAvailable: 1048576 kB\n")
+	lab, _ := spec.Decode([]byte(pairLab), "bg.yaml")
+	err := load.AddNodes(lab, 34, load.Placement{})
+	if !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), "count 34 must be 0-32 (this machine holds 32: the least of") {
+		t.Errorf("AddNodes(34) on a 1 GiB machine = %v", err)
 	}
 }
 
