@@ -123,7 +123,9 @@ func TestNodeLimit(t *testing.T) {
 		}
 	}
 	saved := []string{load.MeminfoFile, load.PidMaxFile, load.ThreadsFile, load.ProcDir}
-	t.Cleanup(func() { load.MeminfoFile, load.PidMaxFile, load.ThreadsFile, load.ProcDir = saved[0], saved[1], saved[2], saved[3] })
+	t.Cleanup(func() {
+		load.MeminfoFile, load.PidMaxFile, load.ThreadsFile, load.ProcDir = saved[0], saved[1], saved[2], saved[3]
+	})
 	load.ProcDir = procs
 	load.ThreadsFile = write("threads", "100000\n")
 	for _, tc := range []struct {
