@@ -23,6 +23,7 @@ import (
 	"github.com/sfclab/sfclab/bench/probe/ping"
 	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/bench/probe/tcprtt"
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
@@ -334,6 +335,11 @@ func startCPU(ctx context.Context, env probe.Env, self string) (func(emit func(r
 	if err != nil {
 		return nil, err
 	}
+	if hs := cpuHosts(env.Plan); len(hs) > 0 {
+		if err := sampler.AddHosts(hs); err != nil {
+			return nil, err
+		}
+	}
 	if self != "" {
 		if err := sampler.CountSelf(self); err != nil {
 			return nil, err
@@ -380,6 +386,28 @@ func startCPU(ctx context.Context, env probe.Env, self string) (func(emit func(r
 func iperf3Config(c *experiment.Iperf3) iperf3.Config {
 	return iperf3.Config{Duration: c.Duration.Duration, Protocol: c.Protocol, Streams: c.Streams,
 		Reverse: c.Reverse, Bitrate: c.Bitrate, Congestion: c.Congestion, Omit: c.Omit}
+}
+
+// cpuHosts lists the plan's emulated hosts with their cores (every online core for a host
+// without cpus:, marked shared) and nodes, for the per-host CPU figures.
+func cpuHosts(p *plan.Plan) []cpu.Host {
+	var out []cpu.Host
+	for _, h := range p.AllHosts() {
+		ch := cpu.Host{Name: h.Name}
+		if h.CPUs != "" {
+			ch.Cores, _ = cgroup.ParseCPUs(h.CPUs)
+		} else {
+			ch.Cores, _ = cgroup.OnlineCPUs()
+			ch.Shared = true
+		}
+		for _, n := range p.Nodes {
+			if n.Host == h.Name {
+				ch.Nodes = append(ch.Nodes, n.Name)
+			}
+		}
+		out = append(out, ch)
+	}
+	return out
 }
 
 func nodeNames(p *plan.Plan) []string {

@@ -117,6 +117,9 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		if x.Probe == "rtt" || (x.Probe == "load" && x.Metric == "background_nodes") {
 			continue // read by buildRTT
 		}
+		if isHostCPU(x) {
+			continue // read by buildHostCPU
+		}
 		if kind == "" {
 			ignored[pm]++
 			continue

@@ -178,6 +178,8 @@ type Report struct {
 	RTT       []RTTRow
 	RTTTrends []RTTTrend
 	RTTPairs  []RTTPair
+	// HostCPU has one row per scenario and emulated host with per-host CPU samples.
+	HostCPU []HostCPURow
 	// Load is the background load of each scenario that ran with one, in
 	// display order, then in order of appearance.
 	Load []LoadRow
@@ -265,6 +267,7 @@ func Build(in Input) (*Report, error) {
 	r.buildDeploy(c)
 	r.buildLoad(c)
 	r.buildRTT(in.Samples)
+	r.buildHostCPU(in.Samples)
 	r.buildNDR(in.Samples, failed)
 	if in.Published != nil {
 		if err := r.buildComparison(in.Published); err != nil {

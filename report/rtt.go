@@ -271,5 +271,6 @@ func (r *Report) rttSection() section {
 		sec.blocks = append(sec.blocks, block{para: "Scenarios compared cell by cell (same background cell and rate): Wilcoxon signed-rank test of their median RTTs (p < 0.05: different at 95 %)."},
 			block{table: pt})
 	}
+	sec.blocks = append(sec.blocks, r.hostCPUBlocks()...)
 	return sec
 }

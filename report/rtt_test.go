@@ -79,3 +79,44 @@ func TestRTTSection(t *testing.T) {
 		}
 	}
 }
+
+// TestHostCPU: per-host samples of two trials become one row per scenario and host, with the
+// busy share summarized over trials, and a table in the rtt section; none is an ignored note.
+func TestHostCPU(t *testing.T) {
+	samples := rttSamples("veth.bg-0", 0, "", 5, 0.02, 0.001)
+	host := func(trial int, h, metric, unit string, v float64) results.Sample {
+		return results.Sample{Scenario: "veth.bg-0", Trial: trial, Probe: "cpu", Metric: metric, Unit: unit, Value: v,
+			Labels: map[string]string{"host": h, "cores": map[string]string{"sender": "0", "responder": "1"}[h]}}
+	}
+	for trial, usr := range map[int]float64{1: 10, 2: 20} {
+		for _, h := range []string{"responder", "sender"} {
+			samples = append(samples, host(trial, h, "host_usr", "%", usr), host(trial, h, "host_sys", "%", 5),
+				host(trial, h, "host_soft", "%", 1), host(trial, h, "host_nodes_user", "cores", 0.1), host(trial, h, "host_nodes_system", "cores", 0.05))
+		}
+	}
+	r, err := Build(Input{Run: results.Run{Experiment: "t", Complete: true}, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.HostCPU) != 2 || r.HostCPU[0].Host != "responder" || r.HostCPU[1].Cores != "0" {
+		t.Fatalf("rows %+v", r.HostCPU)
+	}
+	x := r.HostCPU[1]
+	if x.Usr != 15 || x.Sys != 5 || x.Soft != 1 || x.Busy.N != 2 || x.Busy.Min != 16 || x.Busy.Max != 26 || x.NodesUser != 0.1 {
+		t.Errorf("sender row %+v", x)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"CPU per emulated host", "| veth.bg-0 | sender | 0 | 15.00 | 5.00 | 1.00 | 16.00 | 21.00 | 26.00 |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	for _, n := range r.Notes {
+		if strings.Contains(n, "host_") {
+			t.Errorf("note about host samples: %s", n)
+		}
+	}
+}

@@ -39,6 +39,21 @@ type Sampler struct {
 	// self, when set, is the node name sfclab's own process is reported as (CountSelf).
 	self      string
 	selfStart syscall.Rusage
+	// hosts are reported per emulated host (AddHosts); cores are their times at the start.
+	hosts []Host
+	cores map[int]CoreTimes
+}
+
+// AddHosts also reports every emulated host from now on, as mpstat would over its cores
+// (host_usr, host_sys, host_soft in %, label host and cores) and its nodes' cgroups summed
+// (host_nodes_user, host_nodes_system in cores); node samples get the label host too.
+func (s *Sampler) AddHosts(hosts []Host) error {
+	c, err := readCores()
+	if err != nil {
+		return fmt.Errorf("sample emulated hosts: %w", err)
+	}
+	s.hosts, s.cores = hosts, c
+	return nil
 }
 
 // CountSelf also samples sfclab's own process (getrusage RUSAGE_SELF: every thread of it)
@@ -96,14 +111,51 @@ func (s *Sampler) Stop() ([]results.Sample, error) {
 		out = append(out, results.Sample{Probe: Name, Metric: metric, Unit: "cores", Value: v, Time: now,
 			Labels: map[string]string{"node": node}})
 	}
+	hostOf := map[string]string{}
+	for _, h := range s.hosts {
+		for _, n := range h.Nodes {
+			hostOf[n] = h.Name
+		}
+	}
+	nodesUser, nodesSys := map[string]float64{}, map[string]float64{}
 	for i, n := range s.nodes {
 		u, err := n.CPU()
 		if err != nil {
 			errs = append(errs, fmt.Errorf("stop cpu sampler: %w", err))
 			continue
 		}
-		add("cpu_user", s.names[i], (u.User-s.usage[i].User).Seconds()/wall)
-		add("cpu_system", s.names[i], (u.System-s.usage[i].System).Seconds()/wall)
+		user, sys := (u.User-s.usage[i].User).Seconds()/wall, (u.System-s.usage[i].System).Seconds()/wall
+		add("cpu_user", s.names[i], user)
+		add("cpu_system", s.names[i], sys)
+		if h := hostOf[s.names[i]]; h != "" {
+			out[len(out)-1].Labels["host"], out[len(out)-2].Labels["host"] = h, h
+			nodesUser[h] += user
+			nodesSys[h] += sys
+		}
+	}
+	if len(s.hosts) > 0 {
+		after, err := readCores()
+		if err != nil {
+			errs = append(errs, fmt.Errorf("stop cpu sampler: %w", err))
+		}
+		for _, h := range s.hosts {
+			lab := func(m, unit string, v float64) {
+				cores := cgroup.FormatCPUs(h.Cores)
+				if h.Shared {
+					cores += " (shared)"
+				}
+				out = append(out, results.Sample{Probe: Name, Metric: m, Unit: unit, Value: v, Time: now,
+					Labels: map[string]string{"host": h.Name, "cores": cores}})
+			}
+			lab("host_nodes_user", "cores", nodesUser[h.Name])
+			lab("host_nodes_system", "cores", nodesSys[h.Name])
+			if err == nil {
+				usr, sys, soft := HostPercent(s.cores, after, h.Cores)
+				lab("host_usr", "%", usr)
+				lab("host_sys", "%", sys)
+				lab("host_soft", "%", soft)
+			}
+		}
 	}
 	if s.self != "" {
 		var ru syscall.Rusage
