@@ -42,6 +42,9 @@ type Study struct {
 	Published *report.Published
 	// Quick shortens the experiment for a smoke run (`--quick`).
 	Quick func(e *experiment.Experiment)
+	// NetnsOnly, when set, says why the study runs on the netns runtime only; --runtime of
+	// another is refused with it.
+	NetnsOnly string
 	// Standard, when set, scales the experiment to about an hour on a two-core machine
 	// (`--standard`); it sets e.Reduced to say what is smaller than the study.
 	Standard func(e *experiment.Experiment)
@@ -118,6 +121,9 @@ func Published(name string) *report.Published {
 // scale is Full, Quick or Standard; runtime (when not "") is the runtime of every lab whose
 // scenario does not name one.
 func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
+	if s.NetnsOnly != "" && runtime != "" && runtime != spec.RuntimeNetns {
+		return nil, nil, fmt.Errorf("reproduce %s on runtime %s: %s; drop --runtime %s", s.Name, runtime, s.NetnsOnly, runtime)
+	}
 	data, err := fs.ReadFile(sfclab.Files, s.Experiment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)

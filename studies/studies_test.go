@@ -23,6 +23,12 @@ func TestStudiesLoadAndMatchPublished(t *testing.T) {
 			}
 			for _, rt := range []string{"", "docker"} {
 				e, inputs, err := st.Load(scale, rt)
+				if rt == "docker" && st.NetnsOnly != "" {
+					if err == nil || !strings.Contains(err.Error(), st.NetnsOnly) {
+						t.Errorf("%s on docker: %v; want refused with %q", name, err, st.NetnsOnly)
+					}
+					continue
+				}
 				if err != nil {
 					t.Fatalf("%s scale=%q runtime=%q: %v", name, scale, rt, err)
 				}
