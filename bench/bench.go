@@ -257,10 +257,8 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		}
 	}
 	if c := e.Probes.RTT; c != nil {
-		for _, rate := range c.Rate {
-			if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
-				return samples, err
-			}
+		if err := r.rtt(ctx, e, env, c, emit); err != nil {
+			return samples, err
 		}
 	}
 	if h := e.Probes.HTTP; h != nil {
@@ -278,6 +276,25 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		}
 	}
 	return samples, ctx.Err()
+}
+
+// rtt runs the rtt probe at every rate, with CPU sampled over all of them (as study D's
+// mpstat ran beside its pings) when the experiment has no iperf3 or HTTP probe to sample
+// during: one window per trial, per node and per emulated host.
+func (r *Runner) rtt(ctx context.Context, e *experiment.Experiment, env probe.Env, c *experiment.RTT, emit func(results.Sample)) (err error) {
+	if e.Probes.CPUOn() && e.Probes.Iperf3 == nil && e.Probes.HTTP == nil {
+		stopCPU, serr := startCPU(ctx, env, "")
+		if serr != nil {
+			return serr
+		}
+		defer func() { err = errors.Join(err, stopCPU(emit)) }()
+	}
+	for _, rate := range c.Rate {
+		if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // HTTPClientNode is the node name the CPU samples of sfclab's own HTTP load generator carry:

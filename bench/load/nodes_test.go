@@ -26,13 +26,15 @@ chains:
   - {name: c, from: client, to: server}
 `
 
-func bgPlan(t testing.TB, count int) *plan.Plan {
+func bgPlan(t testing.TB, count int) *plan.Plan { return bgPlanOn(t, pairLab, count, load.Placement{}) }
+
+func bgPlanOn(t testing.TB, yaml string, count int, pl load.Placement) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(pairLab), "bg.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bg.yaml")
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := load.AddNodes(lab, count, load.Placement{}); err != nil {
+	if err := load.AddNodes(lab, count, pl); err != nil {
 		t.Fatal(err)
 	}
 	p, err := plan.Build(lab)
@@ -196,9 +198,17 @@ func TestNodesLoad(t *testing.T) {
 // BenchmarkDeploy64Background: a grid cell with 64 background nodes (the measured pair plus
 // 32 background pairs, 66 namespaces) deployed and destroyed on netns. Reports deploy-ms and
 // destroy-ms; the target is deploy under 2 s.
-func BenchmarkDeploy64Background(b *testing.B) {
+func BenchmarkDeploy64Background(b *testing.B) { benchDeploy(b, bgPlan(b, 64)) }
+
+// BenchmarkDeploy64BackgroundHosts: the same cell on two emulated hosts with network load
+// placed on the sender's host: 32 pairs whose segments each cross the hosts (a bridge per host
+// and a VXLAN device per host for each), 2 host namespaces and the underlay.
+func BenchmarkDeploy64BackgroundHosts(b *testing.B) {
+	benchDeploy(b, bgPlanOn(b, hostsLab, 64, load.Placement{Kind: load.KindNetwork, Side: "sender"}))
+}
+
+func benchDeploy(b *testing.B, p *plan.Plan) {
 	labtest.RequireRoot(b)
-	p := bgPlan(b, 64)
 	d := &deploy.Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	labtest.Exclusive(b)
 	var dep, des time.Duration
