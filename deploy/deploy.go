@@ -247,6 +247,11 @@ func (b *build) links(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.p.Redirects() {
+		if err := b.redirects(); err != nil {
+			return err
+		}
+	}
 	return b.shaping()
 }
 

@@ -128,7 +128,7 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 					where = "host-" + n.Host + "/"
 				}
 				iface.Peer = where + port
-				if n.Driver != nil { // no port of its own: on the bridge itself (macvlan), or a moved device
+				if n.Driver != nil && n.Driver.Type != spec.DriverEBPFRedirect { // no port of its own: on the bridge itself (macvlan), or a moved device
 					iface.Peer = where + s.Bridge
 				}
 			}

@@ -111,3 +111,14 @@ func (p *Plan) writeHosts(w io.Writer) {
 		fmt.Fprintf(w, "  underlay netns %s, vxlan per segment that spans hosts (udp 4789)\n", p.Underlay)
 	}
 }
+
+// Redirects reports whether any node is attached by the ebpf-redirect driver (the lab then
+// loads package steer's programs on those nodes' ports and its hosts' steering devices).
+func (p *Plan) Redirects() bool {
+	for _, n := range p.Nodes {
+		if n.Driver != nil && n.Driver.Type == spec.DriverEBPFRedirect {
+			return true
+		}
+	}
+	return false
+}

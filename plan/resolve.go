@@ -336,7 +336,7 @@ func (b *builder) checkDrivers() {
 			b.bad(n.Driver.Pos, "endpoint %q: driver %s is not available on runtime docker yet (docker's macvlan network driver needs a parent interface on the host, which the docker runtime does not wire); use runtime netns", n.Group, n.Driver.Type)
 			continue
 		}
-		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan {
+		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan || n.Driver.Type == spec.DriverEBPFRedirect {
 			continue
 		}
 		if len(n.Interfaces) != 1 {

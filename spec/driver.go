@@ -19,11 +19,16 @@ const (
 	// DriverSRIOV moves a virtual function of a named physical function into the node, with
 	// its MAC and VLAN set on the PF.
 	DriverSRIOV = "sriov"
+	// DriverEBPFRedirect is a veth to the host's bridge with the tc program of package steer
+	// on its host-side end: IPv4 skips the bridge, straight into the destination's namespace
+	// (bpf_redirect_peer) on the same emulated host, or through the host's steering VXLAN
+	// device to the destination's host; ARP and the rest take the bridge. Needs hosts:.
+	DriverEBPFRedirect = "ebpf-redirect"
 )
 
 // Drivers lists the attachment drivers.
 func Drivers() []string {
-	return []string{DriverVeth, DriverMacvlan, DriverHostDevice, DriverSRIOV}
+	return []string{DriverVeth, DriverMacvlan, DriverHostDevice, DriverSRIOV, DriverEBPFRedirect}
 }
 
 // Driver is an endpoint's attachment driver: `driver: macvlan`, or a mapping with settings
@@ -95,6 +100,10 @@ func (v *validator) driver(name string, e *Endpoint) {
 	onlyFor("mac", d.MAC != "", DriverSRIOV)
 	switch d.Type {
 	case DriverVeth, DriverMacvlan:
+	case DriverEBPFRedirect:
+		if len(v.lab.Hosts) == 0 {
+			v.bad(p, "endpoint %q: driver ebpf-redirect needs hosts: (its program sits on the host side of the node's port, on an emulated host's bridge); add hosts: [h1] and host: h1", name)
+		}
 	case DriverHostDevice:
 		if d.Device == "" {
 			v.bad(p, "endpoint %q: driver host-device needs device: the host interface to move into the node", name)

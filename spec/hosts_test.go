@@ -67,6 +67,11 @@ func TestHostsBad(t *testing.T) {
 	if _, err := Decode([]byte(noHosts), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:6: endpoint "a": host "x": the lab lists no hosts:`) {
 		t.Errorf("host without hosts: err = %v", err)
 	}
+	// ebpf-redirect sits on an emulated host's bridge.
+	noHostsEBPF := "name: hbad\nendpoints:\n  a: {kind: client, driver: ebpf-redirect}\n  b: {kind: server}\nchains:\n  - {from: a, to: b}\n"
+	if _, err := Decode([]byte(noHostsEBPF), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:35: endpoint "a": driver ebpf-redirect needs hosts:`) {
+		t.Errorf("ebpf-redirect without hosts: err = %v", err)
+	}
 	// A link on a single host shapes nothing.
 	one := strings.Replace(hostsBase, "  - rsp\n", "", 1)
 	one = strings.Replace(one, ", host: rsp", "", 1)

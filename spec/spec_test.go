@@ -167,7 +167,7 @@ func TestDriverValidation(t *testing.T) {
 		{"macvlan by name", "{driver: macvlan}", ""},
 		{"host-device", "{driver: {type: host-device, device: eth5}}", ""},
 		{"sriov", "{driver: {type: sriov, pf: ens1f0, vf: 2, vlan: 10, mac: \"02:00:00:00:00:01\"}}", ""},
-		{"unknown", "{driver: macvtap}", `driver "macvtap" is not one of [veth macvlan host-device sriov]`},
+		{"unknown", "{driver: macvtap}", `driver "macvtap" is not one of [veth macvlan host-device sriov ebpf-redirect]`},
 		{"host-device without device", "{driver: {type: host-device}}", "driver host-device needs device"},
 		{"sriov without pf", "{driver: {type: sriov}}", "driver sriov needs pf"},
 		{"vlan range", "{driver: {type: sriov, pf: p, vlan: 5000}}", "vlan 5000 is outside 0-4094"},

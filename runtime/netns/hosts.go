@@ -50,7 +50,7 @@ func confine(p *plan.Plan, node string, cg *cgroup.Group) error {
 // segment is a network (its bridge on each host that has a member, VXLAN between them), every
 // node interface a port (a veth to its host's bridge, or a macvlan on it).
 func hostTopology(p *plan.Plan) *hosts.Topology {
-	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true, NoSteering: true}
+	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true, NoSteering: !p.Redirects()}
 	for _, h := range p.Hosts {
 		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay})
 	}
