@@ -69,7 +69,7 @@ func TestHostsBad(t *testing.T) {
 	}
 	// ebpf-redirect sits on an emulated host's bridge.
 	noHostsEBPF := "name: hbad\nendpoints:\n  a: {kind: client, driver: ebpf-redirect}\n  b: {kind: server}\nchains:\n  - {from: a, to: b}\n"
-	if _, err := Decode([]byte(noHostsEBPF), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:35: endpoint "a": driver ebpf-redirect needs hosts:`) {
+	if _, err := Decode([]byte(noHostsEBPF), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:29: endpoint "a": driver ebpf-redirect needs hosts:`) {
 		t.Errorf("ebpf-redirect without hosts: err = %v", err)
 	}
 	// A link on a single host shapes nothing.
