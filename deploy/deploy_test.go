@@ -84,6 +84,11 @@ func assertClean(t *testing.T, d *Deployer, lab string) {
 	if _, err := os.Stat(d.Journal.Dir(lab)); err == nil {
 		t.Errorf("lab %s left its journal %s", lab, d.Journal.Dir(lab))
 	}
+	if r := cgroup.CpusetRoot(); r != "" {
+		if _, err := os.Stat(filepath.Join(r, "labs", lab)); err == nil {
+			t.Errorf("lab %s left its cpuset group %s", lab, filepath.Join(r, "labs", lab))
+		}
+	}
 	if _, err := cgroup.Open("labs/" + lab); err == nil {
 		t.Errorf("lab %s left its cgroup", lab)
 	}
