@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"bytes"
@@ -9,18 +9,20 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func build(t *testing.T, path string) *Plan {
+func build(t *testing.T, path string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(lab)
+	p, err := plan.Build(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -68,11 +70,11 @@ func TestJSONRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var back Plan
-	if err := json.Unmarshal(data, &back); err != nil {
+	back, err := plan.Unmarshal(data, kinds.Spec())
+	if err != nil {
 		t.Fatal(err)
 	}
-	again, err := json.Marshal(&back)
+	again, err := json.Marshal(back)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -119,11 +121,11 @@ functions:
   b: {kind: forwarder, instances: 2, weights: [1, 3]}
 chains:
   - {from: client, to: server, hops: [a, b]}
-`), "mp.yaml")
+`), "mp.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(lab)
+	p, err := plan.Build(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +170,11 @@ chains: [{from: client, to: server, hops: [n]}]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lab, err := spec.Decode([]byte(tt.yaml), "e.yaml")
+			lab, err := spec.Decode([]byte(tt.yaml), "e.yaml", kinds.Spec())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(lab)
+			_, err = plan.Build(lab)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -185,11 +187,11 @@ func TestDriverPlanChecks(t *testing.T) {
 		{"name: d\nruntime: docker\nendpoints:\n  client: {driver: macvlan}\n  server: {}\nchains: [{from: client, to: server}]\n", "not available on runtime docker"},
 		{"name: d\nendpoints:\n  client: {driver: {type: host-device, device: eth9}}\n  a: {}\n  b: {}\nchains: [{from: client, to: a}, {from: client, to: b}]\n", "on 2 networks"},
 	} {
-		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml")
+		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml", kinds.Spec())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
+		if _, err := plan.Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
 			t.Errorf("Build: %v, want %q with file:line", err, tt.want)
 		}
 	}

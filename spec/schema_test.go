@@ -1,4 +1,4 @@
-package spec
+package spec_test
 
 import (
 	"bytes"
@@ -9,6 +9,9 @@ import (
 
 	"github.com/santhosh-tekuri/jsonschema/v6"
 	"go.yaml.in/yaml/v3"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // The JSON schema shipped for editors must accept every example and reject what the decoder
@@ -65,7 +68,7 @@ func TestSchemaAcceptsExamples(t *testing.T) {
 		if err := s.Validate(yamlToJSON(t, data)); err != nil {
 			t.Errorf("%s: schema rejects it: %v", f, err)
 		}
-		if _, err := Decode(data, f); err != nil {
+		if _, err := spec.Decode(data, f, kinds.Spec()); err != nil {
 			t.Errorf("%s: decoder rejects it: %v", f, err)
 		}
 	}
