@@ -6,6 +6,8 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
@@ -63,26 +65,55 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestJSONRoundTrip checks a stored plan decodes to the same plan, params typed by kind.
+// TestJSONRoundTrip checks a stored plan decodes to the same plan, params typed by kind, for
+// every example and study lab (every kind and endpoint service among them, transparent too).
 func TestJSONRoundTrip(t *testing.T) {
-	p := build(t, "../examples/fw-lb.yaml")
-	data, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob("../examples/*.yaml")
+	labs, _ := filepath.Glob("../experiments/labs/*.yaml")
+	files = append(append(files, labs...), "../spec/testdata/all-kinds.yaml")
+	seen := map[string]bool{}
+	for _, f := range files {
+		p := build(t, f)
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := plan.Unmarshal(data, kinds.Spec())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		again, err := json.Marshal(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(data) {
+			t.Errorf("%s: round trip differs:\n%s\n%s", f, data, again)
+		}
+		nodes := slices.Clone(p.Nodes)
+		backNodes := slices.Clone(back.Nodes)
+		if p.Transparent != nil {
+			for i, n := range p.Transparent.Nodes {
+				nodes = append(nodes, &plan.Node{Name: n.Name, Function: n.Function})
+				backNodes = append(backNodes, &plan.Node{Name: back.Transparent.Nodes[i].Name, Function: back.Transparent.Nodes[i].Function})
+			}
+		}
+		for i, n := range nodes {
+			if n.Function == nil {
+				continue
+			}
+			seen[n.Function.Kind] = true
+			if want, got := reflect.TypeOf(n.Function.Params), reflect.TypeOf(backNodes[i].Function.Params); got != want {
+				t.Errorf("%s: node %s (%s) params decoded as %v, want %v", f, n.Name, n.Function.Kind, got, want)
+			}
+		}
 	}
-	back, err := plan.Unmarshal(data, kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
+	for _, k := range append(kinds.Names(), spec.EndpointHTTPServer) {
+		if !seen[k] {
+			t.Errorf("no example plans a %s; add one so its stored plan is checked", k)
+		}
 	}
-	again, err := json.Marshal(back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(again) != string(data) {
-		t.Errorf("round trip differs:\n%s\n%s", data, again)
-	}
-	if _, ok := back.Node("fw").Function.Params.(*spec.FirewallParams); !ok {
-		t.Errorf("fw params decoded as %T", back.Node("fw").Function.Params)
+	if _, err := plan.Unmarshal([]byte(`{"nodes":[{"name":"x","function":{"kind":"nope"}}]}`), kinds.Spec()); err == nil || !strings.Contains(err.Error(), `unknown kind "nope"`) {
+		t.Errorf("unknown kind in a stored plan: %v", err)
 	}
 }
 
