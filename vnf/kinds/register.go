@@ -2,7 +2,7 @@
 // (no init() side effects). Adding a kind means a package under vnf/ (its vnf.Function, its
 // parameter type, and the optional interfaces of vnf it has), a line here and its docs
 // (docs/lab-file.md, docs/lab-file.schema.json); nothing else knows kinds by name
-// (kinds_test.go registers a kind of its own to show it).
+// (internal/cli/newkind_test.go registers a kind of its own to show it).
 package kinds
 
 import (
