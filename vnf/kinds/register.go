@@ -1,8 +1,9 @@
 // Package kinds lists every function kind this build implements: the explicit registry
 // (no init() side effects). Adding a kind means a package under vnf/ (its vnf.Function, its
 // parameter type, and the optional interfaces of vnf it has), a line here and its docs
-// (docs/lab-file.md, docs/lab-file.schema.json); nothing else knows kinds by name
-// (internal/cli/newkind_test.go registers a kind of its own to show it).
+// (docs/lab-file.md, docs/lab-file.schema.json); nothing else is edited
+// (internal/cli/newkind_test.go registers a kind of its own to show it), unless the plan must
+// resolve addresses for the kind, as it does for a proxy's backends and DNAT targets.
 package kinds
 
 import (
