@@ -28,6 +28,10 @@ type labDB struct {
 	// chain is stored: a server killed in between finds it at start and removes the chain from
 	// the data plane, so the chain is there whole or not at all.
 	Pending *pending `json:"pending,omitempty"`
+
+	// file names the resources that come from the lab file (id -> name there): listed with
+	// the others, never written to sfc.json (see addFile).
+	file map[string]string
 }
 
 type pending struct {
@@ -60,7 +64,7 @@ func loadDB(dir, lab string) (*labDB, error) {
 //
 // Equivalent to: cat > sfc.json.tmp && mv sfc.json.tmp sfc.json
 func (db *labDB) save(dir string) error {
-	data, err := json.MarshalIndent(db, "", "  ")
+	data, err := json.MarshalIndent(db.stored(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode sfc state of lab %s: %w", db.Lab, err)
 	}

@@ -72,7 +72,11 @@ port_pairs: {pp: {ingress: f1.eth0, egress: f1.eth0}}
 		if err != nil {
 			t.Fatal(err)
 		}
-		tab, err := sfc.Compile(Model(p.Transparent.Model, map[string]*api.Chain{"c1": chain}), nil)
+		m, err := Model(p.Transparent.Model, map[string]*api.Chain{"c1": chain}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := sfc.Compile(m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
