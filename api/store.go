@@ -191,11 +191,17 @@ type StoredChain struct {
 }
 
 // StoredChains reads the port chains created over the API for a lab from its journal
-// directory (none when the API was never used on it).
-func StoredChains(dir, lab string) ([]StoredChain, error) {
-	db, err := loadDB(dir, lab)
+// (none when the API was never used on it); groups and classifiers of the lab file they use
+// are named as in the file.
+func StoredChains(j Journal, lab string) ([]StoredChain, error) {
+	db, err := loadDB(j.Dir(lab), lab)
 	if err != nil {
 		return nil, err
+	}
+	if p, err := j.ReadPlan(lab); err == nil {
+		if file, names, err := fileResources(lab, p); err == nil {
+			db.addFile(file, names)
+		}
 	}
 	label := func(name, id string) string {
 		if name != "" {
@@ -205,6 +211,9 @@ func StoredChains(dir, lab string) ([]StoredChain, error) {
 	}
 	var out []StoredChain
 	for _, pc := range db.PortChains {
+		if _, ok := db.fromFile(pc.ID); ok {
+			continue // the plan shows the file's chains
+		}
 		sc := StoredChain{ID: pc.ID, Name: pc.Name}
 		for _, id := range pc.PortPairGroups {
 			if g := db.ppg(id); g != nil {

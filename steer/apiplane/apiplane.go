@@ -151,7 +151,11 @@ func (p *Plane) sync(lab string) error {
 		return err
 	}
 	defer dp.Close()
-	return dp.Apply(tab)
+	if err := dp.Apply(tab); err != nil {
+		return err
+	}
+	// For sfclab inspect: the paths the maps hold now, by name.
+	return p.Journal.WriteSteerModel(lab, m)
 }
 
 // ModelName is the name under which the model (and `sfclab inspect`) knows a resource
