@@ -1,6 +1,7 @@
 package api
 
 import (
+	"fmt"
 	"os"
 	"path/filepath"
 	"slices"
@@ -202,5 +203,40 @@ func TestLabFileGraph(t *testing.T) {
 	calls := h.rec.Calls()
 	if last := calls[len(calls)-1]; last.Op != "remove_graph" || last.ID != gid {
 		t.Errorf("last data plane call %+v, want remove_graph %s", last, gid)
+	}
+}
+
+// TestLabFileOpenStackClient: the real OpenStack client lists the lab file's chains, shows one
+// by name, is refused deleting it (with the lab file named in the message), and creates a
+// chain of its own over a group of the file.
+func TestLabFileOpenStackClient(t *testing.T) {
+	root, p := transparentFixture(t)
+	h := newHarness(t, root, Config{})
+	o := newOSC(t, h.url, "")
+	var chains []map[string]any
+	o.json(&chains, "sfc", "port", "chain", "list")
+	var got []string
+	for _, c := range chains {
+		got = append(got, c["Name"].(string))
+	}
+	slices.Sort(got)
+	if !slices.Equal(got, []string{"c-tcp", "c-udp"}) {
+		t.Errorf("openstack sfc port chain list: %v, want the lab file's c-tcp, c-udp", got)
+	}
+	var c map[string]any
+	o.json(&c, "sfc", "port", "chain", "show", "c-udp")
+	if c["ID"] != FileID("port_chain", p.Lab, "c-udp") {
+		t.Errorf("openstack sfc port chain show c-udp: %v", c)
+	}
+	out, errOut, ok := o.run("sfc", "port", "chain", "delete", "c-udp")
+	if ok || !strings.Contains(out+errOut, "lab file") {
+		t.Errorf("openstack sfc port chain delete c-udp: ok=%v %s%s, want a refusal naming the lab file", ok, out, errOut)
+	}
+	var fc, pc map[string]any
+	o.json(&fc, "sfc", "flow", "classifier", "create", "--protocol", "icmp", "--logical-source-port", "s-eth0", "fc-icmp")
+	o.json(&pc, "sfc", "port", "chain", "create", "--port-pair-group", "g3", "--flow-classifier", "fc-icmp", "pc-icmp")
+	inst := h.rec.Installed()[fmt.Sprint(pc["ID"])]
+	if inst == nil || inst.Groups[0].LabFile != "g3" {
+		t.Errorf("the data plane got %+v, want the file's group g3", inst)
 	}
 }
