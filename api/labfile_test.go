@@ -240,3 +240,33 @@ func TestLabFileOpenStackClient(t *testing.T) {
 		t.Errorf("the data plane got %+v, want the file's group g3", inst)
 	}
 }
+
+// TestChainClassifierConflictPerPort: overlapping classifiers conflict between chains only on
+// the same logical source port (as in lab files).
+func TestChainClassifierConflictPerPort(t *testing.T) {
+	root, p := transparentFixture(t)
+	h := newHarness(t, root, Config{})
+	lab := p.Lab
+	fc := func(src, dst string) string {
+		return h.mustCreate("flow_classifiers", "flow_classifier", map[string]any{"protocol": "icmp",
+			"logical_source_port": PortID(lab, src, "eth0"), "logical_destination_port": PortID(lab, dst, "eth0")})
+	}
+	chain := func(fc string, groups ...string) (int, map[string]any) {
+		var ids []string
+		for _, g := range groups {
+			ids = append(ids, FileID("port_pair_group", lab, g))
+		}
+		return h.do("POST", "/v2.0/sfc/port_chains", map[string]any{"port_chain": map[string]any{
+			"port_pair_groups": ids, "flow_classifiers": []string{fc}}})
+	}
+	if code, m := chain(fc("s", "d"), "g3"); code != 201 {
+		t.Fatalf("icmp chain from s-eth0: %d %v", code, m)
+	}
+	if code, m := chain(fc("d", "s"), "g1"); code != 201 {
+		t.Errorf("icmp chain from d-eth0 (overlaps s-eth0's, on another port): %d %v, want 201", code, m)
+	}
+	code, m := chain(fc("s", "s"), "g2", "g1")
+	if e, _ := m["NeutronError"].(map[string]any); code != 400 || e["type"] != "PortChainFlowClassifierInConflict" {
+		t.Errorf("a second icmp chain from s-eth0: %d %v, want 400 PortChainFlowClassifierInConflict", code, m)
+	}
+}

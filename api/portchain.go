@@ -81,7 +81,11 @@ func (s *Server) chainLab(ppgs, fcs []string, pcID, correlation string) (*labSta
 		}
 		for _, ofc := range other.FlowClassifiers {
 			for _, id := range fcs {
-				if fcConflict(db.fc(ofc), db.fc(id), false) {
+				// networking-sfc compares header fields only; sfclab also needs the same
+				// logical source port, as lab files do (sfc.Validate): classification
+				// happens there, and a service graph's destination chain classifies the
+				// very traffic of its source chain (on another port).
+				if a, b := db.fc(ofc), db.fc(id); fcConflict(a, b, false) && eqOrNil(a.LogicalSourcePort, b.LogicalSourcePort) {
 					return nil, badRequest("PortChainFlowClassifierInConflict",
 						"Flow Classifier %s conflicts with Flow Classifier %s in port chain %s.", id, ofc, other.ID)
 				}
