@@ -14,6 +14,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/hosts"
@@ -34,6 +35,46 @@ type Plane struct {
 	mu     sync.Mutex
 	chains map[string]map[string]*api.Chain // lab -> chain id -> chain
 	graphs map[string]map[string]*api.Graph // lab -> graph id -> graph
+	labs   map[string]*deployed             // lab -> its plan and port bindings
+}
+
+// deployed is what a chain change needs of a deployed lab and does not change until the lab
+// is redeployed: its transparent plan and where its ports are (reading the bindings opens
+// two namespaces per port, most of a change's cost).
+type deployed struct {
+	started time.Time
+	t       *plan.Transparent
+	bind    map[string]sfc.Binding
+}
+
+// lab returns the lab's plan and bindings, read again when the lab was redeployed since.
+func (p *Plane) lab(lab string) (*deployed, error) {
+	st, err := p.Journal.ReadState(lab)
+	if err != nil {
+		delete(p.labs, lab)
+		return nil, err
+	}
+	if d := p.labs[lab]; d != nil && d.started.Equal(st.Started) {
+		return d, nil
+	}
+	delete(p.labs, lab)
+	pl, err := p.Journal.ReadPlan(lab)
+	if err != nil {
+		return nil, err
+	}
+	if pl.Transparent == nil {
+		return nil, ErrNotTransparent
+	}
+	bind, err := Bindings(pl.Transparent)
+	if err != nil {
+		return nil, err
+	}
+	d := &deployed{started: st.Started, t: pl.Transparent, bind: bind}
+	if p.labs == nil {
+		p.labs = map[string]*deployed{}
+	}
+	p.labs[lab] = d
+	return d, nil
 }
 
 var (
@@ -113,7 +154,7 @@ func drop[V any](m map[string]map[string]*V, lab, id string, sync func(string) e
 	}
 	delete(m[lab], id)
 	err := sync(lab)
-	if err == nil || errors.Is(err, journal.ErrNotDeployed) || errors.Is(err, steer.ErrNotLoaded) {
+	if err == nil || errors.Is(err, journal.ErrNotDeployed) || errors.Is(err, steer.ErrNotLoaded) || errors.Is(err, ErrNotTransparent) {
 		if len(m[lab]) == 0 {
 			delete(m, lab)
 		}
@@ -126,23 +167,15 @@ func drop[V any](m map[string]map[string]*V, lab, id string, sync func(string) e
 // sync rebuilds the lab's model (its file's resources plus the API's chains and graphs),
 // compiles it with the live bindings and writes the maps.
 func (p *Plane) sync(lab string) error {
-	pl, err := p.Journal.ReadPlan(lab)
+	d, err := p.lab(lab)
 	if err != nil {
 		return err
 	}
-	t := pl.Transparent
-	if t == nil {
-		return ErrNotTransparent
-	}
-	m, err := Model(t.Model, p.chains[lab], p.graphs[lab])
+	m, err := Model(d.t.Model, p.chains[lab], p.graphs[lab])
 	if err != nil {
 		return err
 	}
-	bind, err := Bindings(t)
-	if err != nil {
-		return err
-	}
-	tab, err := sfc.Compile(m, bind)
+	tab, err := sfc.Compile(m, d.bind)
 	if err != nil {
 		return err
 	}
