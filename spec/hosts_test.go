@@ -1,8 +1,11 @@
-package spec
+package spec_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // hostsBase is a valid routed lab on two emulated hosts; cases replace a line.
@@ -20,7 +23,7 @@ chains:
 // TestHostsGood: both host forms decode, cores and link are kept, an endpoint without host:
 // lands on the first host.
 func TestHostsGood(t *testing.T) {
-	lab, err := Decode([]byte(strings.Replace(hostsBase, ", host: snd", "", 1)), "h.yaml")
+	lab, err := spec.Decode([]byte(strings.Replace(hostsBase, ", host: snd", "", 1)), "h.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +59,7 @@ func TestHostsBad(t *testing.T) {
 			if src == hostsBase {
 				t.Fatalf("case does not change the lab: %q", tc.old)
 			}
-			_, err := Decode([]byte(src), "h.yaml")
+			_, err := spec.Decode([]byte(src), "h.yaml", kinds.Spec())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v\nwant %q", err, tc.want)
 			}
@@ -64,18 +67,18 @@ func TestHostsBad(t *testing.T) {
 	}
 	// host: without hosts:
 	noHosts := "name: hbad\nendpoints:\n  a: {kind: client, host: x}\n  b: {kind: server}\nchains:\n  - {from: a, to: b}\n"
-	if _, err := Decode([]byte(noHosts), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:6: endpoint "a": host "x": the lab lists no hosts:`) {
+	if _, err := spec.Decode([]byte(noHosts), "h.yaml", kinds.Spec()); err == nil || !strings.Contains(err.Error(), `h.yaml:3:6: endpoint "a": host "x": the lab lists no hosts:`) {
 		t.Errorf("host without hosts: err = %v", err)
 	}
 	// ebpf-redirect sits on an emulated host's bridge.
 	noHostsEBPF := "name: hbad\nendpoints:\n  a: {kind: client, driver: ebpf-redirect}\n  b: {kind: server}\nchains:\n  - {from: a, to: b}\n"
-	if _, err := Decode([]byte(noHostsEBPF), "h.yaml"); err == nil || !strings.Contains(err.Error(), `h.yaml:3:29: endpoint "a": driver ebpf-redirect needs hosts:`) {
+	if _, err := spec.Decode([]byte(noHostsEBPF), "h.yaml", kinds.Spec()); err == nil || !strings.Contains(err.Error(), `h.yaml:3:29: endpoint "a": driver ebpf-redirect needs hosts:`) {
 		t.Errorf("ebpf-redirect without hosts: err = %v", err)
 	}
 	// A link on a single host shapes nothing.
 	one := strings.Replace(hostsBase, "  - rsp\n", "", 1)
 	one = strings.Replace(one, ", host: rsp", "", 1)
-	if _, err := Decode([]byte(one), "h.yaml"); err == nil || !strings.Contains(err.Error(), "a single host has no link to shape") {
+	if _, err := spec.Decode([]byte(one), "h.yaml", kinds.Spec()); err == nil || !strings.Contains(err.Error(), "a single host has no link to shape") {
 		t.Errorf("link on one host: err = %v", err)
 	}
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 const pairLab = `
@@ -30,7 +31,7 @@ func bgPlan(t testing.TB, count int) *plan.Plan { return bgPlanOn(t, pairLab, co
 
 func bgPlanOn(t testing.TB, yaml string, count int, pl load.Placement) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "bg.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bg.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func TestAddNodes(t *testing.T) {
 		n    int
 		want string
 	}{{3, "must be even"}, {-2, "must be 0-"}, {1 << 20, "this machine holds"}} {
-		lab, _ := spec.Decode([]byte(pairLab), "bg.yaml")
+		lab, _ := spec.Decode([]byte(pairLab), "bg.yaml", kinds.Spec())
 		if err := load.AddNodes(lab, bad.n, load.Placement{}); !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("AddNodes(%d) = %v, want %q", bad.n, err, bad.want)
 		}
@@ -85,7 +86,7 @@ func TestAddNodesOnHosts(t *testing.T) {
 		{load.Placement{Kind: load.KindNetwork, Side: "sender"}, "snd", "rsp", ""},
 		{load.Placement{Kind: load.KindNetwork, Side: "responder"}, "rsp", "snd", ""},
 	} {
-		lab, err := spec.Decode([]byte(hostsLab), "bg.yaml")
+		lab, err := spec.Decode([]byte(hostsLab), "bg.yaml", kinds.Spec())
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -102,7 +103,7 @@ func TestAddNodesOnHosts(t *testing.T) {
 			}
 		}
 	}
-	lab, _ := spec.Decode([]byte(hostsLab), "bg.yaml")
+	lab, _ := spec.Decode([]byte(hostsLab), "bg.yaml", kinds.Spec())
 	if err := load.AddNodes(lab, 2, load.Placement{Side: "left"}); !errors.Is(err, load.ErrNodes) {
 		t.Errorf("side left: %v", err)
 	}
@@ -148,7 +149,7 @@ func TestNodeLimit(t *testing.T) {
 		}
 	}
 	load.MeminfoFile = write("meminfo", "MemAvailable: 1048576 kB\n")
-	lab, _ := spec.Decode([]byte(pairLab), "bg.yaml")
+	lab, _ := spec.Decode([]byte(pairLab), "bg.yaml", kinds.Spec())
 	err := load.AddNodes(lab, 34, load.Placement{})
 	if !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), "count 34 must be 0-32 (this machine holds 32: the least of") {
 		t.Errorf("AddNodes(34) on a 1 GiB machine = %v", err)
