@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -61,7 +62,12 @@ func TestRoutedHostsDeploy(t *testing.T) {
 			t.Errorf("%s: a process in it runs on %q (%v), want cores %s", tc.node, got, err, tc.want)
 		}
 	}
-	for _, h := range p.Hosts {
+	for i, h := range p.Hosts {
+		rps, err := exec.Command("ip", "netns", "exec", h.Netns, "cat", "/sys/class/net/ul0/queues/rx-0/rps_cpus").Output()
+		want := map[string]string{"0": "1", "1": "2"}[[]string{"0", cpuB}[i]]
+		if got := strings.TrimLeft(strings.TrimSpace(string(rps)), "0,"); err != nil || got != want {
+			t.Errorf("host %s: ul0 rps_cpus %q (%v), want mask %s: packets from the other host are processed on its own core", h.Name, rps, err, want)
+		}
 		ns, err := netdev.OpenNS(h.Netns)
 		if err != nil {
 			t.Fatal(err)

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/sfc"
@@ -16,7 +17,8 @@ func topology(p *plan.Plan) *hosts.Topology {
 	t := p.Transparent
 	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true}
 	for _, h := range t.Hosts {
-		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay})
+		cores, _ := cgroup.ParseCPUs(h.CPUs) // "" gives none
+		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay, CPUs: cores})
 	}
 	for _, n := range t.Networks {
 		topo.Networks = append(topo.Networks, hosts.Network{Name: n.Name, Bridge: n.Bridge, VNI: n.VNI})

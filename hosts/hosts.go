@@ -13,6 +13,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"os/exec"
+	"strings"
 
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/vishvananda/netlink"
@@ -54,6 +56,10 @@ type Host struct {
 	ID   uint32
 	// Underlay is the host's address on the underlay (only used with several hosts).
 	Underlay netip.Prefix
+	// CPUs are the host's own cores (nil: none of its own). Packets arriving from the other
+	// hosts are then processed on them (RPS on its underlay interface), as a machine's own
+	// kernel would, instead of on the sending host's core.
+	CPUs []int
 }
 
 // Network is one L2 network present on every host.
@@ -259,6 +265,7 @@ func buildUnderlay(t *Topology, hostNS map[string]*netdev.NS, open func(string) 
 			func() error { return ul.SetUp(peer) },
 			func() error { return hn.SetUp(UnderlayDev) },
 			func() error { return hn.AddAddr(UnderlayDev, h.Underlay) },
+			func() error { return SetRPS(HostNetns(t.Lab, h.Name), UnderlayDev, h.CPUs) },
 		} {
 			if err := s(); err != nil {
 				return fmt.Errorf("build underlay: %w", err)
@@ -372,3 +379,39 @@ func LinkOf(nsName, ifname string) (int, net.HardwareAddr, error) {
 
 // ErrNoHost says a node names a host the topology lacks.
 var ErrNoHost = errors.New("unknown host")
+
+// SetRPS steers the receive processing of dev's packets (netif_rx's backlog, where a veth
+// delivers) to cores (Receive Packet Steering); no cores leaves it alone. In one kernel a
+// packet is otherwise processed end to end on the core that sent it, so an emulated host would
+// spend its softirq time on the other host's core.
+//
+// Equivalent to: ip netns exec NS sh -c 'echo MASK > /sys/class/net/DEV/queues/rx-0/rps_cpus'
+func SetRPS(nsName, dev string, cores []int) error {
+	if len(cores) == 0 {
+		return nil
+	}
+	mask := rpsMask(cores)
+	out, err := exec.Command("ip", "netns", "exec", nsName, "sh", "-c",
+		"echo "+mask+" > /sys/class/net/"+dev+"/queues/rx-0/rps_cpus").CombinedOutput()
+	if err != nil {
+		return fmt.Errorf("steer receive processing of %s/%s to cores %v: %w: %s", nsName, dev, cores, err, strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// rpsMask writes cores as the kernel's hex cpumask, 32-bit words separated by commas.
+func rpsMask(cores []int) string {
+	top := 0
+	for _, c := range cores {
+		top = max(top, c)
+	}
+	words := make([]uint32, top/32+1)
+	for _, c := range cores {
+		words[c/32] |= 1 << (c % 32)
+	}
+	var parts []string
+	for i := len(words) - 1; i >= 0; i-- {
+		parts = append(parts, fmt.Sprintf("%08x", words[i]))
+	}
+	return strings.Join(parts, ",")
+}

@@ -52,7 +52,8 @@ func confine(p *plan.Plan, node string, cg *cgroup.Group) error {
 func hostTopology(p *plan.Plan) *hosts.Topology {
 	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true, NoSteering: !p.Redirects()}
 	for _, h := range p.Hosts {
-		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay})
+		cores, _ := cgroup.ParseCPUs(h.CPUs) // "" gives none
+		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h.Name, ID: h.ID, Underlay: h.Underlay, CPUs: cores})
 	}
 	port := map[string]string{} // node/ifname -> host-side port
 	for i, s := range p.Segments {

@@ -53,9 +53,19 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 	stop := context.AfterFunc(ctx, func() { _ = s.file.SetReadDeadline(time.Now()) })
 	defer stop()
 	var wg sync.WaitGroup
-	var rerr error
-	wg.Go(func() { rerr = m.receive() })
-	serr := m.sendAll(ctx)
+	var rerr, serr error
+	wg.Go(func() {
+		if rerr = pin(cfg.CPUs); rerr == nil {
+			rerr = m.receive()
+		}
+	})
+	var sw sync.WaitGroup
+	sw.Go(func() {
+		if serr = pin(cfg.CPUs); serr == nil {
+			serr = m.sendAll(ctx)
+		}
+	})
+	sw.Wait()
 	// The receiver ends when every echo came back, or Timeout after the last send.
 	m.senderDone.Store(true)
 	if m.received.Load()+m.errors.Load() >= m.nsent.Load() {
@@ -260,4 +270,25 @@ func (m *measurement) result() *Result {
 		r.Achieved = float64(sent-1) / (float64(m.last-m.first) / 1e9)
 	}
 	return r
+}
+
+// pin locks the calling goroutine to its thread and confines the thread to cores (none: no
+// change). The thread is not unlocked: it ends with the goroutine, so no other goroutine ever
+// runs on a confined thread.
+//
+// Equivalent to: taskset -p -c CORES TID
+func pin(cores []int) error {
+	if len(cores) == 0 {
+		return nil
+	}
+	goruntime.LockOSThread()
+	var set unix.CPUSet
+	set.Zero()
+	for _, c := range cores {
+		set.Set(c)
+	}
+	if err := unix.SchedSetaffinity(0, &set); err != nil {
+		return fmt.Errorf("confine the probe to cores %v: %w", cores, err)
+	}
+	return nil
 }

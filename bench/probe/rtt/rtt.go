@@ -17,6 +17,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/bench/probe"
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -79,6 +80,10 @@ type Config struct {
 	// intervals: the sender's CPU stays awake, which takes ~5 µs off stack_tx on this machine
 	// kind, at the cost of a whole core.
 	Busy bool
+	// CPUs, when set, confine the probe's sender and receiver threads to these cores: the
+	// source node's emulated host's own (the runner sets them from the plan), so the probe
+	// competes with that host's load as a ping inside the study's sender container did.
+	CPUs []int `json:"-" yaml:"-"`
 }
 
 func (c Config) withDefaults() Config {
@@ -202,6 +207,9 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	dests := probe.DestinationNodes(env.Plan, c)
 	if !dest.IsValid() || len(c.Path) == 0 || len(dests) == 0 {
 		return fmt.Errorf("run rtt on chain %s: destination %q has no address", c.Name, c.To)
+	}
+	if h := env.Plan.HostOf(c.Path[0]); h != nil && h.CPUs != "" && cfg.CPUs == nil {
+		cfg.CPUs, _ = cgroup.ParseCPUs(h.CPUs)
 	}
 	what := fmt.Sprintf("run rtt (%s) from %s to %s", cfg.Protocol, c.Path[0], dest)
 	src, err := env.Node(c.Path[0])

@@ -3,6 +3,8 @@ package rtt
 import (
 	"encoding/binary"
 	"errors"
+	"os"
+	"strings"
 	"testing"
 	"time"
 )
@@ -146,5 +148,37 @@ func TestSamples(t *testing.T) {
 	}
 	if Median([]time.Duration{3, 1, 2, 10}) != 2 || Median(nil) != 0 {
 		t.Error("Median")
+	}
+}
+
+// TestPin: a pinned goroutine's thread runs on the given core only; no cores changes nothing.
+func TestPin(t *testing.T) {
+	allowed := func(cores []int) (string, error) {
+		var out string
+		var err error
+		done := make(chan struct{})
+		go func() {
+			defer close(done)
+			if err = pin(cores); err != nil {
+				return
+			}
+			var b []byte
+			if b, err = os.ReadFile("/proc/thread-self/status"); err != nil {
+				return
+			}
+			for _, line := range strings.Split(string(b), "\n") {
+				if strings.HasPrefix(line, "Cpus_allowed_list:") {
+					out = strings.TrimSpace(strings.TrimPrefix(line, "Cpus_allowed_list:"))
+				}
+			}
+		}()
+		<-done
+		return out, err
+	}
+	if got, err := allowed([]int{0}); err != nil || got != "0" {
+		t.Errorf("pinned to core 0: Cpus_allowed_list %q, %v", got, err)
+	}
+	if got, err := allowed(nil); err != nil || got == "" {
+		t.Errorf("no cores: Cpus_allowed_list %q, %v", got, err)
 	}
 }

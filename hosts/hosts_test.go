@@ -1,0 +1,19 @@
+package hosts
+
+import "testing"
+
+func TestRPSMask(t *testing.T) {
+	for _, tc := range []struct {
+		cores []int
+		want  string
+	}{
+		{[]int{0}, "00000001"},
+		{[]int{1}, "00000002"},
+		{[]int{0, 1, 3}, "0000000b"},
+		{[]int{33}, "00000002,00000000"},
+	} {
+		if got := rpsMask(tc.cores); got != tc.want {
+			t.Errorf("rpsMask(%v) = %q, want %q", tc.cores, got, tc.want)
+		}
+	}
+}
