@@ -168,15 +168,16 @@ chains:
 		return st.TxPackets
 	}
 	steer0, seg0 := tx("vxsteer"), tx("vx0")
-	if out, err := snd.Output(context.Background(), nil, "ping", "-c", "20", "-i", "0.01", "-W", "2", p.Chain("echo").Target.String()); err != nil {
+	if out, err := snd.Output(context.Background(), nil, "ping", "-c", "100", "-i", "0.005", "-W", "2", p.Chain("echo").Target.String()); err != nil {
 		t.Fatalf("ping across the hosts by ebpf-redirect: %v\n%s", err, out)
 	}
 	steer1, seg1 := tx("vxsteer"), tx("vx0")
 	t.Logf("sender's host: steering tunnel +%d packets, segment vxlan +%d", steer1-steer0, seg1-seg0)
-	if steer1-steer0 < 20 {
-		t.Errorf("steering tunnel carried %d packets of 20 echo requests", steer1-steer0)
+	if steer1-steer0 < 100 {
+		t.Errorf("steering tunnel carried %d packets of 100 echo requests", steer1-steer0)
 	}
-	if seg1-seg0 > 4 {
+	// The segment's VXLAN carries ARP and the hosts' own IPv6 neighbour discovery, not echoes.
+	if seg1-seg0 >= 20 {
 		t.Errorf("segment vxlan carried %d packets: the echoes took the bridge", seg1-seg0)
 	}
 }
