@@ -157,6 +157,13 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			return b, fmt.Errorf("build host %s: %w", h.Name, err)
 		}
 		hostNS[h.Name] = ns
+		// Labs are IPv4: no IPv6 neighbour discovery from the host's own bridges and tunnels
+		// over the (shaped) host link.
+		for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
+			if err := ns.SetSysctl(k, "1"); err != nil {
+				return b, fmt.Errorf("build host %s: %w", h.Name, err)
+			}
+		}
 		for _, n := range t.Networks {
 			if !n.on(h.Name) {
 				continue
