@@ -16,7 +16,8 @@ const portTap = 1
 // Apply makes the maps hold exactly t: entries are written leaf first (ports, pairs, groups,
 // hops, paths) and classifiers last, stale entries removed classifiers first, so a packet
 // never finds a classifier pointing at a path that is not there yet. Flow state (expect,
-// picks) and counters are kept.
+// picks) and counters are kept; the decisions cached per flow are invalidated at once by
+// bumping the epoch last.
 func (d *Dataplane) Apply(t *sfc.Tables) error {
 	ports := map[uint32]steerPort{}
 	byIf := map[steerPortKey]uint32{}
@@ -102,7 +103,37 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 			return err
 		}
 	}
+	// Last: every per-flow decision cached under the old tables is stale from here on.
+	return d.bumpEpoch()
+}
+
+// bumpEpoch advances the tables' epoch (never to 0, which marks "nothing cached"): the data
+// plane caches each flow's decision per port stamped with the epoch, and walks the tables
+// again once the epoch moved. Apply calls it after writing the tables. Two processes applying
+// at once are not supported (each Apply rewrites every table anyway).
+// Equivalent to: bpftool map update pinned /sys/fs/bpf/sfclab/LAB/epoch key 0 value N+1
+func (d *Dataplane) bumpEpoch() error {
+	var e uint32
+	if err := d.maps.Epoch.Lookup(uint32(0), &e); err != nil {
+		return fmt.Errorf("read steering epoch: %w", err)
+	}
+	e++
+	if e == 0 {
+		e = 1
+	}
+	if err := d.maps.Epoch.Put(uint32(0), e); err != nil {
+		return fmt.Errorf("bump steering epoch: %w", err)
+	}
 	return nil
+}
+
+// Epoch returns the tables' epoch: how many times Apply changed them (0: never applied).
+func (d *Dataplane) Epoch() (uint32, error) {
+	var e uint32
+	if err := d.maps.Epoch.Lookup(uint32(0), &e); err != nil {
+		return 0, fmt.Errorf("read steering epoch: %w", err)
+	}
+	return e, nil
 }
 
 // SetTunnel records a host's underlay address and the ifindex of its steering VXLAN device.

@@ -1,0 +1,220 @@
+package steer
+
+import (
+	"bytes"
+	"encoding/binary"
+	"net"
+	"net/netip"
+	"os"
+	"testing"
+
+	"github.com/cilium/ebpf"
+	"github.com/sfclab/sfclab/sfc"
+)
+
+// Return codes of a tc program (linux/pkt_cls.h).
+const (
+	tcActOK       = 0
+	tcActRedirect = 7
+)
+
+// fakePort is a port as the test binds it: no interface exists; the program only sees
+// ifindexes and MACs.
+type fakePort struct {
+	ifindex uint32
+	mac     net.HardwareAddr
+	ip      netip.Addr
+}
+
+var cachePorts = map[string]fakePort{
+	"s.eth0":  {101, net.HardwareAddr{2, 0, 0, 0, 0, 1}, netip.MustParseAddr("198.18.10.1")},
+	"d.eth0":  {102, net.HardwareAddr{2, 0, 0, 0, 0, 2}, netip.MustParseAddr("198.18.10.2")},
+	"f1.eth0": {103, net.HardwareAddr{2, 0, 0, 0, 0, 3}, netip.MustParseAddr("198.18.10.3")},
+	"f2.eth0": {104, net.HardwareAddr{2, 0, 0, 0, 0, 4}, netip.MustParseAddr("198.18.10.4")},
+}
+
+// cacheModel: one symmetric TCP chain from s to d through the given one-armed forwarders.
+func cacheModel(hops ...string) *sfc.Model {
+	m := &sfc.Model{}
+	for _, n := range []string{"s", "d", "f1", "f2"} {
+		p := cachePorts[n+".eth0"]
+		m.Ports = append(m.Ports, sfc.Port{Name: n + ".eth0", Node: n, Network: "net", IP: p.ip})
+	}
+	for _, f := range []string{"f1", "f2"} {
+		m.PortPairs = append(m.PortPairs, sfc.PortPair{Name: "p-" + f, Ingress: f + ".eth0", Egress: f + ".eth0"})
+		m.PortPairGroups = append(m.PortPairGroups, sfc.PortPairGroup{Name: "g-" + f, PortPairs: []string{"p-" + f}})
+	}
+	m.FlowClassifiers = []sfc.FlowClassifier{{Name: "tcp", Protocol: "tcp", LogicalSourcePort: "s.eth0", LogicalDestinationPort: "d.eth0"}}
+	var groups []string
+	for _, h := range hops {
+		groups = append(groups, "g-"+h)
+	}
+	m.PortChains = []sfc.PortChain{{Name: "c", FlowClassifiers: []string{"tcp"}, PortPairGroups: groups,
+		ChainParameters: sfc.ChainParameters{Symmetric: true}}}
+	return m
+}
+
+// tcpFrame is an Ethernet frame with an IPv4 TCP header from src:sport to dst:dport.
+func tcpFrame(dstMAC, srcMAC net.HardwareAddr, src, dst netip.Addr, sport, dport uint16) []byte {
+	var b bytes.Buffer
+	b.Write(dstMAC)
+	b.Write(srcMAC)
+	b.Write([]byte{0x08, 0x00})
+	ip := make([]byte, 20)
+	ip[0] = 0x45
+	binary.BigEndian.PutUint16(ip[2:], 40)
+	ip[8] = 64
+	ip[9] = 6
+	s, d := src.As4(), dst.As4()
+	copy(ip[12:], s[:])
+	copy(ip[16:], d[:])
+	b.Write(ip)
+	tcp := make([]byte, 20)
+	binary.BigEndian.PutUint16(tcp[0:], sport)
+	binary.BigEndian.PutUint16(tcp[2:], dport)
+	tcp[12] = 5 << 4
+	b.Write(tcp)
+	return b.Bytes()
+}
+
+// skbCtx is a struct __sk_buff with ingress_ifindex set (offset 36); the rest zero.
+func skbCtx(ingress uint32) []byte {
+	c := make([]byte, 192)
+	binary.NativeEndian.PutUint32(c[36:], ingress)
+	return c
+}
+
+// TestFlowCache runs the port program on frames (BPF_PROG_TEST_RUN, no namespaces): the first
+// packet of a flow at a port walks the tables and caches the decision in the flow's expect
+// entry; later packets take it from there; a chain change (Apply) invalidates it, so the very
+// next packet follows the new chain; counters count on both paths.
+func TestFlowCache(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: loading eBPF needs root")
+	}
+	const lab = "steer-cache-test"
+	d, err := Load(lab, []uint32{1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		d.Close()
+		if err := Unpin(lab); err != nil {
+			t.Error(err)
+		}
+	})
+	bind := map[string]sfc.Binding{}
+	for name, p := range cachePorts {
+		bind[name] = sfc.Binding{Host: 1, Ifindex: p.ifindex, MAC: p.mac, IP: p.ip}
+	}
+	apply := func(hops ...string) *sfc.Tables {
+		t.Helper()
+		tab, err := sfc.Compile(cacheModel(hops...), bind)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := d.Apply(tab); err != nil {
+			t.Fatal(err)
+		}
+		return tab
+	}
+	s, dst := cachePorts["s.eth0"], cachePorts["d.eth0"]
+	fwd := tcpFrame(dst.mac, s.mac, s.ip, dst.ip, 40000, 5201)
+	// send runs the program on frame arriving at port from and returns the verdict and the
+	// destination MAC it left with.
+	send := func(frame []byte, from string) (uint32, net.HardwareAddr) {
+		t.Helper()
+		out := make([]byte, len(frame)+256)
+		ret, err := d.ports[1].Run(&ebpf.RunOptions{Data: frame, DataOut: out, Context: skbCtx(cachePorts[from].ifindex)})
+		if err != nil {
+			t.Fatalf("run steer_port: %v", err)
+		}
+		return ret, net.HardwareAddr(out[:6])
+	}
+	cached := func(from string) bool {
+		t.Helper()
+		var k steerExpectKey
+		var v steerFlow
+		now, err := d.Epoch()
+		if err != nil {
+			t.Fatal(err)
+		}
+		it := d.maps.Expect.Iterate()
+		for it.Next(&k, &v) {
+			if k.Ifindex == cachePorts[from].ifindex && k.T.Sport == 40000 {
+				return v.Epoch == now
+			}
+		}
+		return false
+	}
+	counter := func(path, hop uint32) uint64 {
+		t.Helper()
+		cs, err := d.Counters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, c := range cs {
+			if c.Path == path && c.Hop == hop {
+				return c.Packets
+			}
+		}
+		return 0
+	}
+
+	tab := apply("f1")
+	path := tab.ChainPath("c")
+	for i := 1; i <= 3; i++ {
+		ret, mac := send(fwd, "s.eth0")
+		if ret != tcActRedirect || mac.String() != cachePorts["f1.eth0"].mac.String() {
+			t.Fatalf("packet %d at s: verdict %d to %s, want redirect to f1 (%s)", i, ret, mac, cachePorts["f1.eth0"].mac)
+		}
+		if !cached("s.eth0") {
+			t.Fatalf("packet %d at s: no decision cached", i)
+		}
+		if got := counter(path, 0); got != uint64(i) {
+			t.Fatalf("packet %d: hop 0 counted %d", i, got)
+		}
+	}
+	// Out of f1: to d, on cache hits too; the reverse direction is set up at d.
+	for i := 1; i <= 2; i++ {
+		ret, mac := send(fwd, "f1.eth0")
+		if ret != tcActRedirect || mac.String() != dst.mac.String() {
+			t.Fatalf("packet %d at f1: verdict %d to %s, want redirect to d", i, ret, mac)
+		}
+		if got := counter(path, 1); got != uint64(i) {
+			t.Fatalf("packet %d: end of path counted %d", i, got)
+		}
+	}
+	rev := tcpFrame(s.mac, dst.mac, dst.ip, s.ip, 5201, 40000)
+	if ret, mac := send(rev, "d.eth0"); ret != tcActRedirect || mac.String() != cachePorts["f1.eth0"].mac.String() {
+		t.Fatalf("reply at d: verdict %d to %s, want redirect to f1", ret, mac)
+	}
+
+	// A chain change: f2 instead of f1. The cached decision at s is stale at once.
+	epoch, err := d.Epoch()
+	if err != nil {
+		t.Fatal(err)
+	}
+	apply("f2")
+	if now, _ := d.Epoch(); now != epoch+1 {
+		t.Fatalf("Apply moved the epoch from %d to %d, want %d", epoch, now, epoch+1)
+	}
+	if cached("s.eth0") {
+		t.Fatal("decision at s still valid after Apply")
+	}
+	if ret, mac := send(fwd, "s.eth0"); ret != tcActRedirect || mac.String() != cachePorts["f2.eth0"].mac.String() {
+		t.Fatalf("after the change: verdict %d to %s, want redirect to f2 (%s)", ret, mac, cachePorts["f2.eth0"].mac)
+	}
+	// f1 left the chain: what it still sends is plain L2 (not steered on).
+	if ret, _ := send(fwd, "f1.eth0"); ret != tcActOK {
+		t.Fatalf("packet from f1 after it left the chain: verdict %d, want %d (to the bridge)", ret, tcActOK)
+	}
+	// Not in a chain (UDP): delivered to the owner of the destination address, cached too.
+	udp := tcpFrame(cachePorts["f2.eth0"].mac, s.mac, s.ip, dst.ip, 40000, 53)
+	udp[14+9] = 17
+	for i := 0; i < 2; i++ {
+		if ret, mac := send(udp, "s.eth0"); ret != tcActRedirect || mac.String() != dst.mac.String() {
+			t.Fatalf("UDP packet %d: verdict %d to %s, want redirect to d", i, ret, mac)
+		}
+	}
+}
