@@ -84,15 +84,13 @@ func skbCtx(ingress uint32) []byte {
 	return c
 }
 
-// TestFlowCache runs the port program on frames (BPF_PROG_TEST_RUN, no namespaces): the first
-// packet of a flow at a port walks the tables and caches the decision in the flow's expect
-// entry; later packets take it from there; a chain change (Apply) invalidates it, so the very
-// next packet follows the new chain; counters count on both paths.
-func TestFlowCache(t *testing.T) {
+// cacheLab loads the data plane for host 1 (maps pinned under lab, removed at cleanup) and
+// returns it with a function that applies a chain through the given hops.
+func cacheLab(t testing.TB, lab string) (*Dataplane, func(hops ...string) *sfc.Tables) {
+	t.Helper()
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED LOUDLY: loading eBPF needs root")
 	}
-	const lab = "steer-cache-test"
 	d, err := Load(lab, []uint32{1})
 	if err != nil {
 		t.Fatal(err)
@@ -107,7 +105,7 @@ func TestFlowCache(t *testing.T) {
 	for name, p := range cachePorts {
 		bind[name] = sfc.Binding{Host: 1, Ifindex: p.ifindex, MAC: p.mac, IP: p.ip}
 	}
-	apply := func(hops ...string) *sfc.Tables {
+	return d, func(hops ...string) *sfc.Tables {
 		t.Helper()
 		tab, err := sfc.Compile(cacheModel(hops...), bind)
 		if err != nil {
@@ -118,6 +116,14 @@ func TestFlowCache(t *testing.T) {
 		}
 		return tab
 	}
+}
+
+// TestFlowCache runs the port program on frames (BPF_PROG_TEST_RUN, no namespaces): the first
+// packet of a flow at a port walks the tables and caches the decision in the flow's expect
+// entry; later packets take it from there; a chain change (Apply) invalidates it, so the very
+// next packet follows the new chain; counters count on both paths.
+func TestFlowCache(t *testing.T) {
+	d, apply := cacheLab(t, "steer-cache-test")
 	s, dst := cachePorts["s.eth0"], cachePorts["d.eth0"]
 	fwd := tcpFrame(dst.mac, s.mac, s.ip, dst.ip, 40000, 5201)
 	// send runs the program on frame arriving at port from and returns the verdict and the
@@ -215,6 +221,40 @@ func TestFlowCache(t *testing.T) {
 	for i := 0; i < 2; i++ {
 		if ret, mac := send(udp, "s.eth0"); ret != tcActRedirect || mac.String() != dst.mac.String() {
 			t.Fatalf("UDP packet %d: verdict %d to %s, want redirect to d", i, ret, mac)
+		}
+	}
+}
+
+// BenchmarkPortProgram measures the port program per packet (BPF_PROG_TEST_RUN, repeated in
+// the kernel) where a chain sends a TCP packet into its one forwarder and where it leaves the
+// forwarder for its destination: "walk" is the full table walk every packet took before the
+// flow cache (the cache is kept off by epoch 0), "cached" the flow cache's hit.
+func BenchmarkPortProgram(b *testing.B) {
+	d, apply := cacheLab(b, "steer-cache-bench")
+	apply("f1")
+	s, dst := cachePorts["s.eth0"], cachePorts["d.eth0"]
+	fwd := tcpFrame(dst.mac, s.mac, s.ip, dst.ip, 40000, 5201)
+	for _, at := range []string{"s.eth0", "f1.eth0"} {
+		for _, mode := range []string{"walk", "cached"} {
+			b.Run(at+"/"+mode, func(b *testing.B) {
+				epoch := uint32(0)
+				if mode == "cached" {
+					epoch = 7
+				}
+				if err := d.maps.Epoch.Put(uint32(0), epoch); err != nil {
+					b.Fatal(err)
+				}
+				out := make([]byte, len(fwd)+256)
+				opts := &ebpf.RunOptions{Data: fwd, DataOut: out, Context: skbCtx(cachePorts[at].ifindex)}
+				if ret, err := d.ports[1].Run(opts); err != nil || ret != tcActRedirect {
+					b.Fatalf("run steer_port at %s: verdict %d, %v", at, ret, err)
+				}
+				opts.Repeat = uint32(b.N)
+				b.ResetTimer()
+				if _, err := d.ports[1].Run(opts); err != nil {
+					b.Fatal(err)
+				}
+			})
 		}
 	}
 }
