@@ -144,23 +144,29 @@ func BenchmarkSteeringThroughput(b *testing.B) {
 		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"})},
 		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"})},
 	}
+	// Each transparent scenario also against the same chain routed, in the same iteration.
+	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}}
 	d := &Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	ratio := map[string]float64{}
 	base := 0.0
 	for i := 0; i < b.N; i++ {
-		var rb float64
+		rate := map[string]float64{}
 		for _, s := range scenarios {
-			r := tcpRate(b, d, s.yaml)
-			if s.name == "baseline" {
-				rb = r
-				base += r
-				continue
-			}
-			ratio[s.name] += r / rb
+			rate[s.name] = tcpRate(b, d, s.yaml)
+		}
+		base += rate["baseline"]
+		for _, s := range scenarios[1:] {
+			ratio[s.name+"/base"] += rate[s.name] / rate["baseline"]
+		}
+		for _, p := range pairs {
+			ratio[p[0]+"/"+p[1]] += rate[p[0]] / rate[p[1]]
 		}
 	}
 	b.ReportMetric(base/float64(b.N)/1e9, "baseline-Gbit/s")
 	for _, s := range scenarios[1:] {
-		b.ReportMetric(ratio[s.name]/float64(b.N), s.name+"/base")
+		b.ReportMetric(ratio[s.name+"/base"]/float64(b.N), s.name+"/base")
+	}
+	for _, p := range pairs {
+		b.ReportMetric(ratio[p[0]+"/"+p[1]]/float64(b.N), p[0]+"/"+p[1])
 	}
 }
