@@ -215,12 +215,68 @@ func TestFlowCache(t *testing.T) {
 	if ret, _ := send(fwd, "f1.eth0"); ret != tcActOK {
 		t.Fatalf("packet from f1 after it left the chain: verdict %d, want %d (to the bridge)", ret, tcActOK)
 	}
+	// Flow state the LRU map evicted. Two hops, f1 then f2; every decision cached.
+	apply("f1", "f2")
+	for _, at := range []string{"s.eth0", "f1.eth0", "s.eth0", "f1.eth0"} {
+		send(fwd, at)
+	}
+	f2 := cachePorts["f2.eth0"].mac.String()
+	if ret, mac := send(fwd, "f1.eth0"); ret != tcActRedirect || mac.String() != f2 || !cached("f1.eth0") {
+		t.Fatalf("out of f1: verdict %d to %s (cached %v), want redirect to f2 from the cache", ret, mac, cached("f1.eth0"))
+	}
+	// The entry at f1's port goes: s's cached decision would never write it again, so the
+	// packet finding it missing invalidates every cached decision...
+	evict(t, d, cachePorts["f1.eth0"].ifindex, 40000)
+	epoch, _ = d.Epoch()
+	send(fwd, "f1.eth0")
+	if now, _ := d.Epoch(); now != epoch+1 {
+		t.Fatalf("a packet with its flow state evicted left the epoch at %d, want %d", now, epoch+1)
+	}
+	// ...and the next packet at s writes it again: the flow goes on through f2.
+	send(fwd, "s.eth0")
+	if ret, mac := send(fwd, "f1.eth0"); ret != tcActRedirect || mac.String() != f2 {
+		t.Fatalf("out of f1 after the eviction: verdict %d to %s, want redirect to f2", ret, mac)
+	}
+	// The reverse entry at d goes (the cached decision at the last hop does not look at it):
+	// the chain's reverse classifier at its logical destination port still puts replies on
+	// the reverse path.
+	send(fwd, "f2.eth0")
+	send(fwd, "f2.eth0")
+	evict(t, d, dst.ifindex, 5201)
+	send(fwd, "f2.eth0")
+	if ret, mac := send(rev, "d.eth0"); ret != tcActRedirect || mac.String() != f2 {
+		t.Fatalf("reply at d after its flow state was evicted: verdict %d to %s, want redirect to f2 (%s)", ret, mac, f2)
+	}
+
 	// Not in a chain (UDP): delivered to the owner of the destination address, cached too.
 	udp := tcpFrame(cachePorts["f2.eth0"].mac, s.mac, s.ip, dst.ip, 40000, 53)
 	udp[14+9] = 17
 	for i := 0; i < 2; i++ {
 		if ret, mac := send(udp, "s.eth0"); ret != tcActRedirect || mac.String() != dst.mac.String() {
 			t.Fatalf("UDP packet %d: verdict %d to %s, want redirect to d", i, ret, mac)
+		}
+	}
+}
+
+// evict deletes the flow state of the flow with source port sport at port ifindex, as the LRU
+// map does when it is full.
+func evict(t *testing.T, d *Dataplane, ifindex uint32, sport uint16) {
+	t.Helper()
+	var k steerExpectKey
+	var v steerFlow
+	var gone []steerExpectKey
+	it := d.maps.Expect.Iterate()
+	for it.Next(&k, &v) {
+		if k.Ifindex == ifindex && k.T.Sport == sport {
+			gone = append(gone, k)
+		}
+	}
+	if len(gone) == 0 {
+		t.Fatalf("no flow state at ifindex %d for source port %d", ifindex, sport)
+	}
+	for _, k := range gone {
+		if err := d.maps.Expect.Delete(k); err != nil {
+			t.Fatal(err)
 		}
 	}
 }

@@ -11,7 +11,10 @@ import (
 )
 
 // Port flag bits as the data plane reads them.
-const portTap = 1
+const (
+	portTap    = 1
+	portExpect = 2 // packets come back from a function here: flow state is expected
+)
 
 // Apply makes the maps hold exactly t: entries are written leaf first (ports, pairs, groups,
 // hops, paths) and classifiers last, stale entries removed classifiers first, so a packet
@@ -40,6 +43,12 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 		}
 		if p.IP.Is4() {
 			ips[ipv4(p.IP)] = p.ID
+		}
+	}
+	for k := range t.HopOf {
+		if v, ok := ports[k.Port]; ok {
+			v.Flags |= portExpect
+			ports[k.Port] = v
 		}
 	}
 	pairs := map[uint32]steerPair{}

@@ -28,7 +28,12 @@
 // classifier), stamped with the tables' epoch. Every later packet of the flow at that port
 // costs one LRU lookup, one counter and the redirect. Apply bumps `epoch` after writing the
 // tables, so a chain change invalidates every cached decision at once: the next packet walks
-// the tables again.
+// the tables again. One thing the walk did per packet that the cache does not: rewrite the
+// flow state at the next function's egress port if the LRU map evicted it. So a packet that
+// arrives at a function's port (PORT_EXPECT) with no flow state bumps the epoch itself (once
+// per flow: a flow the function sends on its own is remembered), and the previous hop's next
+// packet walks and writes it again. (Replies need no such care: a symmetric chain classifies
+// them at its logical destination port anyway.)
 //
 // Only IPv4 is steered; everything else (ARP, IPv6) passes to the bridge unchanged. IPv4 in
 // no chain goes straight to the port owning its destination address (or MAC), as the bridge
@@ -50,6 +55,7 @@
 #define GRAPH_KEY 0x80000000u
 
 #define PORT_TAP 1
+#define PORT_EXPECT 2 // a function's port where packets come back: flow state is expected here
 
 #define PATH_REVERSE 1
 #define PATH_GRAPH 2
@@ -171,6 +177,7 @@ struct decision {
 	__u8 mac[6];
 	__u8 ncount;
 	__u8 nocache;
+	__u8 pad[2];
 	__u32 from_tunnel; // the sending host counted the first hop already
 };
 
@@ -535,6 +542,24 @@ __noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const stru
 	return bpf_redirect_peer(in->ifindex, 0);
 }
 
+// reverse_entry makes replies of flow t arriving at the destination port (host, ifindex) take
+// the reverse path (path ^ 1) from hop 0.
+static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u32 host, __u32 ifindex)
+{
+	struct expect_key ek = {.host = host, .ifindex = ifindex};
+	ek.t.src = t->dst;
+	ek.t.dst = t->src;
+	ek.t.sport = t->dport;
+	ek.t.dport = t->sport;
+	ek.t.proto = t->proto;
+	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
+		struct flow want = {.path = path ^ 1, .idx = 0};
+		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+	}
+}
+
+
 // deliver hands the frame to the port owning its destination IP (Neutron's fixed IP) or MAC,
 // rewriting the destination MAC (a function's egress frame carries a placeholder), or leaves it
 // to the bridge when neither is a lab port.
@@ -559,20 +584,8 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 	struct port *p = bpf_map_lookup_elem(&ports, &port);
 	if (!p)
 		return TC_ACT_OK;
-	if (symmetric_fwd) {
-		// Replies from the destination port take the reverse path (path ^ 1) from hop 0.
-		struct expect_key ek = {.host = p->host, .ifindex = p->ifindex};
-		ek.t.src = t->dst;
-		ek.t.dst = t->src;
-		ek.t.sport = t->dport;
-		ek.t.dport = t->sport;
-		ek.t.proto = t->proto;
-		struct flow *have = bpf_map_lookup_elem(&expect, &ek);
-		if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
-			struct flow want = {.path = path ^ 1, .idx = 0};
-			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
-		}
-	}
+	if (symmetric_fwd)
+		reverse_entry(t, path, p->host, p->ifindex);
 	if (set_dst(skb, p->mac) < 0)
 		return TC_ACT_SHOT;
 	return to_port(skb, p, (path << 8) | VNI_END, d);
@@ -674,10 +687,20 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 	return TC_ACT_OK;
 }
 
+// remember adds a CLASSIFIED entry for a flow at a port (no decision cached yet) unless the
+// flow has one there. Its own function: its stack is not on the deepest call chain.
+__noinline int remember(const struct expect_key *ek, __u32 path)
+{
+	if (!ek)
+		return 0;
+	struct flow f = {.path = path, .flags = FLOW_CLASSIFIED};
+	return bpf_map_update_elem(&expect, ek, &f, BPF_NOEXIST);
+}
+
 // walk steers a packet the flow cache could not: the full table walk. e is the flow's
 // `expect` entry at this port (NULL: none); what the walk did is left in d.
 static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct flow *e, __u32 *from,
-				struct decision *d)
+				struct decision *d, struct expect_key *ek, __u32 *ep)
 {
 	struct port_key pk = {.host = host_id, .ifindex = skb->ingress_ifindex};
 	__u32 *pid = bpf_map_lookup_elem(&port_by_if, &pk);
@@ -687,6 +710,16 @@ static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct f
 	struct port *p = bpf_map_lookup_elem(&ports, &port);
 	if (p && (p->flags & PORT_TAP))
 		return TC_ACT_SHOT; // whatever a tap sends back is dropped
+	if (!e && p && (p->flags & PORT_EXPECT) && ep) {
+		// A packet leaving a function with no flow state: either the function sends a flow
+		// of its own, or the LRU map evicted the entry the previous hop wrote. The previous
+		// hop's cached decision would never write it again, so invalidate every cached
+		// decision (the previous hop walks and rewrites it on its next packet), and remember
+		// the flow here (no decision cached), so a flow of the function's own does this once.
+		__sync_fetch_and_add(ep, 1);
+		remember(ek, 0);
+		e = bpf_map_lookup_elem(&expect, ek);
+	}
 
 	// A packet leaving a function: which path, which hop.
 	if (e && !(e->flags & FLOW_CLASSIFIED)) {
@@ -732,25 +765,25 @@ int steer_port(struct __sk_buff *skb)
 
 	struct decision d = {};
 	__u32 classified = 0;
-	int ret = walk(skb, &t, e, &classified, &d);
+	int ret = walk(skb, &t, e, &classified, &d, &ek, ep);
 	if (ret != TC_ACT_REDIRECT || d.nocache || d.ncount > 1 || !d.ifindex || !now)
 		return ret;
-	__u8 flags = d.ncount ? FLOW_COUNT : 0;
-	if (e) {
-		// Fill in place; the epoch last, so a reader that sees it sees the rest.
-		e->ifindex = d.ifindex;
-		e->cpath = d.cpath;
-		e->cidx = d.cidx;
-		__builtin_memcpy(e->mac, d.mac, ETH_ALEN);
-		e->flags = (e->flags & FLOW_CLASSIFIED) | flags;
-		barrier();
-		e->epoch = now;
-		return ret;
+	if (!e) {
+		// A classified flow, or one walk remembered: its entry (unless a previous hop made
+		// one meanwhile) gets the decision below.
+		remember(&ek, classified);
+		e = bpf_map_lookup_elem(&expect, &ek);
+		if (!e)
+			return ret;
 	}
-	struct flow f = {.path = classified, .epoch = now, .ifindex = d.ifindex, .cpath = d.cpath,
-			 .cidx = d.cidx, .flags = FLOW_CLASSIFIED | flags};
-	__builtin_memcpy(f.mac, d.mac, ETH_ALEN);
-	bpf_map_update_elem(&expect, &ek, &f, BPF_NOEXIST);
+	// Fill in place; the epoch last, so a reader that sees it sees the rest.
+	e->ifindex = d.ifindex;
+	e->cpath = d.cpath;
+	e->cidx = d.cidx;
+	__builtin_memcpy(e->mac, d.mac, ETH_ALEN);
+	e->flags = (e->flags & FLOW_CLASSIFIED) | (d.ncount ? FLOW_COUNT : 0);
+	barrier();
+	e->epoch = now;
 	return ret;
 }
 
