@@ -34,7 +34,8 @@ type NodeInfo struct {
 	Kind       string          `json:"kind"`
 	Netns      string          `json:"netns"`
 	Interfaces []InterfaceInfo `json:"interfaces"`
-	// Rules are per-rule counters of a firewall.
+	// Rules are per-rule counters of a function whose kind counts its rules (vnf.RuleCounters,
+	// e.g. a firewall).
 	Rules []vnf.Counter `json:"rules,omitempty"`
 	// Error says why the node could not be read (e.g. its namespace is gone).
 	Error string `json:"error,omitempty"`
@@ -94,7 +95,11 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		info.Chains = append(info.Chains, ci)
 	}
 	if p.Transparent != nil {
-		info.Steering = inspectSteering(p)
+		m, err := d.Journal.ReadSteerModel(lab)
+		if err != nil || m == nil {
+			m = p.Transparent.Model
+		}
+		info.Steering = inspectSteering(p, m)
 	}
 	return info, nil
 }

@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // transparentLab generates a one-host transparent lab: client and server, and the given
@@ -66,7 +67,7 @@ func routedLab(name string, kinds []string) string {
 // lab and returns the receiver's bit rate (a run that moved nothing, seen now and then on a
 // loaded machine, is repeated: it would make a ratio infinite).
 func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
-	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}
