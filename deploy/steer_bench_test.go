@@ -143,7 +143,7 @@ func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
 // compare means over several).
 //
 // Why 6 transparent forwarders kept only ~0.75-0.8 of 6 routed ones: each hop runs the port
-// program twice per data packet and ACK (TCP stays in ~54 KB GSO packets either way), and
+// program once per data packet and once per ACK (TCP stays in ~54 KB GSO packets either way), and
 // each run was the full table walk, 9-13 hash lookups behind cls_bpf's classifier walk:
 // 13.4 % of the transfer's CPU (perf), as much as the 6 functions' own forwarding. The flow
 // cache (one LRU lookup per packet and port) and tcx attachment cut it to 5.1 %; transparent
