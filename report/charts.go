@@ -57,6 +57,9 @@ func chartTitle(name string) string {
 			return m.label + ": distribution of all samples (CDF)"
 		}
 	}
+	if s, ok := strings.CutPrefix(name, "flows-"); ok {
+		return "Egress rate of each function over time, scenario " + s + " (mean over trials, 1 point per interval)"
+	}
 	if name == "ndr-path" {
 		return "NDR search path: offered rate per trial (dot: no loss, cross: loss)"
 	}
@@ -102,6 +105,15 @@ func (r *Report) charts() ([]chart, error) {
 			return nil, err
 		}
 		if err := add(httpChartName(c), p, 7*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range r.flowScenarios() {
+		p, err := r.flowsPlot(s)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(flowsChartName(s), p, 8*vg.Inch, 4*vg.Inch); err != nil {
 			return nil, err
 		}
 	}
