@@ -271,13 +271,16 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 			defer cancel()
 			args := c.ClientArgs(r.chain.Target.String(), r.chain.Port)
 			for try := 0; ; try++ {
+				began := time.Now()
 				out, rerr := r.src.Output(rctx, nil, args...)
 				res, perr := iperf3.Parse(out)
 				if perr == nil {
 					r.res = res
 					return
 				}
-				if try >= 20 || rctx.Err() != nil {
+				// Only a quick failure (no server listening yet) is tried again: a flow that
+				// ran and failed is not restarted.
+				if try >= 20 || rctx.Err() != nil || time.Since(began) > time.Second {
 					r.err = fmt.Errorf("flow on %s to %s:%d: %w", r.flow.Chain, r.chain.Target, r.chain.Port, errors.Join(perr, rerr))
 					return
 				}
