@@ -24,7 +24,7 @@ func flowsInput() Input {
 			Study: "C. test", Reference: "A. B, \"T\", V, 2019",
 			Rows: []PublishedRow{{Scenario: "c0", Metric: MetricThroughput, Text: "above 8 Gbit/s"}},
 			Modes: &ModeTable{Title: "Steering modes", Intro: "Transparent and routed.", Columns: []string{"transparent", "routed"},
-				Rows: []ModeRow{{Case: "C0", Scenarios: []string{"c0", "c0-routed"}}, {Case: "C2", Scenarios: []string{"c2", "c2-routed"}}, {Case: "X", Scenarios: []string{"x", ""}}},
+				Rows:    []ModeRow{{Case: "C0", Scenarios: []string{"c0", "c0-routed"}}, {Case: "C2", Scenarios: []string{"c2", "c2-routed"}}, {Case: "X", Scenarios: []string{"x", ""}}},
 				RatioOf: 0, RatioTo: 1},
 		},
 	}
