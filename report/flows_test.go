@@ -2,8 +2,10 @@ package report
 
 import (
 	"bytes"
+	"flag"
 	"fmt"
 	"math"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -81,6 +83,8 @@ func flowsInput() Input {
 	return in
 }
 
+var htmlSampleFlows = flag.String("html-sample-flows", "", "also write the sample flows (study C) HTML report to this file")
+
 func TestFlowsReport(t *testing.T) {
 	r, err := Build(flowsInput())
 	if err != nil {
@@ -129,5 +133,11 @@ func TestFlowsReport(t *testing.T) {
 	}
 	if !strings.Contains(html.String(), "Egress rate over time: fig6") {
 		t.Error("HTML lacks the Fig. 6 chart")
+	}
+	if *htmlSampleFlows != "" {
+		if err := os.WriteFile(*htmlSampleFlows, html.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", *htmlSampleFlows)
 	}
 }
