@@ -456,6 +456,14 @@ func (r *Report) flowsPlot(scenario string) (*plot.Plot, error) {
 		return nil, nil
 	}
 	p.Y.Min = 0
+	// Room on the right for the legend, clear of the lines.
+	maxT := 0.0
+	for _, se := range r.FlowSeries {
+		if se.Scenario == scenario && len(se.Points) > 0 {
+			maxT = math.Max(maxT, se.Points[len(se.Points)-1].T)
+		}
+	}
+	p.X.Min, p.X.Max = 0, maxT*1.22
 	p.Legend.Top = true
 	return p, nil
 }
