@@ -286,7 +286,7 @@ func (r *Report) flowsSection() section {
 	sec := section{id: "flows", title: "Steering check: traffic at each function's egress over time", level: 2}
 	sec.blocks = append(sec.blocks, block{para: "Several flows run at once, each classified into its own chain; every function's egress " +
 		"counter (a tap's: its ingress, the copies it gets) is read once per interval. A function shared by chains carries the sum of their flows " +
-		"while they run (study C, Fig. 6). Rates are means over trials at each nominal time; the window table leaves out the first interval after a flow ends."})
+		"while they run (study C, Fig. 6). Rates are means over trials at each nominal time and count whole Ethernet frames (iperf3's figures count UDP payload, a few % less); the window table leaves out the first interval after a flow ends."})
 	if len(r.Flows) > 0 {
 		t := &table{id: "flows-table", header: []string{"scenario", "flow (chain)", "offered", "duration", "received Mbit/s", "loss", "trials"},
 			right: []bool{false, false, true, true, true, true, true}}

@@ -43,7 +43,7 @@ func TestOpenStackSFCQuickSubset(t *testing.T) {
 	fig6 := e.Scenario("fig6").Probes.Flows
 	fig6.Interval.Duration = 500 * time.Millisecond
 	for i := range fig6.Flows {
-		fig6.Flows[i].Duration.Duration = time.Duration(3-i) * time.Second // sfp3 1 s, sfp2 2 s, sfp1 3 s
+		fig6.Flows[i].Duration.Duration = time.Duration(i+1) * time.Second // sfp3 1 s, sfp2 2 s, sfp1 3 s, as the study's 30, 60, 90 s
 	}
 	if d := e.Scenario("tap-remote").Probes.Flows.Flows[0].Duration.Duration; d != time.Second {
 		t.Errorf("quick tap flow lasts %s, want 1s", d)
