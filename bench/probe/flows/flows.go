@@ -75,9 +75,7 @@ func (*prober) Name() string { return Name }
 // port is one counted port: a function's egress, or a tap's ingress.
 type port struct {
 	Port
-	ns *netdev.NS
-	// frames counts a tap's received frames (see packetCounter).
-	frames      *packetCounter
+	ns          *netdev.NS
 	first, last uint64
 }
 
@@ -92,9 +90,7 @@ type Port struct {
 }
 
 // Ports returns the ports the probe counts, in plan order: every function's egress interface
-// (inside its node: the veth's tx_bytes) and, for a tap, its ingress (the frames an AF_PACKET
-// socket in the tap's node receives: copies that come through the steering tunnel are handed
-// over by bpf_redirect_peer, which the veth's own rx counters never see).
+// (inside its node) and, for a tap, its ingress.
 func Ports(p *plan.Plan) []Port {
 	var out []Port
 	if t := p.Transparent; t != nil {
@@ -192,9 +188,6 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 			if pt.ns != nil {
 				pt.ns.Close()
 			}
-			if pt.frames != nil {
-				pt.frames.Close()
-			}
 		}
 	}()
 	for _, p := range Ports(env.Plan) {
@@ -202,25 +195,15 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 		if err != nil {
 			return fmt.Errorf("count ports of %s: %w", p.Node, err)
 		}
-		pt := &port{Port: p, ns: ns}
-		ports = append(ports, pt)
-		if p.Tap {
-			n, err := env.Node(p.Node)
-			if err != nil {
-				return fmt.Errorf("count ports of %s: %w", p.Node, err)
-			}
-			if pt.frames, err = openPacketCounter(n, p.Ifname); err != nil {
-				return fmt.Errorf("count ports of %s: %w", p.Node, err)
-			}
-		}
+		ports = append(ports, &port{Port: p, ns: ns})
 	}
 	read := func(pt *port) (uint64, error) {
-		if pt.frames != nil {
-			return pt.frames.Bytes(), nil
-		}
 		st, err := pt.ns.LinkStats(pt.Ifname)
 		if err != nil {
 			return 0, fmt.Errorf("read counters of %s %s: %w", pt.Node, pt.Ifname, err)
+		}
+		if pt.Tap {
+			return st.RxBytes, nil
 		}
 		return st.TxBytes, nil
 	}
