@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"bytes"
@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/plan"
 )
 
 // TestStudyCGolden pins the plans of study C's labs (placement on four hosts, Fig. 6's three
@@ -45,7 +47,7 @@ func TestProbeChain(t *testing.T) {
 		hops               int
 		err                string
 	}{
-		{lab: studyC("t-c0.yaml"), name: DirectChain, path: "s d", target: "d"},
+		{lab: studyC("t-c0.yaml"), name: plan.DirectChain, path: "s d", target: "d"},
 		{lab: studyC("t-c0.yaml"), chain: "c1", err: `only "direct"`},
 		{lab: studyC("t-c6.yaml"), name: "c6", path: "s v1 v2 v4 v3 v5 v6 d", target: "d", hops: 6},
 		{lab: studyC("t-fig6.yaml"), chain: "sfp2", name: "sfp2", path: "s v2 v4 v6 d", target: "d", port: 5202, hops: 3},

@@ -15,6 +15,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestParseSoftirq(t *testing.T) {
@@ -134,7 +135,7 @@ func BenchmarkSampler(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("SKIPPED LOUDLY: BenchmarkSampler deploys a lab and needs root")
 	}
-	lab, err := spec.Load("../../../examples/chain-6.yaml")
+	lab, err := spec.Load("../../../examples/chain-6.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}

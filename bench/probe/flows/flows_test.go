@@ -9,11 +9,12 @@ import (
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func studyC(t *testing.T, name string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(filepath.Join("..", "..", "..", "experiments", "labs", "study-c", name))
+	lab, err := spec.Load(filepath.Join("..", "..", "..", "experiments", "labs", "study-c", name), kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
