@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	gosync "sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -56,7 +57,7 @@ func Load(lab string, hosts []uint32) (*Dataplane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("load steering: create pin dir: %w", err)
 	}
-	spec, err := loadSteer()
+	spec, err := steerSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load steering spec: %w", err)
 	}
@@ -99,6 +100,23 @@ func Load(lab string, hosts []uint32) (*Dataplane, error) {
 		d.maps = maps
 	}
 	return d, nil
+}
+
+// parsed is the embedded object's spec, parsed once per process (a chain change reopens the
+// maps each time; parsing the ELF again would be most of that).
+var parsed struct {
+	once gosync.Once
+	spec *ebpf.CollectionSpec
+	err  error
+}
+
+// steerSpec returns a copy of the parsed spec, free to change.
+func steerSpec() (*ebpf.CollectionSpec, error) {
+	parsed.once.Do(func() { parsed.spec, parsed.err = loadSteer() })
+	if parsed.err != nil {
+		return nil, parsed.err
+	}
+	return parsed.spec.Copy(), nil
 }
 
 // mountBPFFS mounts the BPF filesystem at /sys/fs/bpf when it is not there, as tc does.

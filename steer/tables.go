@@ -16,7 +16,8 @@ const portTap = 1
 // Apply makes the maps hold exactly t: entries are written leaf first (ports, pairs, groups,
 // hops, paths) and classifiers last, stale entries removed classifiers first, so a packet
 // never finds a classifier pointing at a path that is not there yet. Flow state (expect,
-// picks) and counters are kept.
+// picks) is kept (LRU maps, bounded); the hop counters of paths that are gone are removed,
+// so a removed chain leaves no entry and a later chain with its path id starts from zero.
 func (d *Dataplane) Apply(t *sfc.Tables) error {
 	ports := map[uint32]steerPort{}
 	byIf := map[steerPortKey]uint32{}
@@ -102,7 +103,61 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 			return err
 		}
 	}
+	return d.pruneCounters(paths)
+}
+
+// pruneCounters deletes the hop counters of paths not in keep.
+func (d *Dataplane) pruneCounters(keep map[uint32]steerPath) error {
+	var k steerPathIdx
+	var per []steerCounter
+	var stale []steerPathIdx
+	it := d.maps.Stats.Iterate()
+	for it.Next(&k, &per) {
+		if _, ok := keep[k.Path]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list hop counters: %w", err)
+	}
+	for _, k := range stale {
+		if err := d.maps.Stats.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete hop counter: %w", err)
+		}
+	}
 	return nil
+}
+
+// MapEntries counts the entries of every map of the lab's data plane, by map name: tests and
+// benchmarks check that chains removed leave nothing behind.
+// Equivalent to: bpftool map dump pinned /sys/fs/bpf/sfclab/LAB/MAP | grep -c key
+func (d *Dataplane) MapEntries() (map[string]int, error) {
+	out := map[string]int{}
+	for name, m := range map[string]*ebpf.Map{
+		"ports": d.maps.Ports, "port_by_if": d.maps.PortByIf, "macs": d.maps.Macs, "ips": d.maps.Ips,
+		"pairs": d.maps.Pairs, "slots": d.maps.Slots, "groups": d.maps.Groups, "hops": d.maps.Hops,
+		"hop_of": d.maps.HopOf, "paths": d.maps.Paths, "classifiers": d.maps.Classifiers, "stats": d.maps.Stats,
+		"expect": d.maps.Expect, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels,
+	} {
+		n := 0
+		it := m.Iterate()
+		var k, v []byte
+		if m.Type() == ebpf.PerCPUHash || m.Type() == ebpf.PerCPUArray || m.Type() == ebpf.LRUCPUHash {
+			var per [][]byte
+			for it.Next(&k, &per) {
+				n++
+			}
+		} else {
+			for it.Next(&k, &v) {
+				n++
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("count entries of map %s: %w", name, err)
+		}
+		out[name] = n
+	}
+	return out, nil
 }
 
 // SetTunnel records a host's underlay address and the ifindex of its steering VXLAN device.
