@@ -1,12 +1,12 @@
-// Package steer is sfclab's transparent data plane: a tc (clsact) eBPF program on the
+// Package steer is sfclab's transparent data plane: a tc ingress (tcx) eBPF program on the
 // host-side end of every port's veth that steers packets through port chains with
 // networking-sfc semantics (see bpf/steer.c for the per-packet walk), and the BPF maps that
 // hold the compiled chains (sfc.Tables). Changing a chain is Apply with new tables: a handful
 // of map updates, no reattachment.
 //
 // Maps are pinned under /sys/fs/bpf/sfclab/LAB so later commands (inspect, chain changes,
-// destroy) find them; programs stay attached as tc filters until their interface goes (the
-// host namespace is deleted) or Detach removes them.
+// destroy) find them; programs stay attached (by tcx, or as tc filters without it) until
+// their interface goes (the host namespace is deleted) or Detach removes them.
 package steer
 
 import (

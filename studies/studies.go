@@ -52,6 +52,7 @@ type Study struct {
 }
 
 var all = map[string]*Study{
+	OpenStackSFC:          studyC,
 	"http-proxy":          studyB,
 	"rtt-background-load": studyD,
 	"single-host-chain": {
@@ -123,7 +124,7 @@ func Published(name string) *report.Published {
 // scenario does not name one.
 func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
 	if s.NetnsOnly != "" && runtime != "" && runtime != spec.RuntimeNetns {
-		return nil, nil, fmt.Errorf("reproduce %s on runtime %s: %s; drop --runtime %s", s.Name, runtime, s.NetnsOnly, runtime)
+		return nil, nil, fmt.Errorf("load study %s: it runs on the netns runtime only: %s; leave out --runtime", s.Name, s.NetnsOnly)
 	}
 	data, err := fs.ReadFile(sfclab.Files, s.Experiment)
 	if err != nil {

@@ -18,18 +18,20 @@ import (
 	"github.com/sfclab/sfclab"
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/api/sfcclient"
+	"github.com/sfclab/sfclab/bench"
 	"github.com/sfclab/sfclab/bench/probe/firstpacket"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer/apiplane"
+	"github.com/sfclab/sfclab/studies"
 	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
-// openstackSFC is the name of study C's deploy-time reproduction.
-const openstackSFC = "openstack-sfc"
+// openstackSFC is the name of study C's reproduction.
+const openstackSFC = studies.OpenStackSFC
 
 // openstackSFCLab is the lab the experiment deploys (embedded).
 const openstackSFCLab = "experiments/labs/openstack-sfc.yaml"
@@ -190,4 +192,47 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		return errors.Join(runErr, fmt.Errorf("%d chains were left in the data plane", n))
 	}
 	return runErr
+}
+
+// Parts of study C's reproduction (`sfclab reproduce openstack-sfc --part`).
+const (
+	partDataPlane  = "data-plane"
+	partDeployTime = "deploy-time"
+)
+
+// reproduceOpenStackSFC runs study C: the data plane (Table I, Table II, Fig. 6 and the tap on
+// four emulated hosts, with the same chains on one host, transparent and routed) as a bench
+// experiment whose report lands in --out, then the REST deploy-time experiment, whose report
+// lands in --out/deploy-time (in --out itself with --part deploy-time).
+func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string) error {
+	switch {
+	case part != "" && part != partDataPlane && part != partDeployTime:
+		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
+	case standard:
+		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
+	case runtime != "" && runtime != "netns":
+		return fmt.Errorf("reproduce %s: it runs on the netns runtime only (transparent steering attaches to the nodes' host-side veths); leave out --runtime", openstackSFC)
+	case part == partDeployTime && o.duration != 0:
+		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
+	}
+	if part == partDeployTime {
+		return runOpenStackSFC(cmd, quick, o.out, o.repetitions)
+	}
+	st, err := studies.Get(openstackSFC)
+	if err != nil {
+		return err
+	}
+	scale := studies.Full
+	if quick {
+		scale = studies.Quick
+	}
+	e, inputs, err := st.Load(scale, "")
+	if err != nil {
+		return err
+	}
+	if err := runExperiment(cmd, e, o, bench.Files(inputs)); err != nil || part == partDataPlane {
+		return err
+	}
+	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
+	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions)
 }

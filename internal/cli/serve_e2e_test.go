@@ -108,7 +108,7 @@ func TestReproduceOpenStackSFCQuick(t *testing.T) {
 	requireRoot(t)
 	privateState(t)
 	out := t.TempDir()
-	code, stdout, errOut := run(t, "reproduce", "openstack-sfc", "--quick", "--out", out)
+	code, stdout, errOut := run(t, "reproduce", "openstack-sfc", "--part", "deploy-time", "--quick", "--out", out)
 	if code != 0 {
 		t.Fatalf("reproduce: exit %d\n%s%s", code, stdout, errOut)
 	}
