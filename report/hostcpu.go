@@ -93,5 +93,6 @@ func (r *Report) hostCPUBlocks() []block {
 	}
 	return []block{{para: "CPU per emulated host, as study D's mpstat gave it: the shares of the host's cores' time in user, system and softirq " +
 		"(/proc/stat per core over each trial; busy = their sum, summarized over trials as the study's Table 2), and the CPU of the nodes placed on it " +
-		"(their cgroups). A host without cores of its own is marked shared: its figures are the whole machine's."}, {table: t}}
+		"(their cgroups; the rtt probe runs in sfclab's own process on the sender host's cores, so it is in that host's core figures, not its nodes'). " +
+		"A host without cores of its own is marked shared: its figures are the whole machine's."}, {table: t}}
 }
