@@ -117,6 +117,9 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		if x.Probe == "rtt" || (x.Probe == "load" && x.Metric == "background_nodes") {
 			continue // read by buildRTT
 		}
+		if pm == "http/phase_mean" {
+			continue // the medians (phase_median) are read; the means stay in the raw samples
+		}
 		if kind == "" {
 			ignored[pm]++
 			continue
@@ -240,6 +243,8 @@ func sampleKind(x results.Sample) string {
 		return MetricDeployTime
 	case x.Probe == "load" && x.Metric == "count":
 		return kindLoad
+	case x.Probe == "http" && x.Metric == "phase_median" && slices.Contains(HTTPPhases, x.Labels["phase"]):
+		return MetricHTTPPhase
 	case x.Probe == "http":
 		return httpKinds[x.Metric]
 	case x.Probe == "http-ab" || x.Probe == "ab":
@@ -298,7 +303,7 @@ func unitFactor(kind, unit string) (float64, bool) {
 		case "ms":
 			return f * 1e-3, true
 		}
-	case MetricHTTPRequestTime:
+	case MetricHTTPRequestTime, MetricHTTPPhase:
 		switch unit {
 		case "ms":
 			return 1, true

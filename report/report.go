@@ -97,6 +97,9 @@ const (
 	// MetricHTTPRequestTime is the time of one answered request, connect to
 	// last body byte, in ms (all requests pooled).
 	MetricHTTPRequestTime = "http_request_time"
+	// MetricHTTPPhase is one phase of an HTTP load run's requests (label phase: connect,
+	// wait, body, close), the median over the run's answered requests, in ms, per trial.
+	MetricHTTPPhase = "http_phase"
 	// MetricABTotalTime is Apache Bench's "Time taken for tests" of a run
 	// with the same settings, in s, per trial.
 	MetricABTotalTime = "ab_total_time"
