@@ -54,6 +54,8 @@ type collected struct {
 	cpu     map[string]map[string]map[string]perTrial
 	nodes   map[string][]string
 	softirq map[string]perTrial
+	// cpuWindow: the spans (s) the CPU figures of iperf3 transfers cover.
+	cpuWindow []float64
 	// http: one entry per scenario, object and concurrency.
 	http map[httpKey]*httpData
 	// deploy: scenario -> trial -> ms; deployNodes: scenario -> distinct
@@ -116,6 +118,12 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		kind := sampleKind(x)
 		if x.Probe == "rtt" || (x.Probe == "load" && x.Metric == "background_nodes") {
 			continue // read by buildRTT
+		}
+		if pm == "cpu/window" { // the span the cpu figures cover: said in the CPU section
+			if b := x.Labels["bound"]; (b == "inside" || b == "around") && x.Unit == "s" && !math.IsNaN(x.Value) && !math.IsInf(x.Value, 0) {
+				c.cpuWindow = append(c.cpuWindow, x.Value)
+			}
+			continue
 		}
 		if pm == "http/phase_mean" {
 			continue // the medians (phase_median) are read; the means stay in the raw samples

@@ -50,6 +50,7 @@ import (
 	"strings"
 
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/stats"
 )
 
 // Metric names of the report. They name the rows of SummaryCSV and are the
@@ -171,6 +172,9 @@ type Report struct {
 	CPU []CPURow
 	// Softirq has one row per scenario with host softirq samples.
 	Softirq []SoftirqRow
+	// CPUWindow summarises the spans (s) the CPU figures of iperf3 transfers cover (samples
+	// cpu/window with bound inside or around), over all trials; N == 0 when none.
+	CPUWindow stats.Summary
 	// CPUFindings has one sentence per scenario with CPU samples saying
 	// where the cycles went, computed from the data.
 	CPUFindings []string
