@@ -47,7 +47,11 @@ type splitVariant struct {
 //     the host's iptables and conntrack altogether; restored afterwards, whatever happens);
 //   - ctr-notrack: NOTRACK in each container's own namespace, where Docker's embedded DNS
 //     rules (nat table) make conntrack track every connection;
-//   - all: the three at once.
+//   - all: the three at once;
+//   - host-cgroups: every process of the containers moved, in every cgroup v1 hierarchy, out
+//     of the container's group (docker/ID) into the groups the netns lab's processes are in
+//     (those of this process: the root cpu group, the memory group it was started in), and
+//     back afterwards.
 //
 // It logs the median request time and its phases (connect, wait for the first byte, body,
 // close) per variant and reports each variant's docker/netns ratio of the median request
@@ -81,13 +85,17 @@ func BenchmarkDockerHTTPSplit(b *testing.B) {
 	dk := labs["docker"]
 	bridges := labBridges(b, dk.Lab)
 	var pids []int
+	var ids []string
 	for _, n := range dk.Nodes {
 		node, err := nodes["docker"].Node(n.Name)
 		if err != nil {
 			b.Fatal(err)
 		}
 		pids = append(pids, node.(*docker.Node).PID)
+		ids = append(ids, node.(*docker.Node).ID)
 	}
+	cg := &cgroupMover{ids: ids}
+	b.Cleanup(func() { cg.back(b) })
 	orig, err := os.ReadFile(brNFCall)
 	if err != nil {
 		b.Fatal(err)
@@ -130,6 +138,7 @@ func BenchmarkDockerHTTPSplit(b *testing.B) {
 		{name: "ctr-notrack", on: ctrNotrack(true), off: ctrNotrack(false)},
 		{name: "all", on: func(b *testing.B) { hostNotrack(true)(b); brNF("0")(b); ctrNotrack(true)(b) },
 			off: func(b *testing.B) { hostNotrack(false)(b); restoreBrNF(); ctrNotrack(false)(b) }},
+		{name: "host-cgroups", on: cg.out, off: cg.back},
 	}
 
 	// Squid's directory: in the node directory the containers bind-mount (see httpproxy.Dir).
@@ -186,6 +195,9 @@ func BenchmarkDockerHTTPSplit(b *testing.B) {
 				v.off(b)
 			}
 		}
+	}
+	if load, err := os.ReadFile("/proc/loadavg"); err == nil {
+		b.Logf("host load average at the end: %s", strings.TrimSpace(string(load)))
 	}
 	logAfter := fileSize(proxyDir + "/cache.log")
 	diffAfter := dockerDiff(b, "sfc."+dk.Lab+".proxy")
@@ -317,4 +329,73 @@ func removeSplitRules(b *testing.B, pids []int) {
 			}
 		}
 	}
+}
+
+// cgroupMover moves the processes of containers out of their cgroups (v1, every hierarchy)
+// into this process's own, and back.
+type cgroupMover struct {
+	ids   []string
+	moved map[string][]string // the container's group directory -> pids moved out of it
+	self  map[string]string   // the same -> this process's group directory in its hierarchy
+}
+
+// selfGroups maps each cgroup v1 hierarchy directory under /sys/fs/cgroup to this process's
+// group in it, from /proc/self/cgroup.
+func selfGroups(b *testing.B) map[string]string {
+	data, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		b.Fatal(err)
+	}
+	out := map[string]string{}
+	for _, line := range strings.Split(strings.TrimSpace(string(data)), "\n") {
+		f := strings.SplitN(line, ":", 3)
+		if len(f) != 3 || f[1] == "" {
+			continue // the v2 (unified) line
+		}
+		for _, ctrl := range strings.Split(strings.TrimPrefix(f[1], "name="), ",") {
+			dir := "/sys/fs/cgroup/" + ctrl
+			if _, err := os.Stat(dir + "/cgroup.procs"); err == nil {
+				out[dir] = dir + f[2]
+			}
+		}
+	}
+	return out
+}
+
+// out moves every process of the containers into this process's groups.
+//
+// Equivalent to: for each hierarchy H: cat H/docker/ID/cgroup.procs > H/SELF/cgroup.procs (one pid per write)
+func (m *cgroupMover) out(b *testing.B) {
+	m.moved, m.self = map[string][]string{}, map[string]string{}
+	for hier, self := range selfGroups(b) {
+		for _, id := range m.ids {
+			dir := hier + "/docker/" + id
+			data, err := os.ReadFile(dir + "/cgroup.procs")
+			if err != nil {
+				continue // not in this hierarchy
+			}
+			m.self[dir] = self
+			for _, pid := range strings.Fields(string(data)) {
+				if err := os.WriteFile(self+"/cgroup.procs", []byte(pid), 0o644); err != nil {
+					b.Fatalf("move process %s from %s to %s: %v", pid, dir, self, err)
+				}
+				m.moved[dir] = append(m.moved[dir], pid)
+			}
+		}
+	}
+}
+
+// back returns the moved processes to their containers' groups (those gone are skipped).
+func (m *cgroupMover) back(b *testing.B) {
+	for dir, pids := range m.moved {
+		for _, pid := range pids {
+			if _, err := os.Stat("/proc/" + pid); err != nil {
+				continue
+			}
+			if err := os.WriteFile(dir+"/cgroup.procs", []byte(pid), 0o644); err != nil {
+				b.Errorf("return process %s to %s: %v", pid, dir, err)
+			}
+		}
+	}
+	m.moved = nil
 }

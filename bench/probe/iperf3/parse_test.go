@@ -220,3 +220,42 @@ func TestTransfer(t *testing.T) {
 		t.Error("a result without intervals gave a transfer window")
 	}
 }
+
+// TestTransferMatchesStrace checks the end anchor against what strace saw of the same runs
+// (iperf3 3.12 in a baseline lab, `strace -f -ttt -e trace=connect,exit_group`): the
+// measured transfer starts when the data connection is up (plus the omitted second with
+// -O 1), and the window computed from the client's exit and the report starts within 10 ms of
+// that. With -O 1, iperf3 3.12 restarts the interval offsets after the omitted interval.
+func TestTransferMatchesStrace(t *testing.T) {
+	unix := func(f float64) time.Time { return time.Unix(0, int64(f*1e9)) }
+	tests := []struct {
+		file                         string
+		started, dataConnect, exited float64 // Unix seconds
+		measured, omitted            float64
+	}{
+		{"tcp-t2.json", 1795448509.756337969, 1795448509.818274, 1795448511.824111, 2.000506, 0},
+		{"tcp-t2-O1.json", 1795448506.354984398, 1795448506.398044, 1795448509.402908, 1.999438, 1.000659},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r, err := Parse(read(t, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(r.Measured-tt.measured) > 1e-6 || math.Abs(r.Omitted-tt.omitted) > 1e-6 {
+				t.Fatalf("measured %v omitted %v, want %v %v", r.Measured, r.Omitted, tt.measured, tt.omitted)
+			}
+			w, ok := r.Transfer(unix(tt.started), unix(tt.exited))
+			if !ok {
+				t.Fatal("no transfer window")
+			}
+			want := unix(tt.dataConnect).Add(time.Duration(tt.omitted * float64(time.Second)))
+			if d := w.From.Sub(want); d < 0 || d > 10*time.Millisecond {
+				t.Errorf("window starts %v after the measured transfer did (data connection up + omitted), want within [0, 10ms]", d)
+			}
+			if got := time.Unix(r.Timesecs, 0); got.After(unix(tt.dataConnect)) || unix(tt.dataConnect).Sub(got) > time.Second {
+				t.Errorf("timesecs %v is not the whole second before the connects (%v)", got, unix(tt.dataConnect))
+			}
+		})
+	}
+}
