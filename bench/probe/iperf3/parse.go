@@ -173,7 +173,9 @@ const maxInterval = 86400
 // data connections; the intervals' start and end are seconds from the data streams' start.
 // So the window is anchored at the end: the transfer ends right before the client exits
 // (what follows it is the results exchange over the control connection, a few round trips,
-// milliseconds in a lab), and lasts Measured seconds, the omitted ones coming before it. Its
+// milliseconds in a lab: checked with strace on 2 s tests in a lab, the window so computed
+// starts 5 ms after the data connection was up), and lasts Measured seconds, the omitted ones
+// coming before it (iperf3 3.12 restarts the interval offsets after them). Its
 // start is then clamped to no earlier than the client's start and than timesecs, both known
 // to come before the transfer. ok is false when the report has no interval data.
 func (r Result) Transfer(started, exited time.Time) (w probe.Window, ok bool) {
