@@ -7,6 +7,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -51,7 +52,12 @@ type splitVariant struct {
 //   - host-cgroups: every process of the containers moved, in every cgroup v1 hierarchy, out
 //     of the container's group (docker/ID) into the groups the netns lab's processes are in
 //     (those of this process: the root cpu group, the memory group it was started in), and
-//     back afterwards.
+//     back afterwards;
+//   - no-htaccess (on both labs): Apache told not to look for .htaccess files above its
+//     document root (`<Directory />` AllowOverride None, as Debian's stock apache2.conf has;
+//     without it every request tries to open .htaccess in each parent directory, and on
+//     Docker /, /run and /run/sfclab are on the container's fuse-overlayfs root), applied by
+//     a graceful restart.
 //
 // It logs the median request time and its phases (connect, wait for the first byte, body,
 // close) per variant and reports each variant's docker/netns ratio of the median request
@@ -139,6 +145,15 @@ func BenchmarkDockerHTTPSplit(b *testing.B) {
 		{name: "all", on: func(b *testing.B) { hostNotrack(true)(b); brNF("0")(b); ctrNotrack(true)(b) },
 			off: func(b *testing.B) { hostNotrack(false)(b); restoreBrNF(); ctrNotrack(false)(b) }},
 		{name: "host-cgroups", on: cg.out, off: cg.back},
+		{name: "no-htaccess", on: func(b *testing.B) {
+			for rt, p := range labs {
+				noHtaccess(b, deployers[rt].Journal.NodeDir(p.Lab)+"/origin.www", true)
+			}
+		}, off: func(b *testing.B) {
+			for rt, p := range labs {
+				noHtaccess(b, deployers[rt].Journal.NodeDir(p.Lab)+"/origin.www", false)
+			}
+		}},
 	}
 
 	// Squid's directory: in the node directory the containers bind-mount (see httpproxy.Dir).
@@ -398,4 +413,67 @@ func (m *cgroupMover) back(b *testing.B) {
 		}
 	}
 	m.moved = nil
+}
+
+// noHtaccessBlock is what the no-htaccess variant adds to Apache's configuration.
+const noHtaccessBlock = "<Directory />\n\tAllowOverride None\n</Directory>\n"
+
+// noHtaccess adds (on) or removes the no-htaccess block in the origin's httpd.conf in dir and
+// restarts Apache gracefully, waiting a second for its new workers.
+//
+// Equivalent to: edit DIR/httpd.conf; kill -USR1 APACHE_PARENT
+func noHtaccess(b *testing.B, dir string, on bool) {
+	conf := dir + "/httpd.conf"
+	data, err := os.ReadFile(conf)
+	if err != nil {
+		b.Fatal(err)
+	}
+	text := strings.ReplaceAll(string(data), noHtaccessBlock, "")
+	if on {
+		text = strings.Replace(text, "DocumentRoot ", noHtaccessBlock+"DocumentRoot ", 1)
+	}
+	if err := os.WriteFile(conf, []byte(text), 0o644); err != nil {
+		b.Fatal(err)
+	}
+	// The pid file holds the pid in the container's pid namespace: find Apache's parent by
+	// its command line instead (the apache2 whose parent is not one).
+	pid := apacheParent(b, conf)
+	if err := syscall.Kill(pid, syscall.SIGUSR1); err != nil {
+		b.Fatalf("graceful restart of apache %d: %v", pid, err)
+	}
+	time.Sleep(time.Second)
+}
+
+// apacheParent returns the host pid of the Apache parent process started with conf.
+func apacheParent(b *testing.B, conf string) int {
+	procs, err := os.ReadDir("/proc")
+	if err != nil {
+		b.Fatal(err)
+	}
+	set := map[int]bool{}
+	for _, e := range procs {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile("/proc/" + e.Name() + "/cmdline")
+		if err == nil && strings.Contains(string(cmd), conf) && strings.Contains(string(cmd), "apache2") {
+			set[pid] = true
+		}
+	}
+	for pid := range set {
+		st, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+		if err != nil {
+			continue
+		}
+		for _, line := range strings.Split(string(st), "\n") {
+			if v, ok := strings.CutPrefix(line, "PPid:"); ok {
+				if ppid, _ := strconv.Atoi(strings.TrimSpace(v)); !set[ppid] {
+					return pid
+				}
+			}
+		}
+	}
+	b.Fatalf("no apache2 process runs %s", conf)
+	return 0
 }

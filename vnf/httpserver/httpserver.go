@@ -271,8 +271,8 @@ func (Server) Teardown(ctx context.Context, env vnf.Env) error {
 }
 
 // ApacheConfig renders a standalone httpd.conf: the event MPM with Debian's default sizing,
-// keep-alive on, sendfile on, no access log (unless the Server asks for one), everything
-// under dir.
+// keep-alive on, sendfile on, no access log (unless the Server asks for one), no .htaccess
+// files (AllowOverride None from /, as Debian's stock configuration), everything under dir.
 func (s Server) ApacheConfig(f *plan.Function, dir string) string {
 	hp := params(f)
 	var b strings.Builder
@@ -291,6 +291,11 @@ func (s Server) ApacheConfig(f *plan.Function, dir string) string {
 	b.WriteString("\nStartServers 2\nMinSpareThreads 25\nMaxSpareThreads 75\nThreadLimit 64\nThreadsPerChild 25\nMaxRequestWorkers 150\nMaxConnectionsPerChild 0\n")
 	b.WriteString("Timeout 60\nKeepAlive On\nMaxKeepAliveRequests 100\nKeepAliveTimeout 5\nEnableSendfile On\nEnableMMAP On\n\n")
 	objects := filepath.Join(dir, ObjectsSubdir)
+	// As Debian's stock apache2.conf: no .htaccess anywhere. Without this block Apache tries
+	// to open .htaccess in every directory above the document root on every request (7
+	// failed opens here), and on Docker with the fuse-overlayfs storage driver each path
+	// walk through the container's root costs a round trip to the FUSE daemon.
+	b.WriteString("<Directory />\n\tOptions None\n\tAllowOverride None\n\tRequire all denied\n</Directory>\n")
 	fmt.Fprintf(&b, "DocumentRoot %q\n<Directory %q>\n\tOptions None\n\tAllowOverride None\n\tRequire all granted\n</Directory>\n", objects, objects)
 	return b.String()
 }
