@@ -54,10 +54,10 @@ type splitVariant struct {
 //     (those of this process: the root cpu group, the memory group it was started in), and
 //     back afterwards;
 //   - no-htaccess (on both labs): Apache told not to look for .htaccess files above its
-//     document root (`<Directory />` AllowOverride None, as Debian's stock apache2.conf has;
-//     without it every request tries to open .htaccess in each parent directory, and on
-//     Docker /, /run and /run/sfclab are on the container's fuse-overlayfs root), applied by
-//     a graceful restart.
+//     document root (`<Directory />` AllowOverride None), applied by a graceful restart. The
+//     origin's configuration has it since this benchmark found the walk (7 failed opens per
+//     request, partly on the container's fuse-overlayfs root); the variant now checks that a
+//     graceful restart alone changes nothing.
 //
 // It logs the median request time and its phases (connect, wait for the first byte, body,
 // close) per variant and reports each variant's docker/netns ratio of the median request
