@@ -15,6 +15,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // faithfulTolerance is how far the probe's median may be from the median by hand.
@@ -25,7 +26,7 @@ const faithfulTolerance = 0.03
 // medians: it must stay within 3 % of 1, or the benchmark fails. `make bench` runs it.
 func BenchmarkIperf3Faithfulness(b *testing.B) {
 	requireRoot(b)
-	lab, err := spec.Load("../examples/fw.yaml")
+	lab, err := spec.Load("../examples/fw.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}

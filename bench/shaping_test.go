@@ -6,10 +6,11 @@ import (
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestAddShaping(t *testing.T) {
-	lab, err := spec.Load("../examples/shaped.yaml")
+	lab, err := spec.Load("../examples/shaped.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

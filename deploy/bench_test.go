@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // chainLab generates a lab of n forwarders in a row (n+2 nodes).
@@ -34,7 +35,7 @@ func benchDeploy(b *testing.B, yaml string, functions int) {
 	if testing.Short() {
 		b.Skip("deploy benchmarks build real namespaces")
 	}
-	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -86,7 +87,7 @@ func BenchmarkDeploy200Nodes(b *testing.B) {
 func Benchmark1000Nodes(b *testing.B) {
 	requireRoot(b)
 	yaml := labgen.Big("bench-1k", 5, 190, 8)
-	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}

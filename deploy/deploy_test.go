@@ -22,6 +22,7 @@ import (
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func requireRoot(t testing.TB) { testroot.Require(t, "deploy tests build real namespaces") }
@@ -34,7 +35,7 @@ func testDeployer(t *testing.T) *Deployer {
 // loadPlan reads a lab file and renames the lab so tests never clash with a user's labs.
 func loadPlan(t *testing.T, path, name string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -48,7 +49,7 @@ func loadPlan(t *testing.T, path, name string) *plan.Plan {
 
 func decodePlan(t *testing.T, yaml string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml")
+	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -253,7 +254,7 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 	for _, backend := range []string{spec.BackendIptables, spec.BackendNftables} {
 		t.Run(backend, func(t *testing.T) {
 			d := testDeployer(t)
-			lab, err := spec.Load("../examples/fw.yaml")
+			lab, err := spec.Load("../examples/fw.yaml", kinds.Spec())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -336,7 +337,7 @@ func TestLabsSideBySide(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := spec.Load("../examples/fw-lb.yaml")
+			l, err := spec.Load("../examples/fw-lb.yaml", kinds.Spec())
 			if err != nil {
 				errs[i] = err
 				return

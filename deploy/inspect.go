@@ -34,7 +34,8 @@ type NodeInfo struct {
 	Kind       string          `json:"kind"`
 	Netns      string          `json:"netns"`
 	Interfaces []InterfaceInfo `json:"interfaces"`
-	// Rules are per-rule counters of a firewall.
+	// Rules are per-rule counters of a function whose kind counts its rules (vnf.RuleCounters,
+	// e.g. a firewall).
 	Rules []vnf.Counter `json:"rules,omitempty"`
 	// Error says why the node could not be read (e.g. its namespace is gone).
 	Error string `json:"error,omitempty"`

@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // transparentLab generates a one-host transparent lab: client and server, and the given
@@ -65,7 +66,7 @@ func routedLab(name string, kinds []string) string {
 // tcpRate deploys a lab, runs a 2 s single-stream iperf3 from client to server, destroys the
 // lab and returns the receiver's bit rate.
 func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
-	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -18,6 +18,7 @@ import (
 	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"go.yaml.in/yaml/v3"
 )
 
@@ -308,14 +309,15 @@ func decodeError(file string, err error) error {
 	return errors.New(strings.Join(out, "\n"))
 }
 
-// LabLoader reads a lab file named by an experiment; nil means spec.Load from disk.
+// LabLoader reads a lab file named by an experiment; nil means spec.Load from disk, with the
+// registered function kinds.
 type LabLoader func(path string) (*spec.Lab, error)
 
 // Decode decodes and validates an experiment; labs are resolved against dir and loaded with
 // load (nil: from disk).
 func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) {
 	if load == nil {
-		load = spec.Load
+		load = func(path string) (*spec.Lab, error) { return spec.Load(path, kinds.Spec()) }
 	}
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {

@@ -11,6 +11,7 @@ import (
 
 	"github.com/sfclab/sfclab/internal/fuzzseed"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 var updateSeeds = flag.Bool("update-seeds", false, "write missing fuzz seeds from the test tables into testdata/fuzz")
@@ -37,7 +38,7 @@ func memLabs(tb testing.TB) LabLoader {
 		if !ok {
 			return nil, fmt.Errorf("read lab file: %s: %w", path, errNoLab)
 		}
-		return spec.Decode(b, path)
+		return spec.Decode(b, path, kinds.Spec())
 	}
 }
 

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // DefaultStateRoot is where labs are journaled: one directory per lab, written before anything
@@ -119,7 +120,7 @@ func (j Journal) ReadState(lab string) (*State, error) {
 	return &s, nil
 }
 
-// ReadPlan reads the plan a lab was built from.
+// ReadPlan reads the plan a lab was built from, params typed by the registered kinds.
 func (j Journal) ReadPlan(lab string) (*plan.Plan, error) {
 	data, err := os.ReadFile(filepath.Join(j.Dir(lab), "plan.json"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -128,11 +129,11 @@ func (j Journal) ReadPlan(lab string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read lab plan: %w", err)
 	}
-	var p plan.Plan
-	if err := json.Unmarshal(data, &p); err != nil {
+	p, err := plan.Unmarshal(data, kinds.Spec())
+	if err != nil {
 		return nil, fmt.Errorf("decode lab plan %s: %w", j.Dir(lab), err)
 	}
-	return &p, nil
+	return p, nil
 }
 
 // Labs lists the journaled labs, sorted.

@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"fmt"
@@ -6,7 +6,9 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/labgen"
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // forwarderChain is a lab of one chain through n forwarders (n+1 segments).
@@ -37,11 +39,11 @@ func TestAutoPrefix(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lab, err := spec.Decode([]byte(tt.yaml), "big.yaml")
+			lab, err := spec.Decode([]byte(tt.yaml), "big.yaml", kinds.Spec())
 			if err != nil {
 				t.Fatal(err)
 			}
-			p, err := Build(lab)
+			p, err := plan.Build(lab)
 			if tt.wantErrSub != "" {
 				if err == nil || !strings.Contains(err.Error(), tt.wantErrSub) {
 					t.Fatalf("Build: %v, want an error with %q", err, tt.wantErrSub)

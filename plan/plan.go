@@ -257,7 +257,8 @@ func FabricName(lab string) string { return NetnsPrefix + lab }
 // chain's traffic, so that the source addresses the function instead of the destination.
 func IsProxy(kind string) bool { return kind == spec.KindL4LB || kind == spec.KindHTTPProxy }
 
-// UnmarshalJSON decodes a stored function, its params into the kind's own type.
+// UnmarshalJSON decodes a stored function; its params stay raw JSON (json.RawMessage) until
+// Unmarshal gives them the type of the function's kind.
 func (f *Function) UnmarshalJSON(data []byte) error {
 	type plain Function
 	var raw struct {
@@ -268,12 +269,46 @@ func (f *Function) UnmarshalJSON(data []byte) error {
 		return err
 	}
 	*f = Function(raw.plain)
-	p, ok := spec.NewParams(f.Kind)
+	f.Params = raw.Params
+	return nil
+}
+
+// Unmarshal decodes a stored plan (as written by json.Marshal), each function's params into
+// its kind's own type; kinds are the function kinds of this build (vnf/kinds.Spec()).
+func Unmarshal(data []byte, kinds spec.Kinds) (*Plan, error) {
+	var p Plan
+	if err := json.Unmarshal(data, &p); err != nil {
+		return nil, err
+	}
+	var fns []*Function
+	for _, n := range p.Nodes {
+		fns = append(fns, n.Function)
+	}
+	if p.Transparent != nil {
+		for _, n := range p.Transparent.Nodes {
+			fns = append(fns, n.Function)
+		}
+	}
+	for _, f := range fns {
+		if f == nil {
+			continue
+		}
+		if err := f.decodeParams(kinds); err != nil {
+			return nil, err
+		}
+	}
+	return &p, nil
+}
+
+// decodeParams turns the raw params of a stored function into its kind's own type.
+func (f *Function) decodeParams(kinds spec.Kinds) error {
+	p, ok := kinds.NewParams(f.Kind)
 	if !ok {
 		return fmt.Errorf("decode function: unknown kind %q", f.Kind)
 	}
-	if len(raw.Params) > 0 && string(raw.Params) != "null" {
-		if err := json.Unmarshal(raw.Params, p); err != nil {
+	raw, _ := f.Params.(json.RawMessage)
+	if len(raw) > 0 && string(raw) != "null" {
+		if err := json.Unmarshal(raw, p); err != nil {
 			return fmt.Errorf("decode %s params: %w", f.Kind, err)
 		}
 	}

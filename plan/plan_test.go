@@ -1,4 +1,4 @@
-package plan
+package plan_test
 
 import (
 	"bytes"
@@ -6,21 +6,25 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"reflect"
+	"slices"
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 var update = flag.Bool("update", false, "rewrite golden files")
 
-func build(t *testing.T, path string) *Plan {
+func build(t *testing.T, path string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(lab)
+	p, err := plan.Build(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,26 +65,55 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestJSONRoundTrip checks a stored plan decodes to the same plan, params typed by kind.
+// TestJSONRoundTrip checks a stored plan decodes to the same plan, params typed by kind, for
+// every example and study lab (every kind and endpoint service among them, transparent too).
 func TestJSONRoundTrip(t *testing.T) {
-	p := build(t, "../examples/fw-lb.yaml")
-	data, err := json.Marshal(p)
-	if err != nil {
-		t.Fatal(err)
+	files, _ := filepath.Glob("../examples/*.yaml")
+	labs, _ := filepath.Glob("../experiments/labs/*.yaml")
+	files = append(append(files, labs...), "../spec/testdata/all-kinds.yaml")
+	seen := map[string]bool{}
+	for _, f := range files {
+		p := build(t, f)
+		data, err := json.Marshal(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		back, err := plan.Unmarshal(data, kinds.Spec())
+		if err != nil {
+			t.Fatalf("%s: %v", f, err)
+		}
+		again, err := json.Marshal(back)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if string(again) != string(data) {
+			t.Errorf("%s: round trip differs:\n%s\n%s", f, data, again)
+		}
+		nodes := slices.Clone(p.Nodes)
+		backNodes := slices.Clone(back.Nodes)
+		if p.Transparent != nil {
+			for i, n := range p.Transparent.Nodes {
+				nodes = append(nodes, &plan.Node{Name: n.Name, Function: n.Function})
+				backNodes = append(backNodes, &plan.Node{Name: back.Transparent.Nodes[i].Name, Function: back.Transparent.Nodes[i].Function})
+			}
+		}
+		for i, n := range nodes {
+			if n.Function == nil {
+				continue
+			}
+			seen[n.Function.Kind] = true
+			if want, got := reflect.TypeOf(n.Function.Params), reflect.TypeOf(backNodes[i].Function.Params); got != want {
+				t.Errorf("%s: node %s (%s) params decoded as %v, want %v", f, n.Name, n.Function.Kind, got, want)
+			}
+		}
 	}
-	var back Plan
-	if err := json.Unmarshal(data, &back); err != nil {
-		t.Fatal(err)
+	for _, k := range append(kinds.Names(), spec.EndpointHTTPServer) {
+		if !seen[k] {
+			t.Errorf("no example plans a %s; add one so its stored plan is checked", k)
+		}
 	}
-	again, err := json.Marshal(&back)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if string(again) != string(data) {
-		t.Errorf("round trip differs:\n%s\n%s", data, again)
-	}
-	if _, ok := back.Node("fw").Function.Params.(*spec.FirewallParams); !ok {
-		t.Errorf("fw params decoded as %T", back.Node("fw").Function.Params)
+	if _, err := plan.Unmarshal([]byte(`{"nodes":[{"name":"x","function":{"kind":"nope"}}]}`), kinds.Spec()); err == nil || !strings.Contains(err.Error(), `unknown kind "nope"`) {
+		t.Errorf("unknown kind in a stored plan: %v", err)
 	}
 }
 
@@ -119,11 +152,11 @@ functions:
   b: {kind: forwarder, instances: 2, weights: [1, 3]}
 chains:
   - {from: client, to: server, hops: [a, b]}
-`), "mp.yaml")
+`), "mp.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, err := Build(lab)
+	p, err := plan.Build(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -168,11 +201,11 @@ chains: [{from: client, to: server, hops: [n]}]
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			lab, err := spec.Decode([]byte(tt.yaml), "e.yaml")
+			lab, err := spec.Decode([]byte(tt.yaml), "e.yaml", kinds.Spec())
 			if err != nil {
 				t.Fatal(err)
 			}
-			_, err = Build(lab)
+			_, err = plan.Build(lab)
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}
@@ -185,11 +218,11 @@ func TestDriverPlanChecks(t *testing.T) {
 		{"name: d\nruntime: docker\nendpoints:\n  client: {driver: macvlan}\n  server: {}\nchains: [{from: client, to: server}]\n", "not available on runtime docker"},
 		{"name: d\nendpoints:\n  client: {driver: {type: host-device, device: eth9}}\n  a: {}\n  b: {}\nchains: [{from: client, to: a}, {from: client, to: b}]\n", "on 2 networks"},
 	} {
-		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml")
+		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml", kinds.Spec())
 		if err != nil {
 			t.Fatal(err)
 		}
-		if _, err := Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
+		if _, err := plan.Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
 			t.Errorf("Build: %v, want %q with file:line", err, tt.want)
 		}
 	}

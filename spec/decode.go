@@ -46,8 +46,9 @@ func (es Errors) Error() string {
 	return strings.Join(msgs, "\n")
 }
 
-// Load reads, decodes and validates a lab file.
-func Load(path string) (*Lab, error) {
+// Load reads, decodes and validates a lab file; kinds are the function kinds it may use
+// (vnf/kinds.Spec()).
+func Load(path string, kinds Kinds) (*Lab, error) {
 	data, err := os.ReadFile(path)
 	if err != nil {
 		if errors.Is(err, os.ErrNotExist) {
@@ -55,7 +56,7 @@ func Load(path string) (*Lab, error) {
 		}
 		return nil, fmt.Errorf("read lab file: %w", err)
 	}
-	lab, err := Decode(data, path)
+	lab, err := Decode(data, path, kinds)
 	if err != nil {
 		return nil, err
 	}
@@ -64,8 +65,10 @@ func Load(path string) (*Lab, error) {
 }
 
 // Decode decodes and validates a lab from YAML. Unknown fields, type mismatches and invalid
-// values are all reported, each with file:line:col. file names the source in messages.
-func Decode(data []byte, file string) (*Lab, error) {
+// values are all reported, each with file:line:col. file names the source in messages; kinds
+// are the function kinds the lab may use and give each function's params their type
+// (vnf/kinds.Spec()).
+func Decode(data []byte, file string, kinds Kinds) (*Lab, error) {
 	var root yaml.Node
 	if err := yaml.Unmarshal(data, &root); err != nil {
 		return nil, yamlError(file, err)
@@ -75,15 +78,17 @@ func Decode(data []byte, file string) (*Lab, error) {
 	}
 	doc := root.Content[0]
 	var errs Errors
-	checkKnown(file, doc, reflect.TypeOf(Lab{}), "lab", &errs)
+	kinds = kindsOr(kinds)
+	k := known{file: file, kinds: kinds, errs: &errs}
+	k.check(doc, reflect.TypeOf(Lab{}), "lab")
 	if len(errs) > 0 {
 		return nil, errs
 	}
 	lab := &Lab{File: file}
-	if err := doc.Decode(lab); err != nil {
+	if err := decodeLab(doc, lab, kinds); err != nil {
 		return nil, yamlError(file, err)
 	}
-	lab.File = file
+	lab.File, lab.Kinds = file, kinds
 	if errs := Validate(lab); len(errs) > 0 {
 		return nil, errs
 	}
@@ -123,8 +128,88 @@ func lineError(file, msg string) *Error {
 
 func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
 
-// checkKnown walks a YAML node against a Go type and reports keys the type does not have.
-func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Errors) {
+// decodeLab decodes the document into lab, then each function's params into its kind's type.
+// Errors come out as from one pass over the file: type errors gathered in file order, or else
+// the first error that stops decoding.
+func decodeLab(doc *yaml.Node, lab *Lab, kinds Kinds) error {
+	var typeErrs []string
+	var stop error
+	if err := doc.Decode(lab); err != nil {
+		var te *yaml.TypeError
+		if !errors.As(err, &te) {
+			stop = err // the functions decoded so far come before it in the file
+		} else {
+			typeErrs = te.Errors
+		}
+	}
+	fns := make([]*Function, 0, len(lab.Functions))
+	for _, f := range lab.Functions {
+		if f != nil {
+			fns = append(fns, f)
+		}
+	}
+	sort.Slice(fns, func(i, j int) bool {
+		a, b := fns[i].Pos, fns[j].Pos
+		return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
+	})
+	for _, f := range fns {
+		if err := f.decodeParams(kinds); err != nil {
+			var te *yaml.TypeError
+			if !errors.As(err, &te) {
+				return err
+			}
+			typeErrs = append(typeErrs, te.Errors...)
+		}
+	}
+	if stop != nil {
+		return stop
+	}
+	if len(typeErrs) == 0 {
+		return nil
+	}
+	sort.SliceStable(typeErrs, func(i, j int) bool { return errLine(typeErrs[i]) < errLine(typeErrs[j]) })
+	return &yaml.TypeError{Errors: typeErrs}
+}
+
+// errLine is the line a yaml error message names ("line N: ..."), 0 when none.
+func errLine(msg string) int {
+	if m := yamlLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[1])
+		return n
+	}
+	return 0
+}
+
+// decodeParams decodes the function's params: node into a fresh value of its kind's
+// parameter type and fills in its defaults; an unknown kind is left to validation.
+func (f *Function) decodeParams(kinds Kinds) error {
+	n := f.params
+	f.params = nil
+	p, ok := kinds.NewParams(f.Kind)
+	if !ok {
+		return nil // reported by validation, with the list of kinds
+	}
+	if n != nil && n.Kind != 0 {
+		if err := n.Decode(p); err != nil {
+			return err
+		}
+	}
+	setDefaults(p)
+	f.Params = p
+	return nil
+}
+
+// known reports keys a YAML node has and its Go type does not; a function's params are
+// checked against the parameter type of its kind.
+type known struct {
+	file  string
+	kinds Kinds
+	errs  *Errors
+}
+
+// check walks a YAML node against a Go type and reports keys the type does not have.
+func (kn known) check(n *yaml.Node, t reflect.Type, what string) {
+	file, errs := kn.file, kn.errs
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
@@ -143,7 +228,7 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Er
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			k, v := n.Content[i], n.Content[i+1]
 			if t == reflect.TypeOf(Function{}) && k.Value == "params" {
-				checkParams(file, n, v, errs)
+				kn.params(n, v)
 				continue
 			}
 			f, ok := fields[k.Value]
@@ -151,30 +236,30 @@ func checkKnown(file string, n *yaml.Node, t reflect.Type, what string, errs *Er
 				*errs = append(*errs, &Error{File: file, Pos: pos(k), Msg: fmt.Sprintf("unknown field %q in %s (known: %s)", k.Value, what, strings.Join(sortedKeys(fields), ", "))})
 				continue
 			}
-			checkKnown(file, v, f.Type, what+"."+k.Value, errs)
+			kn.check(v, f.Type, what+"."+k.Value)
 		}
 	case reflect.Slice:
 		if n.Kind == yaml.SequenceNode {
 			for _, c := range n.Content {
-				checkKnown(file, c, t.Elem(), what+" item", errs)
+				kn.check(c, t.Elem(), what+" item")
 			}
 		}
 	case reflect.Map:
 		if n.Kind == yaml.MappingNode {
 			for i := 0; i+1 < len(n.Content); i += 2 {
-				checkKnown(file, n.Content[i+1], t.Elem(), noun(t.Elem())+" "+n.Content[i].Value, errs)
+				kn.check(n.Content[i+1], t.Elem(), noun(t.Elem())+" "+n.Content[i].Value)
 			}
 		}
 	}
 }
 
-// checkParams checks a function's params against the parameter type of its kind.
-func checkParams(file string, fn, params *yaml.Node, errs *Errors) {
-	k, ok := kinds[mapValue(fn, "kind")]
+// params checks a function's params against the parameter type of its kind.
+func (k known) params(fn, params *yaml.Node) {
+	p, ok := k.kinds.NewParams(mapValue(fn, "kind"))
 	if !ok {
 		return // the unknown kind is reported by validation
 	}
-	checkKnown(file, params, reflect.TypeOf(k.newParams()), mapValue(fn, "kind")+" params", errs)
+	k.check(params, reflect.TypeOf(p), mapValue(fn, "kind")+" params")
 }
 
 func mapValue(n *yaml.Node, key string) string {
@@ -225,7 +310,8 @@ func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// UnmarshalYAML decodes a function: its kind first, then params into the kind's own type.
+// UnmarshalYAML decodes a function and keeps its params: node for Decode, which gives it the
+// type of the function's kind.
 func (f *Function) UnmarshalYAML(n *yaml.Node) error {
 	var raw struct {
 		Kind      string            `yaml:"kind"`
@@ -240,17 +326,9 @@ func (f *Function) UnmarshalYAML(n *yaml.Node) error {
 	}
 	f.Kind, f.Instances, f.Weights, f.Pos = raw.Kind, raw.Instances, raw.Weights, pos(n)
 	f.Host, f.Ports = raw.Host, raw.Ports
-	k, ok := kinds[raw.Kind]
-	if !ok {
-		return nil // reported by validation, with the list of kinds
-	}
-	f.Params = k.newParams()
 	if raw.Params.Kind != 0 {
-		if err := raw.Params.Decode(f.Params); err != nil {
-			return err
-		}
+		f.params = &raw.Params
 	}
-	defaults(f.Params)
 	return nil
 }
 

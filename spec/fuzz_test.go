@@ -1,4 +1,4 @@
-package spec
+package spec_test
 
 import (
 	"errors"
@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/fuzzseed"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // updateSeeds writes the test tables' bad input into testdata/fuzz:
@@ -35,13 +37,13 @@ func FuzzDecode(f *testing.F) {
 	}
 	f.Add([]byte(good))
 	f.Fuzz(func(t *testing.T, data []byte) {
-		lab, err := Decode(data, "fuzz.yaml")
+		lab, err := spec.Decode(data, "fuzz.yaml", kinds.Spec())
 		if err != nil {
 			if lab != nil {
 				t.Fatalf("Decode returned a lab and the error %v", err)
 			}
-			var es Errors
-			var e *Error
+			var es spec.Errors
+			var e *spec.Error
 			if !errors.As(err, &es) && !errors.As(err, &e) {
 				t.Fatalf("error %T %v is not a spec error", err, err)
 			}
@@ -53,7 +55,7 @@ func FuzzDecode(f *testing.F) {
 		if lab == nil {
 			t.Fatal("Decode returned neither a lab nor an error")
 		}
-		if errs := Validate(lab); len(errs) > 0 {
+		if errs := spec.Validate(lab); len(errs) > 0 {
 			t.Fatalf("an accepted lab does not validate again: %v", errs)
 		}
 	})

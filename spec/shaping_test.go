@@ -1,9 +1,12 @@
-package spec
+package spec_test
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 const shapedLab = `name: s
@@ -19,7 +22,7 @@ chains:
 `
 
 func TestShapingGood(t *testing.T) {
-	lab, err := Decode([]byte(strings.Replace(shapedLab, "SECOND", "{segment: 1, rate: 1.5mbit, delay: 5ms, jitter: 1ms, loss: 0.1%}", 1)), "s.yaml")
+	lab, err := spec.Decode([]byte(strings.Replace(shapedLab, "SECOND", "{segment: 1, rate: 1.5mbit, delay: 5ms, jitter: 1ms, loss: 0.1%}", 1)), "s.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -55,7 +58,7 @@ func TestShapingBad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode([]byte(strings.Replace(shapedLab, "SECOND", tt.entry, 1)), "bad.yaml")
+			_, err := spec.Decode([]byte(strings.Replace(shapedLab, "SECOND", tt.entry, 1)), "bad.yaml", kinds.Spec())
 			if err == nil || !strings.Contains(err.Error(), tt.want) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
 			}

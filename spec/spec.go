@@ -5,6 +5,8 @@ package spec
 
 import (
 	"net/netip"
+
+	"go.yaml.in/yaml/v3"
 )
 
 // Runtimes a lab may ask for.
@@ -71,6 +73,9 @@ type Lab struct {
 	PortChains      map[string]*PortChainSpec      `yaml:"port_chains,omitempty" json:"port_chains,omitempty"`
 	ServiceGraphs   map[string]*ServiceGraphSpec   `yaml:"service_graphs,omitempty" json:"service_graphs,omitempty"`
 
+	// Kinds are the function kinds the lab was decoded with (see Decode); Validate looks
+	// functions' kinds up in it.
+	Kinds Kinds `yaml:"-" json:"-"`
 	// File is the path the lab was read from ("" when decoded from bytes).
 	File string `yaml:"-" json:"-"`
 	// Dir is the directory of File, for resolving relative paths.
@@ -134,14 +139,16 @@ type Endpoint struct {
 // Function is a service function: a kind, its parameters, and how many instances (port pairs)
 // its port pair group has.
 type Function struct {
-	// Kind is one of Kinds().
+	// Kind is one of the lab's Kinds.
 	Kind string `yaml:"kind" json:"kind"`
 	// Instances is the number of port pairs in the group; default 1.
 	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
 	// Weights are per-instance weights for spreading flows over the group.
 	Weights []int `yaml:"weights,omitempty" json:"weights,omitempty"`
-	// Params are the kind's parameters, decoded into the kind's own type (see kinds.go).
+	// Params are the kind's parameters, decoded into the kind's own type (Kinds.NewParams).
 	Params any `yaml:"-" json:"params,omitempty"`
+	// params is the params: node, decoded into Params once the kind is known (Decode).
+	params *yaml.Node
 	// Host is the emulated host the function runs on (transparent steering).
 	Host string `yaml:"host,omitempty" json:"host,omitempty"`
 	// Ports are its interfaces by name and the network each is on (transparent steering;

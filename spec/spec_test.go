@@ -1,4 +1,4 @@
-package spec
+package spec_test
 
 import (
 	"errors"
@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 const good = `name: t1
@@ -29,26 +32,26 @@ chains:
 `
 
 func TestDecodeGood(t *testing.T) {
-	lab, err := Decode([]byte(good), "good.yaml")
+	lab, err := spec.Decode([]byte(good), "good.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw := lab.Functions["fw"].Params.(*FirewallParams)
-	if fw.Backend != BackendNftables || fw.Policy != "accept" || !fw.Masquerade || len(fw.Rules) != 2 {
+	fw := lab.Functions["fw"].Params.(*spec.FirewallParams)
+	if fw.Backend != spec.BackendNftables || fw.Policy != "accept" || !fw.Masquerade || len(fw.Rules) != 2 {
 		t.Errorf("firewall params = %+v", fw)
 	}
 	if r := fw.Rules[1].Port; r.From != 5000 || r.To != 5100 {
 		t.Errorf("port range = %+v", r)
 	}
-	lb := lab.Functions["lb"].Params.(*L4LBParams)
-	if lb.Impl != ImplNft || lb.Balance != "source" || lb.Seed == 0 || !lb.SpliceOn() {
+	lb := lab.Functions["lb"].Params.(*spec.L4LBParams)
+	if lb.Impl != spec.ImplNft || lb.Balance != "source" || lb.Seed == 0 || !lb.SpliceOn() {
 		t.Errorf("l4lb defaults = %+v", lb)
 	}
 	c := lab.Chains[0]
 	if c.Name != "chain0" || c.Hops[1].Name != "lb" || c.Hops[1].Pos.Line != 18 {
 		t.Errorf("chain = %+v", c)
 	}
-	if lab.Runtime != RuntimeNetns || lab.Addressing.Pool != "198.18.0.0/15" || lab.Addressing.Prefix != 24 || lab.MTU != 1500 {
+	if lab.Runtime != spec.RuntimeNetns || lab.Addressing.Pool != "198.18.0.0/15" || lab.Addressing.Prefix != 24 || lab.MTU != 1500 {
 		t.Errorf("lab defaults = %+v", lab)
 	}
 }
@@ -116,7 +119,7 @@ func TestDecodeBad(t *testing.T) {
 	tests := badLabs(t)
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode([]byte(tt.yaml), "bad.yaml")
+			_, err := spec.Decode([]byte(tt.yaml), "bad.yaml", kinds.Spec())
 			if err == nil {
 				t.Fatalf("no error for:\n%s", tt.yaml)
 			}
@@ -130,7 +133,7 @@ func TestDecodeBad(t *testing.T) {
 }
 
 func TestLoadMissingFile(t *testing.T) {
-	_, err := Load(filepath.Join(t.TempDir(), "nope.yaml"))
+	_, err := spec.Load(filepath.Join(t.TempDir(), "nope.yaml"), kinds.Spec())
 	if err == nil || !strings.Contains(err.Error(), "does not exist") {
 		t.Fatalf("err = %v", err)
 	}
@@ -142,15 +145,15 @@ func TestExamplesValid(t *testing.T) {
 		t.Fatalf("found %d examples, want at least 5", len(files))
 	}
 	for _, f := range files {
-		if _, err := Load(f); err != nil {
+		if _, err := spec.Load(f, kinds.Spec()); err != nil {
 			t.Errorf("%s: %v", f, err)
 		}
 	}
 }
 
 func TestErrorsAreSpecErrors(t *testing.T) {
-	_, err := Decode([]byte("name: x\nendpoints: {}\nchains: []\n"), "x.yaml")
-	var es Errors
+	_, err := spec.Decode([]byte("name: x\nendpoints: {}\nchains: []\n"), "x.yaml", kinds.Spec())
+	var es spec.Errors
 	if !errors.As(err, &es) || len(es) < 2 {
 		t.Fatalf("want several spec errors, got %v", err)
 	}
@@ -178,7 +181,7 @@ func TestDriverValidation(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, err := Decode([]byte(lab(tt.client)), "d.yaml")
+			_, err := spec.Decode([]byte(lab(tt.client)), "d.yaml", kinds.Spec())
 			if tt.want == "" {
 				if err != nil {
 					t.Fatal(err)

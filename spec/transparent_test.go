@@ -1,8 +1,11 @@
-package spec
+package spec_test
 
 import (
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // transparentBase is a valid transparent lab; cases replace one line.
@@ -34,7 +37,7 @@ port_chains:
 
 // TestTransparentBadInput: every case of the issue is refused with file:line.
 func TestTransparentBadInput(t *testing.T) {
-	if _, err := Decode([]byte(transparentBase), "t.yaml"); err != nil {
+	if _, err := spec.Decode([]byte(transparentBase), "t.yaml", kinds.Spec()); err != nil {
 		t.Fatalf("base lab refused: %v", err)
 	}
 	for _, tc := range []struct {
@@ -61,7 +64,7 @@ func TestTransparentBadInput(t *testing.T) {
 			if !strings.Contains(transparentBase, tc.old) {
 				t.Fatalf("case does not apply: %q", tc.old)
 			}
-			_, err := Decode([]byte(strings.Replace(transparentBase, tc.old, tc.new, 1)), "t.yaml")
+			_, err := spec.Decode([]byte(strings.Replace(transparentBase, tc.old, tc.new, 1)), "t.yaml", kinds.Spec())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
 			}
@@ -75,7 +78,7 @@ func TestTransparentBadInput(t *testing.T) {
 func TestPortPairAcrossHosts(t *testing.T) {
 	lab := strings.Replace(transparentBase, "pa: {ingress: a.in, egress: a.out}", "pa: {ingress: a.in, egress: b2.eth0}", 1)
 	lab = strings.Replace(lab, "b: {kind: forwarder}", "b: {kind: forwarder}\n  b2: {kind: forwarder, host: h2}", 1)
-	_, err := Decode([]byte(lab), "t.yaml")
+	_, err := spec.Decode([]byte(lab), "t.yaml", kinds.Spec())
 	if err == nil || !strings.Contains(err.Error(), "t.yaml:13:") || !strings.Contains(err.Error(), "both ports of an instance must be on one host") {
 		t.Fatalf("err = %v", err)
 	}

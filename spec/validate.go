@@ -19,7 +19,8 @@ const (
 
 var nameRE = regexp.MustCompile(`^[a-z][a-z0-9-]*$`)
 
-// Validate fills in defaults and checks a decoded lab. It returns every problem found.
+// Validate fills in defaults and checks a decoded lab against the function kinds it was
+// decoded with (lab.Kinds). It returns every problem found.
 func Validate(lab *Lab) Errors {
 	v := &validator{lab: lab}
 	v.run()
@@ -182,7 +183,7 @@ func (v *validator) endpoints(names map[string]string) {
 			if e.HTTP == nil {
 				e.HTTP = &HTTPServer{}
 			}
-			defaults(e.HTTP)
+			e.HTTP.SetDefaults()
 			if e.HTTP.Server != ServerApache && e.HTTP.Server != ServerNginx {
 				v.bad(e.Pos, "endpoint %q: http server %q is not one of apache, nginx", name, e.HTTP.Server)
 			}
@@ -211,24 +212,27 @@ func (v *validator) endpoints(names map[string]string) {
 }
 
 func (v *validator) functions(names map[string]string) {
+	ks := kindsOr(v.lab.Kinds)
 	for _, name := range sortedKeys(v.lab.Functions) {
 		f := v.lab.Functions[name]
 		if f == nil {
-			v.bad(Pos{}, "function %q has no kind; kinds: %v", name, Kinds())
+			v.bad(Pos{}, "function %q has no kind; kinds: %v", name, ks.Names())
 			continue
 		}
 		f.Name = name
-		if _, ok := kinds[f.Kind]; !ok {
+		if _, ok := ks.NewParams(f.Kind); !ok {
 			if f.Kind == "" {
-				v.bad(f.Pos, "function %q has no kind; kinds: %v", name, Kinds())
+				v.bad(f.Pos, "function %q has no kind; kinds: %v", name, ks.Names())
 			} else {
-				v.bad(f.Pos, "function %q: unknown kind %q; kinds: %v", name, f.Kind, Kinds())
+				v.bad(f.Pos, "function %q: unknown kind %q; kinds: %v", name, f.Kind, ks.Names())
 			}
 			continue
 		}
 		v.group(f.Pos, "function", name, &f.Instances, f.Weights)
 		v.nodeName(name, "function", f.Pos, f.Instances, names)
-		validateParams(f, v.bad)
+		for _, msg := range paramsProblems(f) {
+			v.bad(f.Pos, "function %q: %s", name, msg)
+		}
 	}
 }
 

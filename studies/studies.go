@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // ReferenceA cites study A.
@@ -130,7 +131,7 @@ func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inp
 			return nil, fmt.Errorf("read embedded lab: %w", err)
 		}
 		inputs["labs/"+path.Base(p)] = lab
-		l, err := spec.Decode(lab, p)
+		l, err := spec.Decode(lab, p, kinds.Spec())
 		if err != nil || runtime == "" {
 			return l, err
 		}

@@ -9,6 +9,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 	"github.com/sfclab/sfclab/vnf/nat"
 )
@@ -17,7 +18,7 @@ var update = flag.Bool("update", false, "rewrite golden files")
 
 // TestRenderGolden pins the configuration every kind generates for the all-kinds lab.
 func TestRenderGolden(t *testing.T) {
-	lab, err := spec.Load("../spec/testdata/all-kinds.yaml")
+	lab, err := spec.Load("../spec/testdata/all-kinds.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

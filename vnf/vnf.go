@@ -43,6 +43,10 @@ func (e Env) Path(suffix string) string {
 
 // Function is one function kind.
 type Function interface {
+	// NewParams returns a fresh, empty value of the kind's parameter type (a pointer to a
+	// struct tagged for YAML and JSON) for the lab decoder and stored plans to decode params:
+	// into; it may implement spec.ParamsDefaulter and spec.ParamsChecker.
+	NewParams() any
 	// Requires lists the host programs the kind needs with these parameters.
 	Requires(f *plan.Function) []string
 	// Setup configures the function in its node. On error, Teardown undoes what was done.

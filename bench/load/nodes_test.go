@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 const pairLab = `
@@ -26,7 +27,7 @@ chains:
 
 func bgPlan(t testing.TB, count int) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(pairLab), "bg.yaml")
+	lab, err := spec.Decode([]byte(pairLab), "bg.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,7 +53,7 @@ func TestAddNodes(t *testing.T) {
 		n    int
 		want string
 	}{{3, "must be even"}, {-2, "must be 0-256"}, {258, "must be 0-256"}} {
-		lab, _ := spec.Decode([]byte(pairLab), "bg.yaml")
+		lab, _ := spec.Decode([]byte(pairLab), "bg.yaml", kinds.Spec())
 		if err := load.AddNodes(lab, bad.n); !errors.Is(err, load.ErrNodes) || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("AddNodes(%d) = %v, want %q", bad.n, err, bad.want)
 		}

@@ -7,11 +7,12 @@ import (
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func buildPlan(t *testing.T, yaml string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml")
+	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -24,7 +25,7 @@ func buildPlan(t *testing.T, yaml string) *plan.Plan {
 
 func loadPlan(t *testing.T, path string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

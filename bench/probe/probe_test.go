@@ -25,6 +25,7 @@ import (
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 var _ probe.Node = (runtime.Node)(nil)
@@ -35,7 +36,7 @@ func requireRoot(t *testing.T) { testroot.Require(t, "probe tests deploy real la
 // destruction, checking that nothing of it is left afterwards. It returns the chain's env.
 func lab(t *testing.T, example, name string) probe.Env {
 	t.Helper()
-	l, err := spec.Load("../../examples/" + example + ".yaml")
+	l, err := spec.Load("../../examples/"+example+".yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

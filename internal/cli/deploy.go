@@ -7,6 +7,7 @@ import (
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
@@ -75,7 +76,7 @@ func newDeploy() *cobra.Command {
 
 // loadLab reads and validates a lab file, on another runtime or docker attachment when given.
 func loadLab(path, runtime, attach string) (*spec.Lab, error) {
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		return nil, err
 	}

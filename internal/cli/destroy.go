@@ -7,6 +7,7 @@ import (
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
@@ -61,7 +62,7 @@ func newDestroy() *cobra.Command {
 // labName takes a lab name, or a lab file whose name: it reads.
 func labName(arg string) (string, error) {
 	if st, err := os.Stat(arg); err == nil && !st.IsDir() {
-		lab, err := spec.Load(arg)
+		lab, err := spec.Load(arg, kinds.Spec())
 		if err != nil {
 			return "", err
 		}

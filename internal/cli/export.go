@@ -9,6 +9,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func newExport() *cobra.Command {
@@ -26,7 +27,7 @@ The lab runs as its docker runtime would lay it out, whatever runtime the file n
 			if format != "compose" {
 				return fmt.Errorf("export format %q: only compose is supported", format)
 			}
-			lab, err := spec.Load(args[0])
+			lab, err := spec.Load(args[0], kinds.Spec())
 			if err != nil {
 				return err
 			}

@@ -128,7 +128,7 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 		if len(n.Rules) == 0 {
 			continue
 		}
-		fmt.Fprintf(tw, "\nfirewall %s rules:\n", n.Name)
+		fmt.Fprintf(tw, "\n%s %s rules:\n", n.Kind, n.Name)
 		for _, r := range n.Rules {
 			fmt.Fprintf(tw, "  %s\t%d pkts\t%d bytes\n", r.Rule, r.Packets, r.Bytes)
 		}

@@ -20,6 +20,7 @@ import (
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
@@ -40,7 +41,7 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	if err != nil {
 		return fmt.Errorf("read %s: %w", openstackSFCLab, err)
 	}
-	lab, err := spec.Decode(data, openstackSFCLab)
+	lab, err := spec.Decode(data, openstackSFCLab, kinds.Spec())
 	if err != nil {
 		return err
 	}

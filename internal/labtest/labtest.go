@@ -26,6 +26,7 @@ import (
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // RequireRoot skips the test unless it runs as root.
@@ -64,7 +65,7 @@ type Lab struct {
 // Plan decodes an inline lab file and builds its plan.
 func Plan(t testing.TB, yaml string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml")
+	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,11 +16,12 @@ import (
 	"github.com/sfclab/sfclab/runtime/docker"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func dockerPlan(tb testing.TB, yaml string) *plan.Plan {
 	tb.Helper()
-	lab, err := spec.Decode([]byte(yaml), "bench.yaml")
+	lab, err := spec.Decode([]byte(yaml), "bench.yaml", kinds.Spec())
 	if err != nil {
 		tb.Fatal(err)
 	}

@@ -28,6 +28,7 @@ import (
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // skipReason is set by TestMain when the tests cannot run here; every test then skips loudly.
@@ -87,7 +88,7 @@ func deployer(t testing.TB) *deploy.Deployer {
 // loadLab reads a lab file, names the lab for the test and runs it on docker.
 func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path)
+	lab, err := spec.Load(path, kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -105,7 +106,7 @@ func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 
 func decodeLab(t *testing.T, yaml string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml")
+	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -784,7 +785,7 @@ func TestLabsSideBySide(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			l, err := spec.Load("../../examples/fw-lb.yaml")
+			l, err := spec.Load("../../examples/fw-lb.yaml", kinds.Spec())
 			if err != nil {
 				errs[i] = err
 				return

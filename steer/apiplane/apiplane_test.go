@@ -14,6 +14,7 @@ import (
 	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // TestApplyRemove deploys a transparent lab without chains, adds a chain as the API would
@@ -28,7 +29,7 @@ steering: transparent
 endpoints: {client: {kind: client}, server: {kind: server}}
 functions: {f1: {kind: forwarder}}
 port_pairs: {pp: {ingress: f1.eth0, egress: f1.eth0}}
-`), "api.yaml")
+`), "api.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -16,6 +16,9 @@ type Custom struct{}
 
 func params(f *plan.Function) *spec.CustomParams { return f.Params.(*spec.CustomParams) }
 
+// NewParams returns the kind's empty parameters (spec.CustomParams) for the decoder.
+func (Custom) NewParams() any { return &spec.CustomParams{} }
+
 // Requires lists the declared programs and the first word of every command.
 func (Custom) Requires(f *plan.Function) []string {
 	p := params(f)

@@ -30,6 +30,9 @@ type Firewall struct{}
 
 func params(f *plan.Function) *spec.FirewallParams { return f.Params.(*spec.FirewallParams) }
 
+// NewParams returns the kind's empty parameters (spec.FirewallParams) for the decoder.
+func (Firewall) NewParams() any { return &spec.FirewallParams{} }
+
 // Requires lists nft or iptables-restore, by backend.
 func (Firewall) Requires(f *plan.Function) []string {
 	if params(f).Backend == spec.BackendIptables {

@@ -66,6 +66,9 @@ type Proxy struct {
 
 func params(f *plan.Function) *spec.HTTPProxyParams { return f.Params.(*spec.HTTPProxyParams) }
 
+// NewParams returns the kind's empty parameters (spec.HTTPProxyParams) for the decoder.
+func (Proxy) NewParams() any { return &spec.HTTPProxyParams{} }
+
 // Requires lists squid.
 func (Proxy) Requires(*plan.Function) []string { return []string{"squid"} }
 

@@ -65,6 +65,9 @@ type Server struct {
 
 func params(f *plan.Function) *spec.HTTPServer { return f.Params.(*spec.HTTPServer) }
 
+// NewParams returns the kind's empty parameters (spec.HTTPServer) for the decoder.
+func (Server) NewParams() any { return &spec.HTTPServer{} }
+
 // Requires lists apache2 or nginx.
 func (Server) Requires(f *plan.Function) []string {
 	if params(f).Server == spec.ServerNginx {

@@ -46,7 +46,7 @@ func Needs(p *plan.Plan) ([]Need, error) {
 // vnf.ImagePackager), sorted, each once.
 func ImagePackages() []string {
 	var out []string
-	for _, k := range registry {
+	for _, k := range all() {
 		if ip, ok := k.(vnf.ImagePackager); ok {
 			out = append(out, ip.ImagePackages()...)
 		}

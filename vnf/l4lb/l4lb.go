@@ -31,6 +31,9 @@ type LB struct{}
 
 func params(f *plan.Function) *spec.L4LBParams { return f.Params.(*spec.L4LBParams) }
 
+// NewParams returns the kind's empty parameters (spec.L4LBParams) for the decoder.
+func (LB) NewParams() any { return &spec.L4LBParams{} }
+
 // Requires lists haproxy or nft, by implementation (sfclab's balancer is sfclab itself).
 func (LB) Requires(f *plan.Function) []string {
 	switch params(f).Impl {

@@ -25,6 +25,9 @@ type NAT struct{}
 
 func params(f *plan.Function) *spec.NATParams { return f.Params.(*spec.NATParams) }
 
+// NewParams returns the kind's empty parameters (spec.NATParams) for the decoder.
+func (NAT) NewParams() any { return &spec.NATParams{} }
+
 // Requires lists nft or iptables-restore, by backend.
 func (NAT) Requires(f *plan.Function) []string {
 	if params(f).Backend == spec.BackendIptables {

@@ -24,6 +24,9 @@ func params(f *plan.Function) *spec.TapParams {
 	return &spec.TapParams{}
 }
 
+// NewParams returns the kind's empty parameters (spec.TapParams) for the decoder.
+func (Tap) NewParams() any { return &spec.TapParams{} }
+
 // Requires lists tcpdump when the tap writes a pcap.
 func (Tap) Requires(f *plan.Function) []string {
 	if params(f).Pcap != "" {

@@ -17,6 +17,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestParseSoftirq(t *testing.T) {
@@ -221,7 +222,7 @@ func BenchmarkSampler(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("SKIPPED LOUDLY: BenchmarkSampler deploys a lab and needs root")
 	}
-	lab, err := spec.Load("../../../examples/chain-6.yaml")
+	lab, err := spec.Load("../../../examples/chain-6.yaml", kinds.Spec())
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -9,6 +9,7 @@ import (
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // parseTests are ping outputs and what Parse must read from them; each is also a seed of
@@ -187,7 +188,7 @@ func TestNoPathAnyRuntime(t *testing.T) {
 
 func TestHasICMPPath(t *testing.T) {
 	for file, want := range map[string]bool{"fw.yaml": true, "baseline.yaml": true, "fw-lb.yaml": false, "lb-3.yaml": false} {
-		lab, err := spec.Load("../../../examples/" + file)
+		lab, err := spec.Load("../../../examples/"+file, kinds.Spec())
 		if err != nil {
 			t.Fatal(err)
 		}
