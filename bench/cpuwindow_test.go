@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // delaySYN makes the server drop the first SYN from each source to iperf3's port, so the
@@ -37,7 +38,7 @@ const delaySYN = `table inet sfclab_test_delay {
 // causes, so the test also proves the delay was there.
 func TestCPUWindowIsTheTransfer(t *testing.T) {
 	requireRoot(t)
-	lab, err := spec.Decode([]byte("name: t-bcw\nendpoints: {client: {}, server: {}}\nchains: [{from: client, to: server}]\n"), "t-bcw.yaml")
+	lab, err := spec.Decode([]byte("name: t-bcw\nendpoints: {client: {}, server: {}}\nchains: [{from: client, to: server}]\n"), "t-bcw.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
