@@ -7,5 +7,5 @@ import "embed"
 // Files holds examples/*.yaml, experiments/*.yaml and experiments/labs/*.yaml, by their
 // repository paths.
 //
-//go:embed examples/*.yaml experiments/*.yaml experiments/labs/*.yaml
+//go:embed examples/*.yaml experiments/*.yaml experiments/labs/*.yaml experiments/labs/study-c/*.yaml
 var Files embed.FS

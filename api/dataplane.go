@@ -26,6 +26,28 @@ type DataPlane interface {
 	RemoveChain(ctx context.Context, lab, id string) error
 }
 
+// GraphPlane is a DataPlane that also links chains into service graphs: traffic leaving a
+// graph's source chain continues into the destination chain whose classifier matches. The
+// server calls ApplyGraph after a graph is validated (and at start for every stored graph)
+// and RemoveGraph before it is deleted; both must be idempotent. A DataPlane without it gets
+// graphs stored, not steered.
+type GraphPlane interface {
+	ApplyGraph(ctx context.Context, g *Graph) error
+	RemoveGraph(ctx context.Context, lab, id string) error
+}
+
+// Graph is a service graph resolved for a data plane: its edges by port chain id.
+type Graph struct {
+	Lab  string `json:"lab"`
+	ID   string `json:"id"`
+	Name string `json:"name"`
+	// Edges maps a source chain's id to the ids of the chains its traffic continues on.
+	Edges map[string][]string `json:"edges"`
+	// LabFile names, by id, the chains of the graph that the lab file declares (their name
+	// there); the others were created over the API.
+	LabFile map[string]string `json:"lab_file,omitempty"`
+}
+
 // Chain is a port chain resolved to what a data plane needs: every id replaced by the port,
 // pair, group and classifier it names.
 type Chain struct {
@@ -37,6 +59,11 @@ type Chain struct {
 	Correlation string       `json:"correlation"`
 	Classifiers []Classifier `json:"classifiers"`
 	Groups      []Group      `json:"groups"`
+	// LabFile is the chain's name in the lab file when the lab file declares it ("" for a
+	// chain created over the API). The same field on a classifier, group or pair says the
+	// chain uses that resource of the lab file: a data plane that holds the file's resources
+	// must reuse it, not add a copy.
+	LabFile string `json:"lab_file,omitempty"`
 }
 
 // Classifier is a flow classifier with its logical ports resolved.
@@ -52,6 +79,7 @@ type Classifier struct {
 	DestinationIPPrefix     string   `json:"destination_ip_prefix,omitempty"`
 	LogicalSource           *PortRef `json:"logical_source_port,omitempty"`
 	LogicalDestination      *PortRef `json:"logical_destination_port,omitempty"`
+	LabFile                 string   `json:"lab_file,omitempty"`
 }
 
 // Group is one hop of a chain: a port pair group.
@@ -61,6 +89,7 @@ type Group struct {
 	Tap      bool     `json:"tap"`
 	LBFields []string `json:"lb_fields"`
 	Pairs    []Pair   `json:"pairs"`
+	LabFile  string   `json:"lab_file,omitempty"`
 }
 
 // Pair is one instance of a hop's function.
@@ -69,6 +98,7 @@ type Pair struct {
 	Weight  int     `json:"weight"`
 	Ingress PortRef `json:"ingress"`
 	Egress  PortRef `json:"egress"`
+	LabFile string  `json:"lab_file,omitempty"`
 }
 
 // PortRef is where a Neutron port is in the lab: node, namespace and interface.
@@ -91,10 +121,11 @@ func refOf(p *Port) PortRef {
 
 // RecordedCall is one call a Recorder received.
 type RecordedCall struct {
-	Op    string    `json:"op"` // "apply" or "remove"
+	Op    string    `json:"op"` // "apply", "remove", "apply_graph" or "remove_graph"
 	Lab   string    `json:"lab"`
 	ID    string    `json:"id"`
 	Chain *Chain    `json:"chain,omitempty"`
+	Graph *Graph    `json:"graph,omitempty"`
 	Time  time.Time `json:"time"`
 }
 
@@ -110,6 +141,46 @@ type Recorder struct {
 	mu        sync.Mutex
 	calls     []RecordedCall
 	installed map[string]*Chain
+	graphs    map[string]*Graph
+}
+
+var _ GraphPlane = (*Recorder)(nil)
+
+// ApplyGraph records the graph and marks it installed.
+func (r *Recorder) ApplyGraph(_ context.Context, g *Graph) error {
+	cp := *g
+	if err := r.record(RecordedCall{Op: "apply_graph", Lab: g.Lab, ID: g.ID, Graph: &cp, Time: time.Now()}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if r.graphs == nil {
+		r.graphs = map[string]*Graph{}
+	}
+	r.graphs[g.ID] = &cp
+	return nil
+}
+
+// RemoveGraph records the removal and forgets the graph.
+func (r *Recorder) RemoveGraph(_ context.Context, lab, id string) error {
+	if err := r.record(RecordedCall{Op: "remove_graph", Lab: lab, ID: id, Time: time.Now()}); err != nil {
+		return err
+	}
+	r.mu.Lock()
+	delete(r.graphs, id)
+	r.mu.Unlock()
+	return nil
+}
+
+// Graphs returns the graphs installed now, by id.
+func (r *Recorder) Graphs() map[string]*Graph {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	out := make(map[string]*Graph, len(r.graphs))
+	for k, v := range r.graphs {
+		out[k] = v
+	}
+	return out
 }
 
 // ApplyChain records the chain and marks it installed.

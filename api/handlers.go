@@ -131,6 +131,10 @@ func (s *Server) update(k *kind) http.HandlerFunc {
 			writeError(w, k.notFound(id))
 			return
 		}
+		if name, ok := ls.db.fromFile(id); ok {
+			writeError(w, readOnly(k, ls.db.Lab, id, name))
+			return
+		}
 		x, err := k.update(s, ctx, ls, id, f)
 		if err != nil {
 			writeError(w, err)
@@ -154,6 +158,10 @@ func (s *Server) delete(k *kind) http.HandlerFunc {
 		_, ls := s.lookup(k, id)
 		if ls == nil {
 			writeError(w, k.notFound(id))
+			return
+		}
+		if name, ok := ls.db.fromFile(id); ok {
+			writeError(w, readOnly(k, ls.db.Lab, id, name))
 			return
 		}
 		if err := k.del(s, ctx, ls, id); err != nil {

@@ -81,7 +81,11 @@ func (s *Server) chainLab(ppgs, fcs []string, pcID, correlation string) (*labSta
 		}
 		for _, ofc := range other.FlowClassifiers {
 			for _, id := range fcs {
-				if fcConflict(db.fc(ofc), db.fc(id), false) {
+				// networking-sfc compares header fields only; sfclab also needs the same
+				// logical source port, as lab files do (sfc.Validate): classification
+				// happens there, and a service graph's destination chain classifies the
+				// very traffic of its source chain (on another port).
+				if a, b := db.fc(ofc), db.fc(id); fcConflict(a, b, false) && eqOrNil(a.LogicalSourcePort, b.LogicalSourcePort) {
 					return nil, badRequest("PortChainFlowClassifierInConflict",
 						"Flow Classifier %s conflicts with Flow Classifier %s in port chain %s.", id, ofc, other.ID)
 				}
@@ -290,7 +294,7 @@ func deletePC(s *Server, ctx context.Context, ls *labState, id string) error {
 func (s *Server) resolve(ls *labState, pc *PortChain) (*Chain, error) {
 	db := ls.db
 	c := &Chain{Lab: db.Lab, ID: pc.ID, Name: pc.Name, ChainID: pc.ChainID,
-		Symmetric: pc.ChainParameters.Symmetric, Correlation: pc.ChainParameters.Correlation}
+		Symmetric: pc.ChainParameters.Symmetric, Correlation: pc.ChainParameters.Correlation, LabFile: db.fileName(pc.ID)}
 	for _, id := range pc.FlowClassifiers {
 		fc := db.fc(id)
 		if fc == nil {
@@ -300,6 +304,7 @@ func (s *Server) resolve(ls *labState, pc *PortChain) (*Chain, error) {
 		if err != nil {
 			return nil, err
 		}
+		cl.LabFile = db.fileName(fc.ID)
 		c.Classifiers = append(c.Classifiers, cl)
 	}
 	for _, id := range pc.PortPairGroups {
@@ -307,7 +312,8 @@ func (s *Server) resolve(ls *labState, pc *PortChain) (*Chain, error) {
 		if g == nil {
 			return nil, fmt.Errorf("resolve chain %s: port pair group %s is gone", pc.ID, id)
 		}
-		hop := Group{ID: g.ID, GroupID: g.GroupID, Tap: g.TapEnabled, LBFields: append([]string{}, g.PortPairGroupParameters.LBFields...)}
+		hop := Group{ID: g.ID, GroupID: g.GroupID, Tap: g.TapEnabled, LBFields: append([]string{}, g.PortPairGroupParameters.LBFields...),
+			LabFile: db.fileName(g.ID)}
 		for _, ppID := range g.PortPairs {
 			pp := db.pp(ppID)
 			if pp == nil {
@@ -318,7 +324,8 @@ func (s *Server) resolve(ls *labState, pc *PortChain) (*Chain, error) {
 			if in == nil || out == nil {
 				return nil, fmt.Errorf("resolve chain %s: a port of port pair %s is gone", pc.ID, ppID)
 			}
-			hop.Pairs = append(hop.Pairs, Pair{ID: pp.ID, Weight: pp.ServiceFunctionParameters.Weight, Ingress: refOf(in), Egress: refOf(out)})
+			hop.Pairs = append(hop.Pairs, Pair{ID: pp.ID, Weight: pp.ServiceFunctionParameters.Weight, Ingress: refOf(in), Egress: refOf(out),
+				LabFile: db.fileName(pp.ID)})
 		}
 		c.Groups = append(c.Groups, hop)
 	}

@@ -71,6 +71,9 @@ type Port struct {
 	TenantID      string    `json:"tenant_id"`
 	ProjectID     string    `json:"project_id"`
 	BindingHostID string    `json:"binding:host_id"`
+	// SfclabLab is the lab the port belongs to (sfclab's own attribute, filterable with
+	// ?sfclab:lab=LAB; binding:host_id is the emulated host on transparent labs).
+	SfclabLab string `json:"sfclab:lab"`
 
 	// Where the port is, for the data plane.
 	Lab     string       `json:"-"`
@@ -178,8 +181,8 @@ func (lp *labPorts) addPort(node, role, netns, host, iface, network string, addr
 		NetworkID:   NetworkID(lp.lab, network), MACAddress: macs[iface],
 		DeviceID: DeviceID(lp.lab, node), DeviceOwner: "sfclab:" + role,
 		Status: "ACTIVE", AdminStateUp: true, TenantID: projectID, ProjectID: projectID,
-		BindingHostID: host,
-		Lab:           lp.lab, Node: node, Netns: netns, Iface: iface, Segment: network, Addr: addr,
+		BindingHostID: host, SfclabLab: lp.lab,
+		Lab: lp.lab, Node: node, Netns: netns, Iface: iface, Segment: network, Addr: addr,
 	}
 	port.FixedIPs = []FixedIP{}
 	if addr.IsValid() {

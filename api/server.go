@@ -118,7 +118,20 @@ func (s *Server) refresh(ctx context.Context) error {
 		if ok && st.Started.Equal(ls.ports.started) {
 			continue
 		}
+		if gp := s.graphPlane(); gp != nil {
+			for _, g := range ls.db.ServiceGraphs {
+				if _, ok := ls.db.fromFile(g.ID); ok {
+					continue
+				}
+				if err := gp.RemoveGraph(ctx, lab, g.ID); err != nil {
+					s.cfg.Log("remove service graph %s of lab %s from the data plane: %v", g.ID, lab, err)
+				}
+			}
+		}
 		for _, c := range ls.db.PortChains {
+			if _, ok := ls.db.fromFile(c.ID); ok {
+				continue // steered by the lab's deploy, gone with it
+			}
 			if err := s.cfg.DataPlane.RemoveChain(ctx, lab, c.ID); err != nil {
 				s.cfg.Log("remove chain %s of lab %s from the data plane: %v", c.ID, lab, err)
 			}
@@ -152,6 +165,15 @@ func (s *Server) load(ctx context.Context, lab string, st *journal.State) error 
 	if err != nil {
 		return err
 	}
+	p, err := s.cfg.Journal.ReadPlan(lab)
+	if err != nil {
+		return fmt.Errorf("read lab file resources of lab %s: %w", lab, err)
+	}
+	file, names, err := fileResources(lab, p)
+	if err != nil {
+		return err
+	}
+	db.addFile(file, names)
 	ls := &labState{ports: ports, db: db, dir: dir}
 	s.labs[lab] = ls
 	if err := s.recover(ctx, ls); err != nil {
@@ -181,12 +203,25 @@ func (s *Server) recover(ctx context.Context, ls *labState) error {
 		}
 	}
 	for _, pc := range db.PortChains {
+		if _, ok := db.fromFile(pc.ID); ok {
+			continue
+		}
 		c, err := s.resolve(ls, pc)
 		if err != nil {
 			return fmt.Errorf("recover lab %s: %w", db.Lab, err)
 		}
 		if err := s.cfg.DataPlane.ApplyChain(ctx, c); err != nil {
 			return fmt.Errorf("recover lab %s: apply chain %s: %w", db.Lab, pc.ID, err)
+		}
+	}
+	if gp := s.graphPlane(); gp != nil {
+		for _, g := range db.ServiceGraphs {
+			if _, ok := db.fromFile(g.ID); ok {
+				continue
+			}
+			if err := gp.ApplyGraph(ctx, resolveGraph(db, g)); err != nil {
+				return fmt.Errorf("recover lab %s: apply service graph %s: %w", db.Lab, g.ID, err)
+			}
 		}
 	}
 	return nil

@@ -27,15 +27,61 @@ var sgKind = &kind{
 		}
 		return g, nil
 	},
-	del: func(s *Server, _ context.Context, ls *labState, id string) error {
-		return s.commitRemove(ls, func(db *labDB) { db.ServiceGraphs = remove(db.ServiceGraphs, db.sg(id)) })
-	},
+	del: deleteSG,
 }
 
-// createSG stores a service graph after networking-sfc's checks: valid ids, existing chains
-// of one lab, no chain already in a graph, no loop. The data plane does not link chains yet:
-// a graph is stored and listed, each of its chains steers on its own classifiers.
-func createSG(s *Server, _ context.Context, f fields) (any, error) {
+// graphPlane is the data plane's GraphPlane, nil when it links no chains.
+func (s *Server) graphPlane() GraphPlane {
+	gp, _ := s.cfg.DataPlane.(GraphPlane)
+	return gp
+}
+
+// resolveGraph is a graph as the data plane receives it.
+func resolveGraph(db *labDB, g *ServiceGraph) *Graph {
+	out := &Graph{Lab: db.Lab, ID: g.ID, Name: g.Name, Edges: map[string][]string{}}
+	note := func(id string) {
+		if name, ok := db.fromFile(id); ok {
+			if out.LabFile == nil {
+				out.LabFile = map[string]string{}
+			}
+			out.LabFile[id] = name
+		}
+	}
+	for src, dsts := range g.PortChains {
+		out.Edges[src] = append([]string(nil), dsts...)
+		note(src)
+		for _, d := range dsts {
+			note(d)
+		}
+	}
+	return out
+}
+
+// deleteSG unlinks a graph's chains in the data plane, then forgets the graph.
+func deleteSG(s *Server, ctx context.Context, ls *labState, id string) error {
+	g := ls.db.sg(id)
+	gp := s.graphPlane()
+	if gp != nil {
+		if err := gp.RemoveGraph(ctx, ls.db.Lab, id); err != nil {
+			return driverError("delete_service_graph", err)
+		}
+	}
+	if err := s.commitRemove(ls, func(db *labDB) { db.ServiceGraphs = remove(db.ServiceGraphs, g) }); err != nil {
+		if gp != nil {
+			if aerr := gp.ApplyGraph(ctx, resolveGraph(ls.db, g)); aerr != nil {
+				s.cfg.Log("restore service graph %s: %v", id, aerr)
+			}
+		}
+		return err
+	}
+	return nil
+}
+
+// createSG checks a service graph as networking-sfc does (valid ids, existing chains of one
+// lab, no chain already in a graph, no loop), links its chains in the data plane (traffic
+// leaving a source chain is classified again by its destination chains' classifiers) and
+// stores it.
+func createSG(s *Server, ctx context.Context, f fields) (any, error) {
 	g := &ServiceGraph{ID: uuid.NewString()}
 	if err := nameAndDescription(f, &g.Name, &g.Description); err != nil {
 		return nil, err
@@ -87,9 +133,23 @@ func createSG(s *Server, _ context.Context, f fields) (any, error) {
 		return nil, badRequest("ServiceGraphLoopDetected", "Service Graph defined contains at least one port chain loop.")
 	}
 	g.PortChains = m
+	gp := s.graphPlane()
+	if gp != nil {
+		if err := gp.ApplyGraph(ctx, resolveGraph(ls.db, g)); err != nil {
+			if rerr := gp.RemoveGraph(ctx, ls.db.Lab, g.ID); rerr != nil {
+				s.cfg.Log("remove service graph %s after a failed create: %v", g.ID, rerr)
+			}
+			return nil, driverError("create_service_graph", err)
+		}
+	}
 	ls.db.ServiceGraphs = append(ls.db.ServiceGraphs, g)
 	if err := ls.db.save(ls.dir); err != nil {
 		ls.db.ServiceGraphs = remove(ls.db.ServiceGraphs, g)
+		if gp != nil {
+			if rerr := gp.RemoveGraph(ctx, ls.db.Lab, g.ID); rerr != nil {
+				s.cfg.Log("remove service graph %s after a failed save: %v", g.ID, rerr)
+			}
+		}
 		return nil, err
 	}
 	return g, nil

@@ -28,6 +28,10 @@ type labDB struct {
 	// chain is stored: a server killed in between finds it at start and removes the chain from
 	// the data plane, so the chain is there whole or not at all.
 	Pending *pending `json:"pending,omitempty"`
+
+	// file names the resources that come from the lab file (id -> name there): listed with
+	// the others, never written to sfc.json (see addFile).
+	file map[string]string
 }
 
 type pending struct {
@@ -60,7 +64,7 @@ func loadDB(dir, lab string) (*labDB, error) {
 //
 // Equivalent to: cat > sfc.json.tmp && mv sfc.json.tmp sfc.json
 func (db *labDB) save(dir string) error {
-	data, err := json.MarshalIndent(db, "", "  ")
+	data, err := json.MarshalIndent(db.stored(), "", "  ")
 	if err != nil {
 		return fmt.Errorf("encode sfc state of lab %s: %w", db.Lab, err)
 	}
@@ -187,11 +191,17 @@ type StoredChain struct {
 }
 
 // StoredChains reads the port chains created over the API for a lab from its journal
-// directory (none when the API was never used on it).
-func StoredChains(dir, lab string) ([]StoredChain, error) {
-	db, err := loadDB(dir, lab)
+// (none when the API was never used on it); groups and classifiers of the lab file they use
+// are named as in the file.
+func StoredChains(j Journal, lab string) ([]StoredChain, error) {
+	db, err := loadDB(j.Dir(lab), lab)
 	if err != nil {
 		return nil, err
+	}
+	if p, err := j.ReadPlan(lab); err == nil {
+		if file, names, err := fileResources(lab, p); err == nil {
+			db.addFile(file, names)
+		}
 	}
 	label := func(name, id string) string {
 		if name != "" {
@@ -201,6 +211,9 @@ func StoredChains(dir, lab string) ([]StoredChain, error) {
 	}
 	var out []StoredChain
 	for _, pc := range db.PortChains {
+		if _, ok := db.fromFile(pc.ID); ok {
+			continue // the plan shows the file's chains
+		}
 		sc := StoredChain{ID: pc.ID, Name: pc.Name}
 		for _, id := range pc.PortPairGroups {
 			if g := db.ppg(id); g != nil {

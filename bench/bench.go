@@ -19,6 +19,7 @@ import (
 	"github.com/sfclab/sfclab/bench/load"
 	"github.com/sfclab/sfclab/bench/probe"
 	"github.com/sfclab/sfclab/bench/probe/cpu"
+	"github.com/sfclab/sfclab/bench/probe/flows"
 	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
 	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/bench/probe/ndr"
@@ -168,7 +169,11 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		}
 		samples = append(samples, x)
 	}
-	p := s.Plan
+	p, pr := s.Plan, e.ProbesOf(s)
+	chain, err := p.ProbeChain(s.Chain)
+	if err != nil {
+		return samples, err
+	}
 	timing, err := r.Deployer.Deploy(ctx, p, s.LabPath)
 	if err != nil {
 		return samples, fmt.Errorf("deploy: %w", err)
@@ -188,14 +193,17 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			err = cerr
 		}
 	}()
-	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s",
-		Labels: map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": p.Runtime}})
+	deployLabels := map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": p.Runtime}
+	if p.Transparent != nil {
+		deployLabels["steering"], deployLabels["hosts"] = "transparent", strconv.Itoa(len(p.Transparent.Hosts))
+	}
+	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s", Labels: deployLabels})
 	logDir, err := os.MkdirTemp("", "sfclab-probe-")
 	if err != nil {
 		return samples, err
 	}
 	defer os.RemoveAll(logDir)
-	env := probe.Env{Plan: p, Chain: p.Chain(s.Chain), LogDir: logDir,
+	env := probe.Env{Plan: p, Chain: chain, LogDir: logDir,
 		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
 	if c := s.Background; c != nil {
 		emit(results.Sample{Probe: "load", Metric: "background_nodes", Value: float64(c.Count), Unit: "count",
@@ -219,7 +227,7 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		emit(results.Sample{Probe: "load", Metric: "count", Value: float64(b.Count), Unit: "count",
 			Labels: map[string]string{"kind": b.Kind, "node": map[bool]string{false: node, true: "the host, beside " + node}[host]}})
 	}
-	if c := e.Probes.Iperf3; c != nil {
+	if c := pr.Iperf3; c != nil {
 		if e.Warmup.Duration > 0 {
 			cfg := iperf3Config(c)
 			cfg.Duration = max(e.Warmup.Duration, time.Second)
@@ -227,40 +235,45 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 				return samples, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		if err := runIperf3(ctx, env, iperf3Config(c), e.Probes.CPUOn(), emit); err != nil {
+		if err := runIperf3(ctx, env, iperf3Config(c), pr.CPUOn(), emit); err != nil {
 			return samples, err
 		}
 	}
-	if c := e.Probes.Ping; c != nil {
+	if c := pr.Ping; c != nil {
 		cfg := ping.Config{Count: c.Count, Interval: c.Interval.Duration, Size: c.Size}
 		if err := ping.New(cfg).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
-	if c := e.Probes.TCPRTT; c != nil {
+	if c := pr.TCPRTT; c != nil {
 		cfg := tcprtt.Config{Connects: c.Connects, Requests: c.Requests, Size: c.Size, Timeout: c.Timeout.Duration}
 		if err := tcprtt.New(cfg).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
-	if c := e.Probes.RTT; c != nil {
+	if c := pr.RTT; c != nil {
 		for _, rate := range c.Rate {
 			if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
 				return samples, err
 			}
 		}
 	}
-	if h := e.Probes.HTTP; h != nil {
-		if err := r.http(ctx, e, env, h, emit); err != nil {
+	if h := pr.HTTP; h != nil {
+		if err := r.http(ctx, pr, env, h, emit); err != nil {
 			return samples, err
 		}
 	}
-	if n := e.Probes.NDR; n != nil {
+	if n := pr.NDR; n != nil {
 		cfg, err := n.Config() // validated when the experiment was loaded
 		if err != nil {
 			return samples, err
 		}
 		if err := ndr.New(cfg).Run(ctx, env, emit); err != nil {
+			return samples, err
+		}
+	}
+	if f := pr.Flows; f != nil {
+		if err := flows.New(f.Config()).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
@@ -300,8 +313,8 @@ const HTTPClientNode = "sfclab-http-client"
 // before the first run to after the last (ab's runs included), so the figures are averages
 // over the grid. sfclab's own process (the load generator) is sampled too, as the node
 // HTTPClientNode.
-func (r *Runner) http(ctx context.Context, e *experiment.Experiment, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
-	if e.Probes.CPUOn() && e.Probes.Iperf3 == nil {
+func (r *Runner) http(ctx context.Context, pr *experiment.Probes, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
+	if pr.CPUOn() && pr.Iperf3 == nil {
 		c, serr := startCPU(ctx, env, HTTPClientNode)
 		if serr != nil {
 			return serr

@@ -95,7 +95,11 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		info.Chains = append(info.Chains, ci)
 	}
 	if p.Transparent != nil {
-		info.Steering = inspectSteering(p)
+		m, err := d.Journal.ReadSteerModel(lab)
+		if err != nil || m == nil {
+			m = p.Transparent.Model
+		}
+		info.Steering = inspectSteering(p, m)
 	}
 	return info, nil
 }

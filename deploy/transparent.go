@@ -155,13 +155,15 @@ type PickInfo struct {
 // MaxPicksShown bounds the picks inspect lists.
 const MaxPicksShown = 20
 
-func inspectSteering(p *plan.Plan) *SteeringInfo {
-	t := p.Transparent
+// inspectSteering reads a transparent lab's counters and picks, naming paths, groups and
+// instances by m: the plan's model, or the one sfclab serve last wrote the maps from (with
+// the chains created over the API, named api-ID).
+func inspectSteering(p *plan.Plan, m *sfc.Model) *SteeringInfo {
 	si := &SteeringInfo{}
-	for _, fc := range t.Model.FlowClassifiers {
+	for _, fc := range m.FlowClassifiers {
 		si.Classifiers = append(si.Classifiers, fmt.Sprintf("%s: %s", fc.Name, plan.ClassifierText(fc)))
 	}
-	tab, err := sfc.Compile(t.Model, nil) // ids depend on the model only
+	tab, err := sfc.Compile(m, nil) // ids depend on the model only
 	if err != nil {
 		si.Error = err.Error()
 		return si

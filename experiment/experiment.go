@@ -14,6 +14,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sfclab/sfclab/bench/probe/flows"
 	"github.com/sfclab/sfclab/bench/probe/ndr"
 	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/plan"
@@ -61,6 +62,12 @@ type Scenario struct {
 	Runtime string `yaml:"runtime,omitempty"`
 	// Attach overrides the lab's docker attachment ("routed", "nat").
 	Attach string `yaml:"attach,omitempty"`
+	// SingleHost moves every node of a transparent lab onto its first emulated host: the same
+	// chain without crossing hosts.
+	SingleHost bool `yaml:"single_host,omitempty"`
+	// Probes, when set, replace the experiment's probes for this scenario (study C's steering
+	// check runs flows where the other scenarios run iperf3).
+	Probes *Probes `yaml:"probes,omitempty"`
 
 	// Background is the scenario's background-node cell (set by background_nodes), or nil.
 	Background *Cell `yaml:"-"`
@@ -81,6 +88,9 @@ type Probes struct {
 	RTT    *RTT    `yaml:"rtt,omitempty"`
 	// NDR is the no-drop-rate search (UDP, binary search over the offered rate).
 	NDR *NDR `yaml:"ndr,omitempty"`
+	// Flows runs several flows at once, each on its own chain, and samples every function's
+	// egress once per interval (study C's steering check, Fig. 6).
+	Flows *Flows `yaml:"flows,omitempty"`
 	// CPU samples every node's cgroup and host softirq during the iperf3 probe (default true).
 	CPU *bool `yaml:"cpu,omitempty"`
 }
@@ -139,6 +149,44 @@ func (n *NDR) Config() (ndr.Config, error) {
 		}
 	}
 	return c, c.Validate()
+}
+
+// Flows configures the flows probe (package bench/probe/flows).
+type Flows struct {
+	// Interval between two readings of the counters (default 1s).
+	Interval Duration `yaml:"interval,omitempty"`
+	Flows    []Flow   `yaml:"flows"`
+}
+
+// Flow is one flow of the flows probe.
+type Flow struct {
+	// Chain is the port chain the flow is classified into.
+	Chain    string   `yaml:"chain"`
+	Protocol string   `yaml:"protocol,omitempty"`
+	Bitrate  string   `yaml:"bitrate,omitempty"`
+	Duration Duration `yaml:"duration"`
+}
+
+// Config turns the file's settings into the probe's.
+func (f *Flows) Config() flows.Config {
+	c := flows.Config{Interval: f.Interval.Duration}
+	for _, x := range f.Flows {
+		c.Flows = append(c.Flows, flows.Flow{Chain: x.Chain, Protocol: x.Protocol, Bitrate: x.Bitrate, Duration: x.Duration.Duration})
+	}
+	return c
+}
+
+// ProbesOf returns the probes of a scenario: its own when it has them, else the experiment's.
+func (e *Experiment) ProbesOf(s *Scenario) *Probes {
+	if s != nil && s.Probes != nil {
+		return s.Probes
+	}
+	return &e.Probes
+}
+
+// none reports whether no probe is configured.
+func (p *Probes) none() bool {
+	return p.Iperf3 == nil && p.Ping == nil && p.TCPRTT == nil && p.HTTP == nil && p.NDR == nil && p.RTT == nil && p.Flows == nil
 }
 
 // Ping configures the ICMP latency probe.
@@ -353,8 +401,14 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	if len(e.Scenarios) == 0 {
 		bad(0, "no scenarios; add scenarios: with a name and a lab file each")
 	}
-	if e.Probes.Iperf3 == nil && e.Probes.Ping == nil && e.Probes.TCPRTT == nil && e.Probes.HTTP == nil && e.Probes.NDR == nil && e.Probes.RTT == nil {
-		bad(0, "no probes; add probes: iperf3, ping, tcprtt, http, ndr and/or rtt")
+	allOwn := len(e.Scenarios) > 0
+	for _, s := range e.Scenarios {
+		if s == nil || s.Probes == nil {
+			allOwn = false
+		}
+	}
+	if e.Probes.none() && !allOwn {
+		bad(0, "no probes; add probes: iperf3, ping, tcprtt, http, ndr, rtt and/or flows")
 	}
 	e.validateProbes(bad)
 	names := map[string]bool{}
@@ -387,19 +441,31 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 			bad(s.Line, "scenario %q: %v", s.Name, err)
 			continue
 		}
+		if s.SingleHost {
+			if err := SingleHost(lab); err != nil {
+				bad(s.Line, "scenario %q: %v", s.Name, err)
+				continue
+			}
+		}
+		if s.Probes != nil {
+			s.Probes.defaults()
+			s.Probes.validate(func(_ int, f string, a ...any) { bad(s.Line, "scenario %q: "+f, append([]any{s.Name}, a...)...) })
+			if s.Probes.none() {
+				bad(s.Line, "scenario %q: probes: is empty; name at least one probe or leave probes: out", s.Name)
+			}
+		}
 		p, err := plan.Build(lab)
 		if err != nil {
 			bad(s.Line, "scenario %q: %v", s.Name, err)
 			continue
 		}
 		s.Plan = p
-		if s.Chain == "" {
-			s.Chain = p.Chains[0].Name
-		}
-		if p.Chain(s.Chain) == nil {
-			bad(s.Line, "scenario %q: lab %s has no chain %q", s.Name, s.Lab, s.Chain)
+		c, err := p.ProbeChain(s.Chain)
+		if err != nil {
+			bad(s.Line, "scenario %q: %v", s.Name, err)
 			continue
 		}
+		s.Chain = c.Name
 		e.checkScenarioProbes(s, bad)
 	}
 	if e.Baseline == "" && len(e.Scenarios) > 0 && e.Scenarios[0] != nil {
@@ -428,7 +494,12 @@ func (e *Experiment) defaults(file string) {
 	if e.Repetitions == 0 {
 		e.Repetitions = 3
 	}
-	if p := e.Probes.Iperf3; p != nil {
+	e.Probes.defaults()
+}
+
+// defaults fills in the probes' defaults.
+func (pr *Probes) defaults() {
+	if p := pr.Iperf3; p != nil {
 		if p.Duration.Duration == 0 {
 			p.Duration.Duration = 10 * time.Second
 		}
@@ -439,7 +510,7 @@ func (e *Experiment) defaults(file string) {
 			p.Streams = 1
 		}
 	}
-	if p := e.Probes.Ping; p != nil {
+	if p := pr.Ping; p != nil {
 		if p.Count == 0 {
 			p.Count = 100
 		}
@@ -450,7 +521,7 @@ func (e *Experiment) defaults(file string) {
 			p.Size = 56
 		}
 	}
-	if h := e.Probes.HTTP; h != nil {
+	if h := pr.HTTP; h != nil {
 		if h.Requests == 0 {
 			h.Requests = 10000
 		}
@@ -461,10 +532,10 @@ func (e *Experiment) defaults(file string) {
 			h.Timeout.Duration = 30 * time.Second
 		}
 	}
-	if p := e.Probes.RTT; p != nil && len(p.Rate) == 0 {
+	if p := pr.RTT; p != nil && len(p.Rate) == 0 {
 		p.Rate = Rates{1000}
 	}
-	if p := e.Probes.TCPRTT; p != nil {
+	if p := pr.TCPRTT; p != nil {
 		if p.Connects == 0 {
 			p.Connects = 100
 		}
@@ -483,8 +554,18 @@ func (e *Experiment) defaults(file string) {
 // checkScenarioProbes checks what depends on a scenario's lab: HTTP objects its origin serves,
 // the background load's node.
 func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...any)) {
-	p, c := s.Plan, s.Plan.Chain(s.Chain)
-	if h := e.Probes.HTTP; h != nil {
+	p, pr := s.Plan, e.ProbesOf(s)
+	c, err := p.ProbeChain(s.Chain)
+	if err != nil {
+		bad(s.Line, "scenario %q: %v", s.Name, err)
+		return
+	}
+	if f := pr.Flows; f != nil {
+		if err := f.Config().Validate(p); err != nil {
+			bad(s.Line, "scenario %q: %v", s.Name, err)
+		}
+	}
+	if h := pr.HTTP; h != nil {
 		dst := p.Node(c.Path[len(c.Path)-1])
 		var served []string
 		if dst.Function != nil {
@@ -520,12 +601,41 @@ func BackgroundNode(p *plan.Plan, name string) string {
 }
 
 func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
-	if n := e.Probes.NDR; n != nil {
+	e.Probes.validate(bad)
+	if b := e.Background; b != nil {
+		if b.Kind != "cpu" && b.Kind != "network" {
+			bad(0, "background kind %q is not cpu or network", b.Kind)
+		}
+		if b.Placement != "" && b.Placement != "node" && b.Placement != "host" {
+			bad(0, "background placement %q is not node or host", b.Placement)
+		}
+		if b.Placement == "host" && b.Kind != "cpu" {
+			bad(0, "background placement host is for cpu load; network load leaves from the node itself")
+		}
+		if b.Count < 1 || b.Count > 256 {
+			bad(0, "background count must be 1-256, got %d", b.Count)
+		}
+		if b.Node == "" {
+			bad(0, "background needs node: the node (or function) to load")
+		}
+	}
+}
+
+// validate checks the probes' settings that do not depend on a lab.
+func (pr *Probes) validate(bad func(int, string, ...any)) {
+	if f := pr.Flows; f != nil {
+		for _, x := range f.Flows {
+			if x.Chain == "" {
+				bad(0, "flows: every flow needs chain: the port chain it is classified into")
+			}
+		}
+	}
+	if n := pr.NDR; n != nil {
 		if _, err := n.Config(); err != nil {
 			bad(0, "%v", err)
 		}
 	}
-	if h := e.Probes.HTTP; h != nil {
+	if h := pr.HTTP; h != nil {
 		if h.Requests < 1 || h.Requests > 10000000 {
 			bad(0, "http requests must be 1-10000000, got %d", h.Requests)
 		}
@@ -551,24 +661,7 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 			}
 		}
 	}
-	if b := e.Background; b != nil {
-		if b.Kind != "cpu" && b.Kind != "network" {
-			bad(0, "background kind %q is not cpu or network", b.Kind)
-		}
-		if b.Placement != "" && b.Placement != "node" && b.Placement != "host" {
-			bad(0, "background placement %q is not node or host", b.Placement)
-		}
-		if b.Placement == "host" && b.Kind != "cpu" {
-			bad(0, "background placement host is for cpu load; network load leaves from the node itself")
-		}
-		if b.Count < 1 || b.Count > 256 {
-			bad(0, "background count must be 1-256, got %d", b.Count)
-		}
-		if b.Node == "" {
-			bad(0, "background needs node: the node (or function) to load")
-		}
-	}
-	if p := e.Probes.Iperf3; p != nil {
+	if p := pr.Iperf3; p != nil {
 		if p.Duration.Duration < time.Second || p.Duration.Duration > time.Hour {
 			bad(0, "iperf3 duration %s must be between 1s and 1h", p.Duration)
 		}
@@ -579,7 +672,7 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 			bad(0, "iperf3 streams must be 1-128, got %d", p.Streams)
 		}
 	}
-	if p := e.Probes.Ping; p != nil {
+	if p := pr.Ping; p != nil {
 		if p.Count < 1 || p.Count > 100000 {
 			bad(0, "ping count must be 1-100000, got %d", p.Count)
 		}
@@ -587,14 +680,14 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 			bad(0, "ping interval %s is below ping's minimum of 2ms", p.Interval)
 		}
 	}
-	if p := e.Probes.RTT; p != nil {
+	if p := pr.RTT; p != nil {
 		for _, rate := range p.Rate {
 			if err := p.Config(rate).Validate(); err != nil {
 				bad(0, "rtt: %s", strings.ReplaceAll(err.Error(), rtt.ErrConfig.Error()+": ", ""))
 			}
 		}
 	}
-	if p := e.Probes.TCPRTT; p != nil {
+	if p := pr.TCPRTT; p != nil {
 		if p.Connects < 0 || p.Requests < 0 || p.Connects+p.Requests == 0 || p.Connects > 100000 || p.Requests > 1000000 {
 			bad(0, "tcprtt connects/requests must be 0-100000/0-1000000 and not both 0")
 		}
@@ -614,6 +707,30 @@ func Override(lab *spec.Lab, runtime, attach string) error {
 	}
 	if attach != "" {
 		lab.Docker.Attach = attach
+	}
+	if errs := spec.Validate(lab); len(errs) > 0 {
+		return errs
+	}
+	return nil
+}
+
+// SingleHost moves every node of a transparent lab onto its first host and validates the
+// result.
+func SingleHost(lab *spec.Lab) error {
+	if lab.Steering != spec.SteeringTransparent || len(lab.Hosts) == 0 {
+		return fmt.Errorf("single_host: lab %s has no emulated hosts (it needs steering: transparent and hosts:)", lab.Name)
+	}
+	h := lab.Hosts[0]
+	lab.Hosts = []string{h}
+	for _, e := range lab.Endpoints {
+		if e != nil {
+			e.Host = h
+		}
+	}
+	for _, f := range lab.Functions {
+		if f != nil {
+			f.Host = h
+		}
 	}
 	if errs := spec.Validate(lab); len(errs) > 0 {
 		return errs

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -102,6 +103,36 @@ func (j Journal) WritePlan(p *plan.Plan) error {
 		return fmt.Errorf("write lab plan: %w", err)
 	}
 	return nil
+}
+
+// SteerModelFile is the file, in a lab's journal directory, that holds the networking-sfc
+// model a transparent lab's maps were last written from when it differs from the plan's
+// (chains and graphs added over the API): `sfclab inspect` names the paths by it.
+const SteerModelFile = "steer-model.json"
+
+// WriteSteerModel records the model a lab's steering maps hold now.
+func (j Journal) WriteSteerModel(lab string, m *sfc.Model) error {
+	if err := writeJSON(filepath.Join(j.Dir(lab), SteerModelFile), m); err != nil {
+		return fmt.Errorf("write steering model of lab %s: %w", lab, err)
+	}
+	return nil
+}
+
+// ReadSteerModel reads the model a lab's steering maps were last written from; nil (and no
+// error) when only the plan's model was ever written.
+func (j Journal) ReadSteerModel(lab string) (*sfc.Model, error) {
+	data, err := os.ReadFile(filepath.Join(j.Dir(lab), SteerModelFile))
+	if errors.Is(err, os.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read steering model of lab %s: %w", lab, err)
+	}
+	var m sfc.Model
+	if err := json.Unmarshal(data, &m); err != nil {
+		return nil, fmt.Errorf("decode steering model of lab %s: %w", lab, err)
+	}
+	return &m, nil
 }
 
 // ReadState reads a lab's status.

@@ -188,6 +188,9 @@ func (b *builder) transparent() {
 				n.Ways = append(n.Ways, [2]string{inIf, outIf})
 			}
 		}
+		if len(n.Ways) == 0 && f.Kind != spec.KindTap {
+			n.Ways = defaultWays(n.Ports)
+		}
 		if len(n.Ports) > 0 {
 			in, out := n.Ports[0], n.Ports[len(n.Ports)-1]
 			if len(n.Ways) > 0 {
@@ -236,6 +239,25 @@ func (b *builder) transparent() {
 		}
 		t.Paths = append(t.Paths, TPathShown{ID: p.ID, Chain: p.Chain, Dir: dir, Groups: gs})
 	}
+}
+
+// defaultWays is the way through a function that no port pair of the lab file names, so
+// port pairs created later over the API find it forwarding: its only port both ways, or from
+// its port named ingress (or in) to its port named egress (or out); none otherwise.
+func defaultWays(ports []*TPort) [][2]string {
+	if len(ports) == 1 {
+		return [][2]string{{ports[0].Ifname, ports[0].Ifname}}
+	}
+	has := map[string]bool{}
+	for _, p := range ports {
+		has[p.Ifname] = true
+	}
+	for _, w := range [][2]string{{"ingress", "egress"}, {"in", "out"}} {
+		if has[w[0]] && has[w[1]] {
+			return [][2]string{w}
+		}
+	}
+	return nil
 }
 
 // writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.

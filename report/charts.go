@@ -57,6 +57,9 @@ func chartTitle(name string) string {
 			return m.label + ": distribution of all samples (CDF)"
 		}
 	}
+	if s, ok := strings.CutPrefix(name, "flows-"); ok {
+		return "Egress rate of each function over time, scenario " + s + " (mean over trials, 1 point per interval)"
+	}
 	if name == "ndr-path" {
 		return "NDR search path: offered rate per trial (dot: no loss, cross: loss)"
 	}
@@ -102,6 +105,15 @@ func (r *Report) charts() ([]chart, error) {
 			return nil, err
 		}
 		if err := add(httpChartName(c), p, 7*vg.Inch, 4.5*vg.Inch); err != nil {
+			return nil, err
+		}
+	}
+	for _, s := range r.flowScenarios() {
+		p, err := r.flowsPlot(s)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(flowsChartName(s), p, 8*vg.Inch, 4*vg.Inch); err != nil {
 			return nil, err
 		}
 	}
@@ -281,14 +293,29 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 		errVal plotter.YErrors
 		dots   plotter.XYs
 	)
-	for i, row := range r.Throughput {
+	flows := map[string]bool{}
+	for _, se := range r.FlowSeries {
+		flows[se.Scenario] = true
+	}
+	var rows []ThroughputRow
+	for _, row := range r.Throughput {
+		// A scenario measured only by the flows probe has its own chart.
+		if row.Summary.N > 0 || !flows[row.Scenario] {
+			rows = append(rows, row)
+		}
+	}
+	many := len(rows) > 10
+	for i, row := range rows {
 		s := row.Summary
 		m := s.Mean
 		name := row.Scenario
-		if s.N == 0 {
+		switch {
+		case s.N == 0:
 			m = 0
 			name += "\n(no data)"
-		} else {
+		case many:
+			// Many bars: names only (rotated below); the table has the figures.
+		default:
 			name += fmt.Sprintf("\n%s Gbit/s, n=%d", f2(s.Mean), s.N)
 		}
 		means = append(means, m)
@@ -305,7 +332,11 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 			dots = append(dots, plotter.XY{X: float64(i) + off, Y: v})
 		}
 	}
-	bars, err := plotter.NewBarChart(means, vg.Points(48))
+	width := vg.Points(48)
+	if many {
+		width = vg.Points(14)
+	}
+	bars, err := plotter.NewBarChart(means, width)
 	if err != nil {
 		return nil, err
 	}
@@ -328,6 +359,10 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 		p.Add(sc)
 	}
 	p.NominalX(names...)
+	if many {
+		p.X.Tick.Label.Rotation = math.Pi / 2
+		p.X.Tick.Label.XAlign, p.X.Tick.Label.YAlign = draw.XRight, draw.YCenter
+	}
 	p.X.Min, p.X.Max = -0.6, float64(len(names))-0.4
 	p.Y.Min = 0
 	return p, nil

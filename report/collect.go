@@ -111,7 +111,7 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 			}
 			continue
 		}
-		if x.Probe == ndrProbe { // built by buildNDR
+		if x.Probe == ndrProbe || x.Probe == flowsProbe { // built by buildNDR, buildFlows
 			c.used[x.Scenario] = true
 			continue
 		}

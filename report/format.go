@@ -131,6 +131,15 @@ func (r *Report) doc() doc {
 	if len(r.NDR) > 0 {
 		d.sections = append(d.sections, r.ndrSection())
 	}
+	if r.Modes != nil {
+		d.sections = append(d.sections, r.modesSection(r.Modes))
+	}
+	if len(r.FlowSeries) > 0 || len(r.Flows) > 0 {
+		d.sections = append(d.sections, r.flowsSection())
+	}
+	if len(r.Taps) > 0 {
+		d.sections = append(d.sections, r.tapSection())
+	}
 	d.sections = append(d.sections, r.cpuSection())
 	if sec, ok := r.balancerSection(); ok {
 		d.sections = append(d.sections, sec)

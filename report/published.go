@@ -42,6 +42,9 @@ type Published struct {
 	// Claims are the study's own conclusions; the report's verdict says
 	// whether each holds in this run.
 	Claims []Claim
+	// Modes, when set, is a table of this run's throughput case by case
+	// across steering modes or placements (measured figures only).
+	Modes *ModeTable
 }
 
 // PublishedHTTP is one published HTTP load figure: the time a number of

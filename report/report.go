@@ -190,6 +190,14 @@ type Report struct {
 	Load []LoadRow
 	// NDR has one row per no-drop-rate search (scenario, frame size, trial); see ndr.go.
 	NDR []NDRRow
+	// FlowSeries, Flows and FlowWindows are the flows probe's time series, flows and the
+	// windows between their ends; Taps what each tap got (see flows.go).
+	FlowSeries  []FlowSeries
+	Flows       []FlowRow
+	FlowWindows []FlowWindow
+	Taps        []TapRow
+	// Modes compares steering modes case by case (Published.Modes), nil without.
+	Modes *ModeTable
 	// Comparison is the published-vs-measured tables; nil when the Input
 	// had no Published.
 	Comparison *Comparison
@@ -273,11 +281,13 @@ func Build(in Input) (*Report, error) {
 	r.buildLoad(c)
 	r.buildRTT(in.Samples)
 	r.buildNDR(in.Samples, failed)
+	r.buildFlows(in.Samples, failed)
 	if in.Published != nil {
 		if err := r.buildComparison(in.Published); err != nil {
 			return nil, fmt.Errorf("build report: %w", err)
 		}
 		r.buildHTTPComparison(in.Published)
+		r.Modes = in.Published.Modes
 	}
 	r.buildSummary()
 	return r, nil

@@ -104,8 +104,18 @@ func pairedRatio(s, base string, trialsS []int, xs []float64, trialsB []int, bs 
 
 // BaselineFor is the scenario s is compared with in the verdict: the report's baseline, or,
 // when s ran on another runtime than the baseline and the run has a scenario named
-// RUNTIME-BASELINE on s's runtime (netns-baseline), that one, so a ratio never mixes runtimes.
+// RUNTIME-BASELINE on s's runtime (netns-baseline), that one, so a ratio never mixes runtimes;
+// or, when s is NAME-VARIANT and the run has BASELINE-VARIANT (c3-routed and c0-routed), that
+// one, so a ratio never mixes steering modes or placements.
 func (r *Report) BaselineFor(s string) string {
+	for i := 0; i < len(s); i++ {
+		if s[i] != '-' {
+			continue
+		}
+		if own := r.Baseline + s[i:]; own != s && slices.Contains(r.Scenarios, own) {
+			return own
+		}
+	}
 	rt, brt := r.Runtimes[s], r.Runtimes[r.Baseline]
 	if rt == "" || brt == "" || rt == brt {
 		return r.Baseline
@@ -238,10 +248,19 @@ func (r *Report) verdictSection() section {
 	}
 	what += fmt.Sprintf(", %s each; within a repetition the scenarios run one after another, so each is paired with the baseline of the same repetition.", plural2(reps, "repetition"))
 	for _, s := range others {
-		if b := r.BaselineFor(s); b != r.Baseline {
+		if b := r.BaselineFor(s); b != r.Baseline && r.Runtimes[s] != r.Runtimes[r.Baseline] {
 			what += fmt.Sprintf(" Scenarios on %s are compared with %s, the baseline on their own runtime.", r.Runtimes[s], b)
 			break
 		}
+	}
+	var variants []string
+	for _, s := range others {
+		if b := r.BaselineFor(s); b != r.Baseline && r.Runtimes[s] == r.Runtimes[r.Baseline] && !slices.Contains(variants, b) {
+			variants = append(variants, b)
+		}
+	}
+	if len(variants) > 0 {
+		what += fmt.Sprintf(" A scenario NAME-VARIANT is compared with %s-VARIANT where the run has it (%s).", r.Baseline, strings.Join(variants, ", "))
 	}
 	if red := r.Run.Env["reduced"]; red != "" {
 		what += " Reduced from the study: " + red + "."

@@ -54,4 +54,11 @@ func TestBaselineFor(t *testing.T) {
 			t.Errorf("BaselineFor(%s) = %s, want %s", s, got, want)
 		}
 	}
+	// Variants of one runtime: c3-routed against c0-routed, c3 and c3-x against c0.
+	r = &Report{Baseline: "c0", Scenarios: []string{"c0", "c3", "c0-routed", "c3-routed", "c3-x", "c0-1host", "c6-1host"}}
+	for s, want := range map[string]string{"c3": "c0", "c3-routed": "c0-routed", "c3-x": "c0", "c6-1host": "c0-1host", "c0-routed": "c0"} {
+		if got := r.BaselineFor(s); got != want {
+			t.Errorf("BaselineFor(%s) = %s, want %s", s, got, want)
+		}
+	}
 }

@@ -17,6 +17,16 @@ if [ "${1:-}" = "--bpf" ]; then
   fi
   exit 0
 fi
+# --browser: only a headless browser to look at report.html (chromium --headless
+# --screenshot=OUT.png file://.../report.html); neither `make test` nor `make run` needs it.
+if [ "${1:-}" = "--browser" ]; then
+  check chromium chromium
+  if [ "${#need[@]}" -gt 0 ]; then
+    apt-get update -qq
+    DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends "${need[@]}" >/dev/null
+  fi
+  exit 0
+fi
 check ip iproute2
 check ss iproute2
 check nft nftables

@@ -130,13 +130,14 @@ func (t *Tables) ChainPath(chain string) uint32 {
 }
 
 // Compile turns a valid model into data plane tables. Ids are positions in the model (ports,
-// groups and pairs from 1; chain i has forward path 2(i+1) and reverse path 2(i+1)+1), so the
-// same model always compiles to the same tables and a changed chain changes only its entries.
+// groups and pairs from 1; chain i has forward path 2(i+1) and reverse path 2(i+1)+1, or
+// 2*ChainID and 2*ChainID+1 when its ChainID is set), so the same model always compiles to the
+// same tables and a changed chain changes only its entries.
 func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 	if err := m.Validate(); err != nil {
 		return nil, err
 	}
-	if 2*(len(m.PortChains)+1) >= MaxPaths {
+	if 2*(len(m.PortChains)+1) >= MaxPaths { // positions; explicit chain ids are checked below
 		return nil, fmt.Errorf("compile chains: %d chains: %w", len(m.PortChains), ErrTooMany)
 	}
 	t := &Tables{Rules: map[uint32][]Rule{}, HopOf: map[PathPort]uint32{}}
@@ -190,8 +191,19 @@ func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 		fcs[fc.Name] = fc
 	}
 	chainPath := map[string]uint32{}
+	pathChain := map[uint32]string{}
 	for i, c := range m.PortChains {
 		fwd := uint32(2 * (i + 1))
+		if c.ChainID > 0 {
+			if c.ChainID >= MaxPaths/2 {
+				return nil, fmt.Errorf("compile port chain %s: chain id %d, the data plane holds chain ids below %d: %w", c.Name, c.ChainID, MaxPaths/2, ErrTooMany)
+			}
+			fwd = uint32(2 * c.ChainID)
+		}
+		if other, dup := pathChain[fwd]; dup {
+			return nil, fmt.Errorf("compile port chain %s: path %d is port chain %s's already (chain ids must differ): %w", c.Name, fwd, other, ErrDuplicate)
+		}
+		pathChain[fwd] = c.Name
 		if len(c.PortPairGroups) > MaxHops {
 			return nil, fmt.Errorf("compile port chain %s: %d groups, at most %d: %w", c.Name, len(c.PortPairGroups), MaxHops, ErrTooMany)
 		}

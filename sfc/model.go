@@ -88,6 +88,10 @@ type PortChain struct {
 	FlowClassifiers []string        `json:"flow_classifiers"`
 	PortPairGroups  []string        `json:"port_pair_groups"`
 	ChainParameters ChainParameters `json:"chain_parameters,omitzero"`
+	// ChainID, when set, fixes the chain's path id at 2*ChainID (networking-sfc's chain_id),
+	// so a chain keeps its path (and its hop counters) when other chains come and go; unset,
+	// the chain's position decides (chain i has 2(i+1), the chain_id the API shows for it).
+	ChainID int `json:"chain_id,omitempty"`
 }
 
 // ServiceGraph links chains: traffic leaving a source chain continues into the first of its

@@ -184,3 +184,37 @@ func TestCompile(t *testing.T) {
 		t.Errorf("IPv6 classifier: %v", err)
 	}
 }
+
+// TestCompileChainID: a chain's ChainID fixes its path at 2*ChainID; two chains on one path or
+// a chain id beyond the VNI's range are refused.
+func TestCompileChainID(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		ids      [2]int
+		wantErr  error
+		wantPath [2]uint32
+	}{
+		{"positions", [2]int{0, 0}, nil, [2]uint32{2, 4}},
+		{"c2 keeps chain id 7", [2]int{0, 7}, nil, [2]uint32{2, 14}},
+		{"c2 on c1's position", [2]int{0, 1}, ErrDuplicate, [2]uint32{}},
+		{"beyond the VNI", [2]int{0, MaxPaths / 2}, ErrTooMany, [2]uint32{}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base()
+			m.PortChains[0].ChainID, m.PortChains[1].ChainID = tc.ids[0], tc.ids[1]
+			tab, err := Compile(m, nil)
+			if tc.wantErr != nil {
+				if !errors.Is(err, tc.wantErr) {
+					t.Fatalf("Compile: %v, want %v", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := [2]uint32{tab.ChainPath("c1"), tab.ChainPath("c2")}; got != tc.wantPath {
+				t.Errorf("paths %v, want %v", got, tc.wantPath)
+			}
+		})
+	}
+}

@@ -1,12 +1,12 @@
-// Package steer is sfclab's transparent data plane: a tc (clsact) eBPF program on the
+// Package steer is sfclab's transparent data plane: a tc ingress (tcx) eBPF program on the
 // host-side end of every port's veth that steers packets through port chains with
 // networking-sfc semantics (see bpf/steer.c for the per-packet walk), and the BPF maps that
 // hold the compiled chains (sfc.Tables). Changing a chain is Apply with new tables: a handful
 // of map updates, no reattachment.
 //
 // Maps are pinned under /sys/fs/bpf/sfclab/LAB so later commands (inspect, chain changes,
-// destroy) find them; programs stay attached as tc filters until their interface goes (the
-// host namespace is deleted) or Detach removes them.
+// destroy) find them; programs stay attached (by tcx, or as tc filters without it) until
+// their interface goes (the host namespace is deleted) or Detach removes them.
 package steer
 
 import (
@@ -15,6 +15,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	gosync "sync"
 
 	"github.com/cilium/ebpf"
 	"golang.org/x/sys/unix"
@@ -56,7 +57,7 @@ func Load(lab string, hosts []uint32) (*Dataplane, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("load steering: create pin dir: %w", err)
 	}
-	spec, err := loadSteer()
+	spec, err := steerSpec()
 	if err != nil {
 		return nil, fmt.Errorf("load steering spec: %w", err)
 	}
@@ -99,6 +100,23 @@ func Load(lab string, hosts []uint32) (*Dataplane, error) {
 		d.maps = maps
 	}
 	return d, nil
+}
+
+// parsed is the embedded object's spec, parsed once per process (a chain change reopens the
+// maps each time; parsing the ELF again would be most of that).
+var parsed struct {
+	once gosync.Once
+	spec *ebpf.CollectionSpec
+	err  error
+}
+
+// steerSpec returns a copy of the parsed spec, free to change.
+func steerSpec() (*ebpf.CollectionSpec, error) {
+	parsed.once.Do(func() { parsed.spec, parsed.err = loadSteer() })
+	if parsed.err != nil {
+		return nil, parsed.err
+	}
+	return parsed.spec.Copy(), nil
 }
 
 // mountBPFFS mounts the BPF filesystem at /sys/fs/bpf when it is not there, as tc does.

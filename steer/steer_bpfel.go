@@ -20,9 +20,23 @@ type steerCounter struct {
 }
 
 type steerExpectKey struct {
-	_    structs.HostLayout
-	T    steerTuple
-	Port uint32
+	_       structs.HostLayout
+	T       steerTuple
+	Host    uint32
+	Ifindex uint32
+}
+
+type steerFlow struct {
+	_       structs.HostLayout
+	Path    uint32
+	Idx     uint32
+	Epoch   uint32
+	Ifindex uint32
+	Cpath   uint32
+	Cidx    uint32
+	Mac     [6]uint8
+	Flags   uint8
+	Pad     uint8
 }
 
 type steerGroup struct {
@@ -130,6 +144,7 @@ type steerTuple struct {
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	steerMapClassifiers  = "classifiers"
+	steerMapEpoch        = "epoch"
 	steerMapExpect       = "expect"
 	steerMapGroups       = "groups"
 	steerMapHopOf        = "hop_of"
@@ -200,6 +215,7 @@ type steerProgramSpecs struct {
 // It can be passed ebpf.CollectionSpec.Assign.
 type steerMapSpecs struct {
 	Classifiers *ebpf.MapSpec `ebpf:"classifiers"`
+	Epoch       *ebpf.MapSpec `ebpf:"epoch"`
 	Expect      *ebpf.MapSpec `ebpf:"expect"`
 	Groups      *ebpf.MapSpec `ebpf:"groups"`
 	HopOf       *ebpf.MapSpec `ebpf:"hop_of"`
@@ -244,6 +260,7 @@ func (o *steerObjects) Close() error {
 // It can be passed to loadSteerObjects or ebpf.CollectionSpec.LoadAndAssign.
 type steerMaps struct {
 	Classifiers *ebpf.Map `ebpf:"classifiers"`
+	Epoch       *ebpf.Map `ebpf:"epoch"`
 	Expect      *ebpf.Map `ebpf:"expect"`
 	Groups      *ebpf.Map `ebpf:"groups"`
 	HopOf       *ebpf.Map `ebpf:"hop_of"`
@@ -263,6 +280,7 @@ type steerMaps struct {
 func (m *steerMaps) Close() error {
 	return _SteerClose(
 		m.Classifiers,
+		m.Epoch,
 		m.Expect,
 		m.Groups,
 		m.HopOf,

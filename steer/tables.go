@@ -11,12 +11,18 @@ import (
 )
 
 // Port flag bits as the data plane reads them.
-const portTap = 1
+const (
+	portTap    = 1
+	portExpect = 2 // packets come back from a function here: flow state is expected
+)
 
 // Apply makes the maps hold exactly t: entries are written leaf first (ports, pairs, groups,
 // hops, paths) and classifiers last, stale entries removed classifiers first, so a packet
 // never finds a classifier pointing at a path that is not there yet. Flow state (expect,
-// picks) and counters are kept.
+// picks) is kept (LRU maps, bounded), but the decisions cached per flow are invalidated at
+// once by bumping the epoch after the tables are written; then the hop counters of paths that
+// are gone are removed, so a removed chain leaves no entry and a later chain with its path id
+// starts from zero.
 func (d *Dataplane) Apply(t *sfc.Tables) error {
 	ports := map[uint32]steerPort{}
 	byIf := map[steerPortKey]uint32{}
@@ -39,6 +45,12 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 		}
 		if p.IP.Is4() {
 			ips[ipv4(p.IP)] = p.ID
+		}
+	}
+	for k := range t.HopOf {
+		if v, ok := ports[k.Port]; ok {
+			v.Flags |= portExpect
+			ports[k.Port] = v
 		}
 	}
 	pairs := map[uint32]steerPair{}
@@ -102,7 +114,98 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 			return err
 		}
 	}
+	// Every per-flow decision cached under the old tables is stale from here on (before the
+	// counters are pruned, so no cached decision counts into a removed path's counter again).
+	if err := d.bumpEpoch(); err != nil {
+		return err
+	}
+	return d.pruneCounters(paths)
+}
+
+// bumpEpoch advances the tables' epoch (never to 0, which marks "nothing cached"): the data
+// plane caches each flow's decision per port stamped with the epoch, and walks the tables
+// again once the epoch moved. Apply calls it after writing the tables; the data plane bumps it
+// too (atomically) when it finds flow state evicted. A decision is stamped with the epoch read
+// before its walk, and Apply reads the epoch after writing the tables and writes one above
+// what it read, so no decision made with the older tables survives it. Two processes applying at once are not supported (each Apply rewrites
+// every table anyway).
+// Equivalent to: bpftool map update pinned /sys/fs/bpf/sfclab/LAB/epoch key 0 value N+1
+func (d *Dataplane) bumpEpoch() error {
+	var e uint32
+	if err := d.maps.Epoch.Lookup(uint32(0), &e); err != nil {
+		return fmt.Errorf("read steering epoch: %w", err)
+	}
+	e++
+	if e == 0 {
+		e = 1
+	}
+	if err := d.maps.Epoch.Put(uint32(0), e); err != nil {
+		return fmt.Errorf("bump steering epoch: %w", err)
+	}
 	return nil
+}
+
+// pruneCounters deletes the hop counters of paths not in keep.
+func (d *Dataplane) pruneCounters(keep map[uint32]steerPath) error {
+	var k steerPathIdx
+	var per []steerCounter
+	var stale []steerPathIdx
+	it := d.maps.Stats.Iterate()
+	for it.Next(&k, &per) {
+		if _, ok := keep[k.Path]; !ok {
+			stale = append(stale, k)
+		}
+	}
+	if err := it.Err(); err != nil {
+		return fmt.Errorf("list hop counters: %w", err)
+	}
+	for _, k := range stale {
+		if err := d.maps.Stats.Delete(k); err != nil && !errors.Is(err, ebpf.ErrKeyNotExist) {
+			return fmt.Errorf("delete hop counter: %w", err)
+		}
+	}
+	return nil
+}
+
+// Epoch returns the tables' epoch: how many times Apply changed them (0: never applied).
+func (d *Dataplane) Epoch() (uint32, error) {
+	var e uint32
+	if err := d.maps.Epoch.Lookup(uint32(0), &e); err != nil {
+		return 0, fmt.Errorf("read steering epoch: %w", err)
+	}
+	return e, nil
+}
+
+// MapEntries counts the entries of every map of the lab's data plane, by map name: tests and
+// benchmarks check that chains removed leave nothing behind.
+// Equivalent to: bpftool map dump pinned /sys/fs/bpf/sfclab/LAB/MAP | grep -c key
+func (d *Dataplane) MapEntries() (map[string]int, error) {
+	out := map[string]int{}
+	for name, m := range map[string]*ebpf.Map{
+		"ports": d.maps.Ports, "port_by_if": d.maps.PortByIf, "macs": d.maps.Macs, "ips": d.maps.Ips,
+		"pairs": d.maps.Pairs, "slots": d.maps.Slots, "groups": d.maps.Groups, "hops": d.maps.Hops,
+		"hop_of": d.maps.HopOf, "paths": d.maps.Paths, "classifiers": d.maps.Classifiers, "stats": d.maps.Stats,
+		"expect": d.maps.Expect, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels, "epoch": d.maps.Epoch,
+	} {
+		n := 0
+		it := m.Iterate()
+		var k, v []byte
+		if m.Type() == ebpf.PerCPUHash || m.Type() == ebpf.PerCPUArray || m.Type() == ebpf.LRUCPUHash {
+			var per [][]byte
+			for it.Next(&k, &per) {
+				n++
+			}
+		} else {
+			for it.Next(&k, &v) {
+				n++
+			}
+		}
+		if err := it.Err(); err != nil {
+			return nil, fmt.Errorf("count entries of map %s: %w", name, err)
+		}
+		out[name] = n
+	}
+	return out, nil
 }
 
 // SetTunnel records a host's underlay address and the ifindex of its steering VXLAN device.

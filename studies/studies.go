@@ -46,9 +46,12 @@ type Study struct {
 	// Standard, when set, scales the experiment to about an hour on a two-core machine
 	// (`--standard`); it sets e.Reduced to say what is smaller than the study.
 	Standard func(e *experiment.Experiment)
+	// NetnsOnly says the study runs on the netns runtime only (transparent steering).
+	NetnsOnly bool
 }
 
 var all = map[string]*Study{
+	OpenStackSFC:          studyC,
 	"http-proxy":          studyB,
 	"rtt-background-load": studyD,
 	"single-host-chain": {
@@ -119,6 +122,9 @@ func Published(name string) *report.Published {
 // scale is Full, Quick or Standard; runtime (when not "") is the runtime of every lab whose
 // scenario does not name one.
 func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
+	if s.NetnsOnly && runtime != "" && runtime != "netns" {
+		return nil, nil, fmt.Errorf("load study %s: it runs on the netns runtime only (transparent steering attaches to the nodes' host-side veths, which Docker's bridges do not expose here); leave out --runtime", s.Name)
+	}
 	data, err := fs.ReadFile(sfclab.Files, s.Experiment)
 	if err != nil {
 		return nil, nil, fmt.Errorf("read embedded experiment: %w", err)

@@ -22,6 +22,12 @@ func TestStudiesLoadAndMatchPublished(t *testing.T) {
 				continue
 			}
 			for _, rt := range []string{"", "docker"} {
+				if rt == "docker" && st.NetnsOnly {
+					if _, _, err := st.Load(scale, rt); err == nil {
+						t.Errorf("%s: netns-only study loaded on docker", name)
+					}
+					continue
+				}
 				e, inputs, err := st.Load(scale, rt)
 				if err != nil {
 					t.Fatalf("%s scale=%q runtime=%q: %v", name, scale, rt, err)

@@ -20,6 +20,8 @@ type Deployed struct {
 	Chain          string
 	// Times are the durations of FC, PP, PPG and PC (Steps order).
 	Times [4]time.Duration
+	// ChainAnswered is when the port chain's 201 arrived at the client.
+	ChainAnswered time.Time
 }
 
 // Total is the time of the four steps.
@@ -134,6 +136,7 @@ func (c *Client) Apply(ctx context.Context, f *ChainFile, name string) (*Deploye
 	id, t, err = c.create(ctx, "port_chains", "port_chain", map[string]any{"name": name,
 		"port_pair_groups": d.Groups, "flow_classifiers": []string{d.FlowClassifier}})
 	d.Times[3] += t
+	d.ChainAnswered = time.Now()
 	if err != nil {
 		return fail(fmt.Errorf("step PC: %w", err))
 	}

@@ -196,7 +196,7 @@ func (c *Client) ports(ctx context.Context, lab string) ([]port, error) {
 	}
 	path := "/v2.0/ports"
 	if lab != "" {
-		path += "?binding%3Ahost_id=" + url.QueryEscape(lab)
+		path += "?sfclab%3Alab=" + url.QueryEscape(lab)
 	}
 	if err := c.do(ctx, http.MethodGet, path, nil, &out); err != nil {
 		return nil, err

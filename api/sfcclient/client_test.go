@@ -145,11 +145,11 @@ func TestDeployTimeRun(t *testing.T) {
 		return time.Millisecond, nil
 	}
 	more, err := e.Run(context.Background(), c)
-	if err != nil || len(probed) != 2 || len(more) != 2*6 {
+	if err != nil || len(probed) != 2 || len(more) != 2*7 {
 		t.Errorf("first-packet probe: %v, %d probes, %d samples", err, len(probed), len(more))
 	}
 	var buf bytes.Buffer
-	if err := Table(&buf, more); err != nil || !strings.Contains(buf.String(), "first packet after PC |") {
+	if err := Table(&buf, more); err != nil || !strings.Contains(buf.String(), "first packet after the PC answer | first packet after the PC request |") {
 		t.Errorf("table with first packet: %v\n%s", err, buf.String())
 	}
 	buf.Reset()

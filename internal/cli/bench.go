@@ -145,17 +145,17 @@ func newReport() *cobra.Command {
 func newReproduce() *cobra.Command {
 	var o overrides
 	var quick, standard bool
-	var runtime string
+	var runtime, part string
 	cmd := &cobra.Command{
 		Use:   "reproduce STUDY",
-		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(append(studies.Names(), openstackSFC), ", ") + ")",
+		Short: "Re-run a published study and print our figures beside the published ones (studies: " + strings.Join(studies.Names(), ", ") + ")",
 		Args:  cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
-			if args[0] == openstackSFC {
-				if runtime != "" || o.duration != 0 {
-					return fmt.Errorf("%s runs on the netns runtime and has no iperf3 duration", openstackSFC)
-				}
-				return runOpenStackSFC(cmd, quick, o.out, o.repetitions)
+			if part != "" && args[0] != studies.OpenStackSFC {
+				return fmt.Errorf("reproduce %s: --part is for %s only", args[0], studies.OpenStackSFC)
+			}
+			if args[0] == studies.OpenStackSFC {
+				return reproduceOpenStackSFC(cmd, &o, part, quick, standard, runtime)
 			}
 			st, err := studies.Get(args[0])
 			if err != nil {
@@ -181,5 +181,6 @@ func newReproduce() *cobra.Command {
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
 	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to about an hour (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
 	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
+	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
 	return cmd
 }

@@ -57,7 +57,7 @@ func newInspect() *cobra.Command {
 			if err := writeLab(out, infos[0]); err != nil {
 				return err
 			}
-			return writeAPIChains(out, d.Journal.Dir(infos[0].Lab), infos[0].Lab)
+			return writeAPIChains(out, d.Journal, infos[0].Lab)
 		},
 	}
 	cmd.Flags().StringVar(&format, "format", "table", "output format: table or json")
@@ -190,8 +190,8 @@ func writeShaping(w io.Writer, i *deploy.LabInfo) {
 }
 
 // writeAPIChains lists the port chains created over the networking-sfc API (sfclab serve).
-func writeAPIChains(w io.Writer, dir, lab string) error {
-	chains, err := api.StoredChains(dir, lab)
+func writeAPIChains(w io.Writer, j api.Journal, lab string) error {
+	chains, err := api.StoredChains(j, lab)
 	if err != nil || len(chains) == 0 {
 		return err
 	}

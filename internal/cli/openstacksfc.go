@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"net"
 	"net/http"
+	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -17,18 +18,53 @@ import (
 	"github.com/sfclab/sfclab"
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/api/sfcclient"
+	"github.com/sfclab/sfclab/bench"
+	"github.com/sfclab/sfclab/bench/probe/firstpacket"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/steer/apiplane"
+	"github.com/sfclab/sfclab/studies"
 	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
-// openstackSFC is the name of study C's deploy-time reproduction.
-const openstackSFC = "openstack-sfc"
+// openstackSFC is the name of study C's reproduction.
+const openstackSFC = studies.OpenStackSFC
 
 // openstackSFCLab is the lab the experiment deploys (embedded).
 const openstackSFCLab = "experiments/labs/openstack-sfc.yaml"
+
+// firstPacketPort is the UDP port the first-packet probes go to on the server.
+const firstPacketPort = 40001
+
+func firstPacketAddr(p *plan.Plan) netip.AddrPort {
+	n := p.Transparent.Node("server")
+	if n == nil || len(n.Ports) == 0 {
+		return netip.AddrPort{}
+	}
+	return netip.AddrPortFrom(n.Ports[0].Address.Addr(), firstPacketPort)
+}
+
+// openFirstPacket opens the probe's sockets in the client's and the server's namespaces.
+func openFirstPacket(p *plan.Plan) (*firstpacket.Probe, error) {
+	c, s := p.Transparent.Node("client"), p.Transparent.Node("server")
+	if c == nil || s == nil {
+		return nil, fmt.Errorf("%s: the lab needs nodes client and server", openstackSFCLab)
+	}
+	cns, err := netdev.OpenNS(c.Netns)
+	if err != nil {
+		return nil, err
+	}
+	defer cns.Close()
+	sns, err := netdev.OpenNS(s.Netns)
+	if err != nil {
+		return nil, err
+	}
+	defer sns.Close()
+	return firstpacket.Open(cns, sns, firstPacketAddr(p))
+}
 
 // runOpenStackSFC reproduces study C's deploy-time figure: it deploys the ten-function lab,
 // serves the networking-sfc API over it on a loopback port, and times the four REST steps at
@@ -49,10 +85,13 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	if err != nil {
 		return err
 	}
+	if p.Transparent == nil {
+		return fmt.Errorf("%s: the lab must use steering: transparent (chains created over the API are steered only there)", openstackSFCLab)
+	}
 	e := &sfcclient.DeployTime{Lab: p.Lab, Source: "client", Destination: "server",
 		MatchFields: map[string]any{"protocol": "udp"}, Repetitions: 10}
-	for _, h := range p.Chains[0].Hops {
-		e.Functions = append(e.Functions, h.Group)
+	for i := 1; p.Transparent.Node(fmt.Sprintf("f%d", i)) != nil; i++ {
+		e.Functions = append(e.Functions, fmt.Sprintf("f%d", i))
 	}
 	if quick {
 		e.Repetitions, e.Functions = 2, e.Functions[:3]
@@ -76,9 +115,22 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		}
 	}()
 	rec := &api.Recorder{}
-	s, err := api.New(ctx, api.Config{Journal: d.Journal, DataPlane: rec, Log: d.Log})
+	plane := &apiplane.Switch{Plane: &apiplane.Plane{Journal: d.Journal}, Other: rec}
+	s, err := api.New(ctx, api.Config{Journal: d.Journal, DataPlane: plane, Log: d.Log})
 	if err != nil {
 		return err
+	}
+	probe, err := openFirstPacket(p)
+	if err != nil {
+		return err
+	}
+	defer probe.Close()
+	e.FirstPacket = func(ctx context.Context, dd *sfcclient.Deployed) (time.Duration, error) {
+		r, err := probe.Run(ctx, len(dd.Groups))
+		if err != nil {
+			return 0, err
+		}
+		return r.Arrived.Sub(dd.ChainAnswered), nil
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
@@ -108,14 +160,17 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	fmt.Fprintf(&rep, "Each step is timed at the client over HTTP (the sum of its requests: 1 flow classifier, n port pairs, n port pair groups, 1 port chain).\n\n")
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	fmt.Fprintf(&rep, "Host: Linux %s, %d CPUs, journal %s; run %s.\n\n", strings.TrimSpace(string(kernel)), goruntime.NumCPU(), d.Journal.Root, time.Now().UTC().Format(time.RFC3339))
-	fmt.Fprintf(&rep, "Data plane: **recorder** — the API validated, stored and handed each chain to a recording data plane; the transparent eBPF data plane is not wired yet, so the port-chain step here does not include installing steering, and the time until the first packet crosses a new chain is not measured.\n\n")
+	fmt.Fprintf(&rep, "Data plane: **transparent eBPF** — the API answers a port chain create only after the lab's BPF maps steer it, so the PC step includes installing the steering. "+
+		"First packet: after the PC answer, UDP probes (every %s, at most %d probes or %s) go from the client's namespace to %s in the server's; the first one that arrives with its TTL lowered by the chain's length has crossed every function of the new chain (a probe that went straight arrives with TTL %d). "+
+		"Its arrival is timed from the PC answer and from the PC request's start.\n\n",
+		firstpacket.DefaultInterval, firstpacket.DefaultMaxProbes, firstpacket.DefaultTimeout, firstPacketAddr(p), firstpacket.SendTTL)
 	if runErr != nil {
 		fmt.Fprintf(&rep, "**Incomplete**: %v\n\n", runErr)
 	}
 	if err := sfcclient.Table(&rep, samples); err != nil {
 		return err
 	}
-	fmt.Fprintf(&rep, "\nPublished (study C, Borsatti et al., OpenStack with networking-sfc on CloudLab, OVS, section V and Fig. 5): a few seconds per chain, growing by about 0.5 s per added function, most of it in the port-chain step. The figure's bars are not given as numbers, so only the slope is compared.\n")
+	fmt.Fprintf(&rep, "\nPublished (study C, Borsatti et al., OpenStack with networking-sfc on CloudLab, OVS, section V and Fig. 5): a few seconds per chain, growing by about 0.5 s per added function, most of it in the port-chain step. The figure's bars are not given as numbers, so only the slope is compared. The study gives no figure for the time until the first packet crosses a new chain.\n")
 	var csv bytes.Buffer
 	if err := sfcclient.CSV(&csv, samples); err != nil {
 		return err
@@ -137,4 +192,47 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		return errors.Join(runErr, fmt.Errorf("%d chains were left in the data plane", n))
 	}
 	return runErr
+}
+
+// Parts of study C's reproduction (`sfclab reproduce openstack-sfc --part`).
+const (
+	partDataPlane  = "data-plane"
+	partDeployTime = "deploy-time"
+)
+
+// reproduceOpenStackSFC runs study C: the data plane (Table I, Table II, Fig. 6 and the tap on
+// four emulated hosts, with the same chains on one host, transparent and routed) as a bench
+// experiment whose report lands in --out, then the REST deploy-time experiment, whose report
+// lands in --out/deploy-time (in --out itself with --part deploy-time).
+func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string) error {
+	switch {
+	case part != "" && part != partDataPlane && part != partDeployTime:
+		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
+	case standard:
+		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
+	case runtime != "" && runtime != "netns":
+		return fmt.Errorf("reproduce %s: it runs on the netns runtime only (transparent steering attaches to the nodes' host-side veths); leave out --runtime", openstackSFC)
+	case part == partDeployTime && o.duration != 0:
+		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
+	}
+	if part == partDeployTime {
+		return runOpenStackSFC(cmd, quick, o.out, o.repetitions)
+	}
+	st, err := studies.Get(openstackSFC)
+	if err != nil {
+		return err
+	}
+	scale := studies.Full
+	if quick {
+		scale = studies.Quick
+	}
+	e, inputs, err := st.Load(scale, "")
+	if err != nil {
+		return err
+	}
+	if err := runExperiment(cmd, e, o, bench.Files(inputs)); err != nil || part == partDataPlane {
+		return err
+	}
+	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
+	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions)
 }

@@ -108,7 +108,7 @@ func TestReproduceOpenStackSFCQuick(t *testing.T) {
 	requireRoot(t)
 	privateState(t)
 	out := t.TempDir()
-	code, stdout, errOut := run(t, "reproduce", "openstack-sfc", "--quick", "--out", out)
+	code, stdout, errOut := run(t, "reproduce", "openstack-sfc", "--part", "deploy-time", "--quick", "--out", out)
 	if code != 0 {
 		t.Fatalf("reproduce: exit %d\n%s%s", code, stdout, errOut)
 	}
@@ -116,13 +116,100 @@ func TestReproduceOpenStackSFCQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 3 | 2 |", "study C (published)", "recorder"} {
+	for _, want := range []string{"| 3 | 2 |", "study C (published)", "transparent eBPF", "first packet after the PC answer"} {
 		if !strings.Contains(string(rep), want) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
 	}
 	samples, _ := os.ReadFile(filepath.Join(out, "samples.csv"))
-	if n := strings.Count(string(samples), "\n"); n != 1+2*3*5 {
-		t.Errorf("samples.csv has %d lines, want %d", n, 1+2*3*5)
+	// Per repetition and length: FC, PP, PPG, PC, total, first_packet, first_packet_pc.
+	if n := strings.Count(string(samples), "\n"); n != 1+2*3*7 {
+		t.Errorf("samples.csv has %d lines, want %d", n, 1+2*3*7)
+	}
+	if !strings.Contains(string(samples), ",first_packet,") {
+		t.Errorf("samples.csv has no first_packet sample:\n%s", samples)
+	}
+}
+
+// TestServeTransparentInspect: on a transparent lab, `sfclab serve` lists the lab file's chain,
+// and `sfclab inspect` shows a chain created over the API, both in its table of API chains and
+// among the paths of the BPF maps.
+func TestServeTransparentInspect(t *testing.T) {
+	requireRoot(t)
+	privateState(t)
+	lab := writeLabFile(t, `name: t-api-tr
+steering: transparent
+networks: [lan]
+endpoints: {client: {kind: client, ports: {eth0: lan}}, server: {kind: server, ports: {eth0: lan}}}
+functions:
+  f1: {kind: forwarder, ports: {ingress: lan, egress: lan}}
+  f2: {kind: forwarder, ports: {ingress: lan, egress: lan}}
+port_pairs: {pp1: {ingress: f1.ingress, egress: f1.egress}}
+port_pair_groups: {g1: {port_pairs: [pp1]}}
+flow_classifiers: {icmp: {protocol: icmp, logical_source_port: client.eth0}}
+port_chains: {file-icmp: {flow_classifiers: [icmp], port_pair_groups: [g1]}}
+`)
+	if code, out, errOut := run(t, "deploy", lab); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Cleanup(func() { run(t, "destroy", "t-api-tr") })
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := ln.Addr().String()
+	ln.Close()
+	serve := exec.Command(os.Args[0], "serve", "--listen", addr)
+	serve.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	serve.Stderr = os.Stderr
+	if err := serve.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = serve.Process.Kill(); _ = serve.Wait() })
+	url := "http://" + addr
+	var list struct {
+		PortChains []struct {
+			ID   string `json:"id"`
+			Name string `json:"name"`
+		} `json:"port_chains"`
+	}
+	for i := 0; ; i++ {
+		resp, err := http.Get(url + "/v2.0/sfc/port_chains")
+		if err == nil {
+			err = json.NewDecoder(resp.Body).Decode(&list)
+			resp.Body.Close()
+			break
+		}
+		if i > 100 {
+			t.Fatalf("sfclab serve did not answer: %v", err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	if len(list.PortChains) != 1 || list.PortChains[0].Name != "file-icmp" {
+		t.Errorf("the API lists %+v, want the lab file's chain file-icmp", list.PortChains)
+	}
+	chain := filepath.Join(t.TempDir(), "udp.json")
+	if err := os.WriteFile(chain, []byte(`{"source": "client", "destination": "server", "match_fields": {"protocol": "udp"},
+  "chain": [{"name": "f2", "direction": "out"}]}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	code, out, errOut := run(t, "chain", "apply", chain, "--endpoint", url)
+	if code != 0 {
+		t.Fatalf("chain apply: exit %d\n%s%s", code, out, errOut)
+	}
+	resp, err := http.Get(url + "/v2.0/sfc/port_chains?name=udp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = json.NewDecoder(resp.Body).Decode(&list)
+	resp.Body.Close()
+	if err != nil || len(list.PortChains) != 1 {
+		t.Fatalf("port chain udp: %+v %v", list, err)
+	}
+	code, out, _ = run(t, "inspect", "t-api-tr")
+	for _, want := range []string{"API PORT CHAIN", "udp-ppg-f2", "file-icmp", "api-" + list.PortChains[0].ID} {
+		if code != 0 || !strings.Contains(out, want) {
+			t.Errorf("inspect lacks %q: exit %d\n%s", want, code, out)
+		}
 	}
 }

@@ -12,7 +12,9 @@ import (
 	"fmt"
 	"net/netip"
 	"slices"
+	"strings"
 	"sync"
+	"time"
 
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/hosts"
@@ -25,35 +27,67 @@ import (
 // ErrNotTransparent says a lab does not use transparent steering.
 var ErrNotTransparent = errors.New("lab does not use steering: transparent")
 
-// Plane implements api.DataPlane for transparent labs deployed under Journal.
+// Plane implements api.DataPlane and api.GraphPlane for transparent labs deployed under
+// Journal.
 type Plane struct {
 	Journal journal.Journal
 
 	mu     sync.Mutex
 	chains map[string]map[string]*api.Chain // lab -> chain id -> chain
+	graphs map[string]map[string]*api.Graph // lab -> graph id -> graph
+	labs   map[string]*deployed             // lab -> its plan and port bindings
 }
 
-var _ api.DataPlane = (*Plane)(nil)
+// deployed is what a chain change needs of a deployed lab and does not change until the lab
+// is redeployed: its transparent plan and where its ports are (reading the bindings opens
+// two namespaces per port, most of a change's cost).
+type deployed struct {
+	started time.Time
+	t       *plan.Transparent
+	bind    map[string]sfc.Binding
+}
+
+// lab returns the lab's plan and bindings, read again when the lab was redeployed since.
+func (p *Plane) lab(lab string) (*deployed, error) {
+	st, err := p.Journal.ReadState(lab)
+	if err != nil {
+		delete(p.labs, lab)
+		return nil, err
+	}
+	if d := p.labs[lab]; d != nil && d.started.Equal(st.Started) {
+		return d, nil
+	}
+	delete(p.labs, lab)
+	pl, err := p.Journal.ReadPlan(lab)
+	if err != nil {
+		return nil, err
+	}
+	if pl.Transparent == nil {
+		return nil, ErrNotTransparent
+	}
+	bind, err := Bindings(pl.Transparent)
+	if err != nil {
+		return nil, err
+	}
+	d := &deployed{started: st.Started, t: pl.Transparent, bind: bind}
+	if p.labs == nil {
+		p.labs = map[string]*deployed{}
+	}
+	p.labs[lab] = d
+	return d, nil
+}
+
+var (
+	_ api.DataPlane  = (*Plane)(nil)
+	_ api.GraphPlane = (*Plane)(nil)
+)
 
 // ApplyChain installs or replaces a chain and rewrites the lab's tables.
 func (p *Plane) ApplyChain(ctx context.Context, c *api.Chain) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if p.chains == nil {
-		p.chains = map[string]map[string]*api.Chain{}
-	}
-	old := p.chains[c.Lab][c.ID]
-	if p.chains[c.Lab] == nil {
-		p.chains[c.Lab] = map[string]*api.Chain{}
-	}
 	cp := *c
-	p.chains[c.Lab][c.ID] = &cp
-	if err := p.sync(c.Lab); err != nil {
-		if old != nil {
-			p.chains[c.Lab][c.ID] = old
-		} else {
-			delete(p.chains[c.Lab], c.ID)
-		}
+	if err := put(&p.chains, c.Lab, c.ID, &cp, p.sync); err != nil {
 		return fmt.Errorf("apply port chain %s to lab %s: %w", c.Name, c.Lab, err)
 	}
 	return nil
@@ -63,35 +97,85 @@ func (p *Plane) ApplyChain(ctx context.Context, c *api.Chain) error {
 func (p *Plane) RemoveChain(ctx context.Context, lab, id string) error {
 	p.mu.Lock()
 	defer p.mu.Unlock()
-	if _, ok := p.chains[lab][id]; !ok {
-		return nil
-	}
-	old := p.chains[lab][id]
-	delete(p.chains[lab], id)
-	if err := p.sync(lab); err != nil {
-		p.chains[lab][id] = old
+	if err := drop(p.chains, lab, id, p.sync); err != nil {
 		return fmt.Errorf("remove port chain %s from lab %s: %w", id, lab, err)
 	}
 	return nil
 }
 
-// sync rebuilds the lab's model (its file's resources plus the API's chains), compiles it
-// with the live bindings and writes the maps.
+// ApplyGraph links a service graph's chains and rewrites the lab's tables.
+func (p *Plane) ApplyGraph(ctx context.Context, g *api.Graph) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	cp := *g
+	if err := put(&p.graphs, g.Lab, g.ID, &cp, p.sync); err != nil {
+		return fmt.Errorf("apply service graph %s to lab %s: %w", g.Name, g.Lab, err)
+	}
+	return nil
+}
+
+// RemoveGraph unlinks a service graph's chains; an unknown graph is no error.
+func (p *Plane) RemoveGraph(ctx context.Context, lab, id string) error {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if err := drop(p.graphs, lab, id, p.sync); err != nil {
+		return fmt.Errorf("remove service graph %s from lab %s: %w", id, lab, err)
+	}
+	return nil
+}
+
+// put stores v under lab/id and syncs the lab, restoring the old value if that fails.
+func put[V any](m *map[string]map[string]*V, lab, id string, v *V, sync func(string) error) error {
+	if *m == nil {
+		*m = map[string]map[string]*V{}
+	}
+	if (*m)[lab] == nil {
+		(*m)[lab] = map[string]*V{}
+	}
+	old, had := (*m)[lab][id]
+	(*m)[lab][id] = v
+	if err := sync(lab); err != nil {
+		if had {
+			(*m)[lab][id] = old
+		} else {
+			delete((*m)[lab], id)
+		}
+		return err
+	}
+	return nil
+}
+
+// drop forgets lab/id and syncs the lab. A lab that is gone (destroyed, or its maps
+// unpinned) has nothing left to steer: the entry is forgotten all the same.
+func drop[V any](m map[string]map[string]*V, lab, id string, sync func(string) error) error {
+	old, ok := m[lab][id]
+	if !ok {
+		return nil
+	}
+	delete(m[lab], id)
+	err := sync(lab)
+	if err == nil || errors.Is(err, journal.ErrNotDeployed) || errors.Is(err, steer.ErrNotLoaded) || errors.Is(err, ErrNotTransparent) {
+		if len(m[lab]) == 0 {
+			delete(m, lab)
+		}
+		return nil
+	}
+	m[lab][id] = old
+	return err
+}
+
+// sync rebuilds the lab's model (its file's resources plus the API's chains and graphs),
+// compiles it with the live bindings and writes the maps.
 func (p *Plane) sync(lab string) error {
-	pl, err := p.Journal.ReadPlan(lab)
+	d, err := p.lab(lab)
 	if err != nil {
 		return err
 	}
-	t := pl.Transparent
-	if t == nil {
-		return ErrNotTransparent
-	}
-	m := Model(t.Model, p.chains[lab])
-	bind, err := Bindings(t)
+	m, err := Model(d.t.Model, p.chains[lab], p.graphs[lab])
 	if err != nil {
 		return err
 	}
-	tab, err := sfc.Compile(m, bind)
+	tab, err := sfc.Compile(m, d.bind)
 	if err != nil {
 		return err
 	}
@@ -100,33 +184,62 @@ func (p *Plane) sync(lab string) error {
 		return err
 	}
 	defer dp.Close()
-	return dp.Apply(tab)
+	if err := dp.Apply(tab); err != nil {
+		return err
+	}
+	// For sfclab inspect: the paths the maps hold now, by name.
+	return p.Journal.WriteSteerModel(lab, m)
 }
 
-// Model returns base with the API's chains added (resources named "api-ID"; ports named
-// NODE.IFACE as in lab files), chains in a stable order.
-func Model(base *sfc.Model, chains map[string]*api.Chain) *sfc.Model {
+// ModelName is the name under which the model (and `sfclab inspect`) knows a resource
+// created over the API: "api-ID". Resources of the lab file keep their names there.
+func ModelName(id string) string { return "api-" + id }
+
+// Model returns base (the lab file's resources) with the API's chains and graphs added,
+// chains in chain_id order with their path fixed by their chain_id. A chain that uses a
+// resource of the lab file (LabFile set) uses the file's resource itself, not a copy.
+func Model(base *sfc.Model, chains map[string]*api.Chain, graphs map[string]*api.Graph) (*sfc.Model, error) {
 	m := *base
 	m.FlowClassifiers = append([]sfc.FlowClassifier(nil), base.FlowClassifiers...)
 	m.PortPairs = append([]sfc.PortPair(nil), base.PortPairs...)
 	m.PortPairGroups = append([]sfc.PortPairGroup(nil), base.PortPairGroups...)
 	m.PortChains = append([]sfc.PortChain(nil), base.PortChains...)
+	m.ServiceGraphs = append([]sfc.ServiceGraph(nil), base.ServiceGraphs...)
 	port := func(r api.PortRef) string { return r.Node + "." + r.Iface }
-	pairs, groups := map[string]bool{}, map[string]bool{}
-	ids := make([]string, 0, len(chains))
-	for id := range chains {
-		ids = append(ids, id)
+	named := func(labFile, id string) string {
+		if labFile != "" {
+			return labFile
+		}
+		return ModelName(id)
 	}
-	slices.Sort(ids)
-	for _, id := range ids {
-		c := chains[id]
-		pc := sfc.PortChain{Name: "api-" + c.ID, ChainParameters: sfc.ChainParameters{Symmetric: c.Symmetric}}
+	pairs, groups := map[string]bool{}, map[string]bool{}
+	cs := make([]*api.Chain, 0, len(chains))
+	for _, c := range chains {
+		cs = append(cs, c)
+	}
+	slices.SortFunc(cs, func(a, b *api.Chain) int {
+		if a.ChainID != b.ChainID {
+			return a.ChainID - b.ChainID
+		}
+		return strings.Compare(a.ID, b.ID)
+	})
+	for _, c := range cs {
+		pc := sfc.PortChain{Name: named(c.LabFile, c.ID), ChainID: c.ChainID, ChainParameters: sfc.ChainParameters{Symmetric: c.Symmetric}}
 		for _, cl := range c.Classifiers {
-			fc := sfc.FlowClassifier{Name: "api-" + c.ID + "-" + cl.ID, Ethertype: cl.Ethertype, Protocol: cl.Protocol,
+			if cl.LabFile != "" {
+				pc.FlowClassifiers = append(pc.FlowClassifiers, cl.LabFile)
+				continue
+			}
+			fc := sfc.FlowClassifier{Name: ModelName(c.ID) + "-" + cl.ID, Ethertype: cl.Ethertype, Protocol: cl.Protocol,
 				SourcePortRangeMin: cl.SourcePortRangeMin, SourcePortRangeMax: cl.SourcePortRangeMax,
 				DestinationPortRangeMin: cl.DestinationPortRangeMin, DestinationPortRangeMax: cl.DestinationPortRangeMax}
-			fc.SourceIPPrefix, _ = parsePrefix(cl.SourceIPPrefix)
-			fc.DestinationIPPrefix, _ = parsePrefix(cl.DestinationIPPrefix)
+			var err error
+			if fc.SourceIPPrefix, err = parsePrefix(cl.SourceIPPrefix); err != nil {
+				return nil, fmt.Errorf("flow classifier %s: source_ip_prefix: %w", cl.ID, err)
+			}
+			if fc.DestinationIPPrefix, err = parsePrefix(cl.DestinationIPPrefix); err != nil {
+				return nil, fmt.Errorf("flow classifier %s: destination_ip_prefix: %w", cl.ID, err)
+			}
 			if cl.LogicalSource != nil {
 				fc.LogicalSourcePort = port(*cl.LogicalSource)
 			}
@@ -137,17 +250,17 @@ func Model(base *sfc.Model, chains map[string]*api.Chain) *sfc.Model {
 			pc.FlowClassifiers = append(pc.FlowClassifiers, fc.Name)
 		}
 		for _, g := range c.Groups {
-			name := "api-" + g.ID
+			name := named(g.LabFile, g.ID)
 			pc.PortPairGroups = append(pc.PortPairGroups, name)
-			if groups[name] {
+			if g.LabFile != "" || groups[name] {
 				continue
 			}
 			groups[name] = true
 			ppg := sfc.PortPairGroup{Name: name, LBFields: g.LBFields, TapEnabled: g.Tap}
 			for _, pp := range g.Pairs {
-				pn := "api-" + pp.ID
+				pn := named(pp.LabFile, pp.ID)
 				ppg.PortPairs = append(ppg.PortPairs, pn)
-				if !pairs[pn] {
+				if pp.LabFile == "" && !pairs[pn] {
 					pairs[pn] = true
 					m.PortPairs = append(m.PortPairs, sfc.PortPair{Name: pn, Ingress: port(pp.Ingress), Egress: port(pp.Egress), Weight: pp.Weight})
 				}
@@ -156,7 +269,23 @@ func Model(base *sfc.Model, chains map[string]*api.Chain) *sfc.Model {
 		}
 		m.PortChains = append(m.PortChains, pc)
 	}
-	return &m
+	gids := make([]string, 0, len(graphs))
+	for id := range graphs {
+		gids = append(gids, id)
+	}
+	slices.Sort(gids)
+	for _, id := range gids {
+		g := graphs[id]
+		sg := sfc.ServiceGraph{Name: ModelName(g.ID), PortChains: map[string][]string{}}
+		for src, dsts := range g.Edges {
+			s := named(g.LabFile[src], src)
+			for _, d := range dsts {
+				sg.PortChains[s] = append(sg.PortChains[s], named(g.LabFile[d], d))
+			}
+		}
+		m.ServiceGraphs = append(m.ServiceGraphs, sg)
+	}
+	return &m, nil
 }
 
 // Bindings reads where every port of a deployed transparent lab is: host, host-side
@@ -219,4 +348,29 @@ func (s *Switch) RemoveChain(ctx context.Context, lab, id string) error {
 		return err
 	}
 	return s.Other.RemoveChain(ctx, lab, id)
+}
+
+var _ api.GraphPlane = (*Switch)(nil)
+
+// ApplyGraph links the graph's chains if its lab is transparent, then passes the call on
+// (when Other takes graphs).
+func (s *Switch) ApplyGraph(ctx context.Context, g *api.Graph) error {
+	if err := s.Plane.ApplyGraph(ctx, g); err != nil && !errors.Is(err, ErrNotTransparent) {
+		return err
+	}
+	if gp, ok := s.Other.(api.GraphPlane); ok {
+		return gp.ApplyGraph(ctx, g)
+	}
+	return nil
+}
+
+// RemoveGraph unlinks the graph's chains (if they were) and passes the call on.
+func (s *Switch) RemoveGraph(ctx context.Context, lab, id string) error {
+	if err := s.Plane.RemoveGraph(ctx, lab, id); err != nil && !errors.Is(err, ErrNotTransparent) {
+		return err
+	}
+	if gp, ok := s.Other.(api.GraphPlane); ok {
+		return gp.RemoveGraph(ctx, lab, id)
+	}
+	return nil
 }

@@ -73,7 +73,11 @@ port_pairs: {pp: {ingress: f1.eth0, egress: f1.eth0}}
 		if err != nil {
 			t.Fatal(err)
 		}
-		tab, err := sfc.Compile(Model(p.Transparent.Model, map[string]*api.Chain{"c1": chain}), nil)
+		m, err := Model(p.Transparent.Model, map[string]*api.Chain{"c1": chain}, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		tab, err := sfc.Compile(m, nil)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -101,5 +105,92 @@ port_pairs: {pp: {ingress: f1.eth0, egress: f1.eth0}}
 	ping()
 	if n := hop0(); n != before {
 		t.Errorf("after RemoveChain the chain still steered %d packets", n-before)
+	}
+}
+
+// TestModel: chains given over the API join the lab file's model: they reuse the file's
+// groups and pairs they name (no copies), keep the path their chain_id gives them whatever
+// other chains come and go, and a service graph over a file chain and an API chain compiles to
+// the graph flag on the source path and a classifier rule at GraphKey|path.
+func TestModel(t *testing.T) {
+	lab, err := spec.Decode([]byte(`name: model
+steering: transparent
+endpoints: {client: {kind: client}, server: {kind: server}}
+functions: {f1: {kind: forwarder}, f2: {kind: forwarder}}
+port_pairs: {pp1: {ingress: f1.eth0, egress: f1.eth0}}
+port_pair_groups: {g1: {port_pairs: [pp1]}}
+flow_classifiers: {udp: {protocol: udp, logical_source_port: client.eth0}}
+port_chains: {c-udp: {flow_classifiers: [udp], port_pair_groups: [g1]}}
+`), "model.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ref := func(node, iface string) api.PortRef { return api.PortRef{Node: node, Iface: iface} }
+	src := ref("client", "eth0")
+	f2 := api.Group{ID: "g2", Pairs: []api.Pair{{ID: "pp2", Weight: 1, Ingress: ref("f2", "eth0"), Egress: ref("f2", "eth0")}}}
+	g1 := api.Group{ID: "file-g1", LabFile: "g1", Pairs: []api.Pair{{ID: "file-pp1", LabFile: "pp1", Weight: 1, Ingress: ref("f1", "eth0"), Egress: ref("f1", "eth0")}}}
+	chain := func(id string, chainID int, proto string, groups ...api.Group) *api.Chain {
+		return &api.Chain{Lab: p.Lab, ID: id, ChainID: chainID, Groups: groups,
+			Classifiers: []api.Classifier{{ID: "fc-" + id, Ethertype: "IPv4", Protocol: proto, LogicalSource: &src}}}
+	}
+	// A graph's destination chain classifies on its own logical source port as well: put it
+	// where it does not overlap the source chain's.
+	onServer := func(c *api.Chain) *api.Chain {
+		dst := ref("server", "eth0")
+		c.Classifiers[0].LogicalSource = &dst
+		return c
+	}
+	for _, tc := range []struct {
+		name   string
+		chains map[string]*api.Chain
+		graphs map[string]*api.Graph
+		check  func(t *testing.T, m *sfc.Model, tab *sfc.Tables)
+	}{
+		{"file group reused", map[string]*api.Chain{"a": chain("a", 2, "tcp", g1, f2)}, nil, func(t *testing.T, m *sfc.Model, tab *sfc.Tables) {
+			if len(m.PortPairGroups) != 2 || len(m.PortPairs) != 2 {
+				t.Errorf("groups %v pairs %v: want the file's g1 once and the API's g2", m.PortPairGroups, m.PortPairs)
+			}
+			if got := m.PortChains[1].PortPairGroups; len(got) != 2 || got[0] != "g1" || got[1] != ModelName("g2") {
+				t.Errorf("API chain groups %v", got)
+			}
+			if tab.ChainPath(ModelName("a")) != 4 || tab.ChainPath("c-udp") != 2 {
+				t.Errorf("paths: api %d (want 4 = 2*chain_id), file %d (want 2)", tab.ChainPath(ModelName("a")), tab.ChainPath("c-udp"))
+			}
+		}},
+		{"path kept when an earlier chain goes", map[string]*api.Chain{"b": chain("b", 3, "icmp", f2)}, nil, func(t *testing.T, m *sfc.Model, tab *sfc.Tables) {
+			if tab.ChainPath(ModelName("b")) != 6 {
+				t.Errorf("chain_id 3 compiled to path %d, want 6", tab.ChainPath(ModelName("b")))
+			}
+		}},
+		{"graph", map[string]*api.Chain{"next": onServer(chain("next", 2, "udp", f2))},
+			map[string]*api.Graph{"sg": {Lab: p.Lab, ID: "sg", Edges: map[string][]string{"file-c": {"next"}}, LabFile: map[string]string{"file-c": "c-udp"}}},
+			func(t *testing.T, m *sfc.Model, tab *sfc.Tables) {
+				var flags uint32
+				for _, pa := range tab.Paths {
+					if pa.ID == 2 {
+						flags = pa.Flags
+					}
+				}
+				rules := tab.Rules[sfc.GraphKey|2]
+				if flags&sfc.PathGraph == 0 || len(rules) != 1 || rules[0].Path != 4 {
+					t.Errorf("graph c-udp -> next: source flags %#x, rules at GraphKey|2 %+v; want the graph flag and one rule to path 4", flags, rules)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m, err := Model(p.Transparent.Model, tc.chains, tc.graphs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tab, err := sfc.Compile(m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			tc.check(t, m, tab)
+		})
 	}
 }

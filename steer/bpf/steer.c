@@ -5,10 +5,10 @@
 //
 //   source port:   classify (rules per logical source port, first match; overlaps are refused
 //                  before load) -> path id, hop 0.
-//   function port: the packet's path comes from the `expect` LRU map, keyed by (5-tuple, port),
-//                  written when the packet was redirected into the function; the hop index comes
-//                  from `hop_of` (path, egress port) -> index, so inserting or removing a hop is a
-//                  map update that takes effect on the next packet.
+//   function port: the packet's path comes from the `expect` LRU map, keyed by (5-tuple, host,
+//                  ifindex of the port), written when the packet was redirected into the function;
+//                  the hop index comes from `hop_of` (path, egress port) -> index, so inserting or
+//                  removing a hop is a map update that takes effect on the next packet.
 //   hop:           group -> weight table slot chosen by a hash of the group's lb_fields -> port
 //                  pair -> rewrite dst MAC -> bpf_redirect_peer into the function (same host) or
 //                  set the tunnel key (VNI = path << 8 | index) and redirect to the host's
@@ -19,6 +19,21 @@
 //                  owning the destination MAC; for a symmetric chain the reverse 5-tuple is
 //                  written into `expect` at the destination port, so replies take the reverse
 //                  path; the reverse path hashes swapped fields, so it picks the same instances.
+//
+// Flow cache (the fast path): the walk above costs a dozen hash lookups per packet and hop,
+// which on a chain of forwarders cost as much as the kernel's own forwarding. Its outcome
+// depends only on the tables, the 5-tuple and the port, so when it ends in one local
+// bpf_redirect_peer (no tap copy, no tunnel, at most one counter) the decision is stored in the
+// flow's `expect` entry at that port (an entry marked CLASSIFIED when the flow came from a
+// classifier), stamped with the tables' epoch. Every later packet of the flow at that port
+// costs one LRU lookup, one counter and the redirect. Apply bumps `epoch` after writing the
+// tables, so a chain change invalidates every cached decision at once: the next packet walks
+// the tables again. One thing the walk did per packet that the cache does not: rewrite the
+// flow state at the next function's egress port if the LRU map evicted it. So a packet that
+// arrives at a function's port (PORT_EXPECT) with no flow state bumps the epoch itself (once
+// per flow: a flow the function sends on its own is remembered), and the previous hop's next
+// packet walks and writes it again. (Replies need no such care: a symmetric chain classifies
+// them at its logical destination port anyway.)
 //
 // Only IPv4 is steered; everything else (ARP, IPv6) passes to the bridge unchanged. IPv4 in
 // no chain goes straight to the port owning its destination address (or MAC), as the bridge
@@ -35,10 +50,12 @@
 #include <bpf/bpf_helpers.h>
 
 #define MAX_RULES 16
+#define barrier() asm volatile("" ::: "memory")
 #define MAX_STEPS 8
 #define GRAPH_KEY 0x80000000u
 
 #define PORT_TAP 1
+#define PORT_EXPECT 2 // a function's port where packets come back: flow state is expected here
 
 #define PATH_REVERSE 1
 #define PATH_GRAPH 2
@@ -133,7 +150,35 @@ struct tuple {
 
 struct expect_key {
 	struct tuple t;
-	__u32 port;
+	__u32 host;
+	__u32 ifindex; // the port's host-side ifindex on that host
+};
+
+#define FLOW_CLASSIFIED 1 // made at classification, not by a previous hop
+#define FLOW_COUNT 2      // the cached decision bumps counter (cpath, cidx)
+
+// flow is an `expect` value: the path and hop a previous hop sent the flow on, and the
+// decision cached for packets of the flow arriving at this port.
+struct flow {
+	__u32 path;
+	__u32 idx;
+	__u32 epoch;   // the cached decision holds while the tables' epoch is this; 0: none
+	__u32 ifindex; // bpf_redirect_peer target
+	__u32 cpath, cidx;
+	__u8 mac[6];   // destination MAC to write
+	__u8 flags;
+	__u8 pad;
+};
+
+// decision collects what the table walk did, so steer_port can cache it.
+struct decision {
+	__u32 ifindex;
+	__u32 cpath, cidx;
+	__u8 mac[6];
+	__u8 ncount;
+	__u8 nocache;
+	__u8 pad[2];
+	__u32 from_tunnel; // the sending host counted the first hop already
 };
 
 struct pick_key {
@@ -232,8 +277,16 @@ struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
 	__uint(max_entries, 65536);
 	__type(key, struct expect_key);
-	__type(value, struct path_idx);
+	__type(value, struct flow);
 } expect SEC(".maps");
+
+// epoch[0] is bumped by every Apply; cached decisions of another epoch are stale.
+struct {
+	__uint(type, BPF_MAP_TYPE_ARRAY);
+	__uint(max_entries, 1);
+	__type(key, __u32);
+	__type(value, __u32);
+} epoch SEC(".maps");
 
 struct {
 	__uint(type, BPF_MAP_TYPE_LRU_HASH);
@@ -268,6 +321,24 @@ __noinline int count(__u32 path, __u32 idx, __u32 len)
 	struct counter init = {.packets = 1, .bytes = len};
 	bpf_map_update_elem(&stats, &k, &init, BPF_NOEXIST);
 	return 0;
+}
+
+// counted counts a hop and remembers it for the flow cache.
+static __always_inline void counted(struct decision *d, __u32 path, __u32 idx, __u32 len)
+{
+	count(path, idx, len);
+	d->cpath = path;
+	d->cidx = idx;
+	d->ncount++;
+}
+
+// redirected sends the frame to the local port ifindex with mac as its destination and
+// remembers both for the flow cache.
+static __always_inline int redirected(struct decision *d, __u32 ifindex, const __u8 *mac)
+{
+	d->ifindex = ifindex;
+	__builtin_memcpy(d->mac, mac, ETH_ALEN);
+	return bpf_redirect_peer(ifindex, 0);
 }
 
 static __always_inline __u32 mix(__u32 h, __u32 v)
@@ -395,10 +466,11 @@ static __always_inline int set_dst(struct __sk_buff *skb, const __u8 *mac)
 
 // to_port sends the frame into the namespace behind port p: straight into the peer on this
 // host, or through the steering tunnel (VNI = vni) to the host that owns the port.
-static __always_inline int to_port(struct __sk_buff *skb, const struct port *p, __u32 vni)
+static __always_inline int to_port(struct __sk_buff *skb, const struct port *p, __u32 vni, struct decision *d)
 {
 	if (p->host == host_id)
-		return bpf_redirect_peer(p->ifindex, 0);
+		return redirected(d, p->ifindex, p->mac);
+	d->nocache = 1;
 	__u32 me = host_id, there = p->host;
 	struct tunnel *local = bpf_map_lookup_elem(&tunnels, &me);
 	struct tunnel *remote = bpf_map_lookup_elem(&tunnels, &there);
@@ -470,12 +542,30 @@ __noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const stru
 	return bpf_redirect_peer(in->ifindex, 0);
 }
 
+// reverse_entry makes replies of flow t arriving at the destination port (host, ifindex) take
+// the reverse path (path ^ 1) from hop 0.
+static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u32 host, __u32 ifindex)
+{
+	struct expect_key ek = {.host = host, .ifindex = ifindex};
+	ek.t.src = t->dst;
+	ek.t.dst = t->src;
+	ek.t.sport = t->dport;
+	ek.t.dport = t->sport;
+	ek.t.proto = t->proto;
+	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
+		struct flow want = {.path = path ^ 1, .idx = 0};
+		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+	}
+}
+
+
 // deliver hands the frame to the port owning its destination IP (Neutron's fixed IP) or MAC,
 // rewriting the destination MAC (a function's egress frame carries a placeholder), or leaves it
 // to the bridge when neither is a lab port.
-__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t, int symmetric_fwd)
+__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t, int symmetric_fwd, struct decision *d)
 {
-	if (!skb || !t)
+	if (!skb || !t || !d)
 		return TC_ACT_SHOT;
 	__u32 dst = t->dst;
 	__u32 *pid = bpf_map_lookup_elem(&ips, &dst);
@@ -494,32 +584,18 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 	struct port *p = bpf_map_lookup_elem(&ports, &port);
 	if (!p)
 		return TC_ACT_OK;
-	if (symmetric_fwd) {
-		// Replies from the destination port take the reverse path (path ^ 1) from hop 0.
-		struct expect_key ek = {.port = port};
-		ek.t.src = t->dst;
-		ek.t.dst = t->src;
-		ek.t.sport = t->dport;
-		ek.t.dport = t->sport;
-		ek.t.proto = t->proto;
-		struct path_idx *have = bpf_map_lookup_elem(&expect, &ek);
-		if (!have || have->path != (path ^ 1) || have->idx != 0) {
-			struct path_idx want = {.path = path ^ 1, .idx = 0};
-			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
-		}
-	}
+	if (symmetric_fwd)
+		reverse_entry(t, path, p->host, p->ifindex);
 	if (set_dst(skb, p->mac) < 0)
 		return TC_ACT_SHOT;
-	if (p->host != host_id)
-		return to_port(skb, p, (path << 8) | VNI_END);
-	return bpf_redirect_peer(p->ifindex, 0);
+	return to_port(skb, p, (path << 8) | VNI_END, d);
 }
 
 // steer moves the packet on along path from hop next; from_tunnel: the sending host has
 // counted hop next already.
-__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple *t, int from_tunnel)
+__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple *t, struct decision *d)
 {
-	if (!skb || !t)
+	if (!skb || !t || !d)
 		return TC_ACT_OK;
 	__u32 len = skb->len;
 #pragma clang loop unroll(disable)
@@ -528,7 +604,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 		if (!pa)
 			return TC_ACT_OK;
 		if (next >= pa->nhops) {
-			count(path, pa->nhops, len);
+			counted(d, path, pa->nhops, len);
 			if (pa->flags & PATH_GRAPH) {
 				__u32 np = classify(GRAPH_KEY | path, t);
 				if (np) {
@@ -537,7 +613,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 					continue;
 				}
 			}
-			return deliver(skb, path, t, pa->flags & PATH_SYMMETRIC);
+			return deliver(skb, path, t, pa->flags & PATH_SYMMETRIC, d);
 		}
 		struct path_idx hk = {.path = path, .idx = next};
 		__u32 *gid = bpf_map_lookup_elem(&hops, &hk);
@@ -567,8 +643,8 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 		struct port *in = bpf_map_lookup_elem(&ports, &in_id);
 		if (!in)
 			return TC_ACT_OK;
-		if (!from_tunnel || step > 0)
-			count(path, next, len);
+		if (!d->from_tunnel || step > 0)
+			counted(d, path, next, len);
 
 		struct pick_key pk = {.group = *gid, .t = *t};
 		__u32 *old = bpf_map_lookup_elem(&picks, &pk);
@@ -576,7 +652,9 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 			bpf_map_update_elem(&picks, &pk, ppid, BPF_ANY);
 
 		if (g->tap) {
-			// A copy to the tap; the original goes on to the next hop.
+			// A copy to the tap; the original goes on to the next hop. Not cacheable: the
+			// copy is made per packet.
+			d->nocache = 1;
 			__u8 orig[ETH_ALEN];
 			__builtin_memcpy(orig, eth->h_dest, ETH_ALEN);
 			if (in->host == host_id) {
@@ -591,25 +669,39 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 			continue;
 		}
 		// Remember where this packet reappears: the instance's egress port.
-		struct expect_key ek = {.t = *t, .port = out_id};
-		struct path_idx *have = bpf_map_lookup_elem(&expect, &ek);
-		if (!have || have->path != path || have->idx != next + 1) {
-			struct path_idx want = {.path = path, .idx = next + 1};
+		struct port *out = in;
+		if (out_id != in_id)
+			out = bpf_map_lookup_elem(&ports, &out_id);
+		if (!out)
+			return TC_ACT_OK;
+		struct expect_key ek = {.t = *t, .host = out->host, .ifindex = out->ifindex};
+		struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+		if (!have || have->path != path || have->idx != next + 1 || (have->flags & FLOW_CLASSIFIED)) {
+			struct flow want = {.path = path, .idx = next + 1};
 			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
 		}
 		if (set_dst(skb, in->mac) < 0)
 			return TC_ACT_SHOT;
-		return to_port(skb, in, (path << 8) | next);
+		return to_port(skb, in, (path << 8) | next, d);
 	}
 	return TC_ACT_OK;
 }
 
-SEC("tc")
-int steer_port(struct __sk_buff *skb)
+// remember adds a CLASSIFIED entry for a flow at a port (no decision cached yet) unless the
+// flow has one there. Its own function: its stack is not on the deepest call chain.
+__noinline int remember(const struct expect_key *ek, __u32 path)
 {
-	struct tuple t = {};
-	if (parse(skb, &t) < 0)
-		return TC_ACT_OK;
+	if (!ek)
+		return 0;
+	struct flow f = {.path = path, .flags = FLOW_CLASSIFIED};
+	return bpf_map_update_elem(&expect, ek, &f, BPF_NOEXIST);
+}
+
+// walk steers a packet the flow cache could not: the full table walk. e is the flow's
+// `expect` entry at this port (NULL: none); what the walk did is left in d.
+static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct flow *e, __u32 *from,
+				struct decision *d, struct expect_key *ek, __u32 *ep)
+{
 	struct port_key pk = {.host = host_id, .ifindex = skb->ingress_ifindex};
 	__u32 *pid = bpf_map_lookup_elem(&port_by_if, &pk);
 	if (!pid)
@@ -618,11 +710,19 @@ int steer_port(struct __sk_buff *skb)
 	struct port *p = bpf_map_lookup_elem(&ports, &port);
 	if (p && (p->flags & PORT_TAP))
 		return TC_ACT_SHOT; // whatever a tap sends back is dropped
+	if (!e && p && (p->flags & PORT_EXPECT) && ep) {
+		// A packet leaving a function with no flow state: either the function sends a flow
+		// of its own, or the LRU map evicted the entry the previous hop wrote. The previous
+		// hop's cached decision would never write it again, so invalidate every cached
+		// decision (the previous hop walks and rewrites it on its next packet), and remember
+		// the flow here (no decision cached), so a flow of the function's own does this once.
+		__sync_fetch_and_add(ep, 1);
+		remember(ek, 0);
+		e = bpf_map_lookup_elem(&expect, ek);
+	}
 
 	// A packet leaving a function: which path, which hop.
-	struct expect_key ek = {.t = t, .port = port};
-	struct path_idx *e = bpf_map_lookup_elem(&expect, &ek);
-	if (e) {
+	if (e && !(e->flags & FLOW_CLASSIFIED)) {
 		__u32 path = e->path, next = e->idx;
 		struct path_port hp = {.path = path, .port = port};
 		__u32 *idx = bpf_map_lookup_elem(&hop_of, &hp);
@@ -630,16 +730,61 @@ int steer_port(struct __sk_buff *skb)
 			next = *idx + 1; // the chain may have changed since: trust its current order
 		else if (next != 0)
 			return TC_ACT_OK; // this port left the path: plain L2
-		return steer(skb, path, next, &t, 0);
+		return steer(skb, path, next, t, d);
 	}
 	// A packet from a logical source port: classify.
-	__u32 path = classify(port, &t);
+	__u32 path = classify(port, t);
+	*from = path;
 	if (path)
-		return steer(skb, path, 0, &t, 0);
+		return steer(skb, path, 0, t, d);
 	// Not in a chain: straight to the port owning the destination (as the bridge would, one
 	// hop cheaper; also delivers what a function sends with the placeholder MAC when its flow
 	// state is gone).
-	return deliver(skb, 0, &t, 0);
+	return deliver(skb, 0, t, 0, d);
+}
+
+SEC("tc")
+int steer_port(struct __sk_buff *skb)
+{
+	struct tuple t = {};
+	if (parse(skb, &t) < 0)
+		return TC_ACT_OK;
+	__u32 zero = 0;
+	__u32 *ep = bpf_map_lookup_elem(&epoch, &zero);
+	__u32 now = ep ? *ep : 0;
+	struct expect_key ek = {.t = t, .host = host_id, .ifindex = skb->ingress_ifindex};
+	struct flow *e = bpf_map_lookup_elem(&expect, &ek);
+	if (e && now && e->epoch == now) {
+		// The flow cache: the walk's decision for this flow at this port.
+		if (e->flags & FLOW_COUNT)
+			count(e->cpath, e->cidx, skb->len);
+		if (set_dst(skb, e->mac) < 0)
+			return TC_ACT_SHOT;
+		return bpf_redirect_peer(e->ifindex, 0);
+	}
+
+	struct decision d = {};
+	__u32 classified = 0;
+	int ret = walk(skb, &t, e, &classified, &d, &ek, ep);
+	if (ret != TC_ACT_REDIRECT || d.nocache || d.ncount > 1 || !d.ifindex || !now)
+		return ret;
+	if (!e) {
+		// A classified flow, or one walk remembered: its entry (unless a previous hop made
+		// one meanwhile) gets the decision below.
+		remember(&ek, classified);
+		e = bpf_map_lookup_elem(&expect, &ek);
+		if (!e)
+			return ret;
+	}
+	// Fill in place; the epoch last, so a reader that sees it sees the rest.
+	e->ifindex = d.ifindex;
+	e->cpath = d.cpath;
+	e->cidx = d.cidx;
+	__builtin_memcpy(e->mac, d.mac, ETH_ALEN);
+	e->flags = (e->flags & FLOW_CLASSIFIED) | (d.ncount ? FLOW_COUNT : 0);
+	barrier();
+	e->epoch = now;
+	return ret;
 }
 
 // steer_tunnel runs on a host's steering VXLAN device: the VNI says which path and hop.
@@ -653,11 +798,12 @@ int steer_tunnel(struct __sk_buff *skb)
 	if (parse(skb, &t) < 0)
 		return TC_ACT_SHOT;
 	__u32 path = key.tunnel_id >> 8, idx = key.tunnel_id & 0xff;
+	struct decision d = {.from_tunnel = 1};
 	if (idx == VNI_END)
-		return deliver(skb, path, &t, 0);
+		return deliver(skb, path, &t, 0, &d);
 	if (idx & VNI_TAP)
 		return tap_only(skb, path, idx & 0x7f, &t);
-	return steer(skb, path, idx, &t, 1);
+	return steer(skb, path, idx, &t, &d);
 }
 
 char LICENSE[] SEC("license") = "GPL";

@@ -429,3 +429,9 @@ func stopServers(servers []server) error {
 	wg.Wait()
 	return errors.Join(errs...)
 }
+
+// StopServer lets a one-off server started with ServerArgs finish, then terminates it if it
+// still runs (SIGTERM, then SIGKILL), as the probe does with its own servers.
+func StopServer(node string, pid int) error {
+	return stopServers([]server{{node: node, pid: pid}})
+}

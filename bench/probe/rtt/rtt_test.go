@@ -108,7 +108,11 @@ func TestProbeUDP(t *testing.T) {
 			t.Errorf("sample %+v", s)
 		}
 	}
-	if counts["rtt"] != 300 || counts["path"] != 300 || counts["stack_tx"] != 300 || values["loss"] != 0 || values["sent"] != 300 {
+	// Every echo has an RTT; the kernel timestamps that split it come for nearly all of them
+	// (289 of 300 seen with the host busy: a TX timestamp still on the error queue when the
+	// probe stops waiting), and the probe must say how many it got.
+	if counts["rtt"] != 300 || values["loss"] != 0 || values["sent"] != 300 ||
+		counts["path"] != int(values["timestamped"]) || counts["stack_tx"] != counts["path"] || values["timestamped"] < 270 {
 		t.Errorf("samples per metric %v, values %v", counts, values)
 	}
 	if values["rate_achieved"] < 0.99*2000 {

@@ -1,0 +1,143 @@
+package report
+
+import (
+	"bytes"
+	"flag"
+	"fmt"
+	"math"
+	"os"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/results"
+)
+
+// flowsInput is a synthetic run of study C's data plane: two chains measured in two modes,
+// Fig. 6's three flows (1, 2, 3 Mbit/s for 3, 6, 9 s, sampled every second) and two taps, one
+// on the previous hop's host and one elsewhere; two trials each.
+func flowsInput() Input {
+	const e = "study-c"
+	in := Input{
+		Run:       results.Run{Experiment: e, Study: "C", Started: t0, Ended: t0.Add(5 * time.Minute), Complete: true, Env: map[string]string{"sfclab": "v0.1.0-test"}},
+		Scenarios: []string{"c0", "c2", "c0-routed", "c2-routed", "fig6", "tap-local", "tap-remote"},
+		Baseline:  "c0",
+		Published: &Published{
+			Study: "C. test", Reference: "A. B, \"T\", V, 2019",
+			Rows: []PublishedRow{{Scenario: "c0", Metric: MetricThroughput, Text: "above 8 Gbit/s"}},
+			Modes: &ModeTable{Title: "Steering modes", Intro: "Transparent and routed.", Columns: []string{"transparent", "routed"},
+				Rows:    []ModeRow{{Case: "C0", Scenarios: []string{"c0", "c0-routed"}}, {Case: "C2", Scenarios: []string{"c2", "c2-routed"}}, {Case: "X", Scenarios: []string{"x", ""}}},
+				RatioOf: 0, RatioTo: 1},
+		},
+	}
+	n := 0
+	add := func(sc string, trial int, probe, metric string, v float64, unit string, labels map[string]string) {
+		n++
+		in.Samples = append(in.Samples, results.Sample{Experiment: e, Scenario: sc, Trial: trial, Probe: probe, Metric: metric,
+			Value: v, Unit: unit, Time: t0.Add(time.Duration(n) * time.Millisecond), Labels: labels})
+	}
+	thr := map[string][]float64{"c0": {9.1, 9.3}, "c2": {3.1, 3.3}, "c0-routed": {20.0, 21.0}, "c2-routed": {12.0, 12.6}}
+	for _, sc := range in.Scenarios {
+		for trial := 1; trial <= 2; trial++ {
+			in.Trials = append(in.Trials, results.Trial{Experiment: e, Scenario: sc, Trial: trial, Status: results.TrialOK, Started: t0, Ended: t0.Add(time.Minute)})
+			if g, ok := thr[sc]; ok {
+				add(sc, trial, "iperf3", "throughput", g[trial-1]*1e9, "bit/s", map[string]string{"side": "receiver", "protocol": "tcp", "streams": "1"})
+			}
+		}
+	}
+	// Fig. 6: sfp3 (v3, v4, v5) 1M for 3 s, sfp2 (v2, v4, v6) 2M for 6 s, sfp1 (v1, v4, v7) 3M for 9 s.
+	flows := []struct {
+		chain, rate string
+		mbit, secs  float64
+		nodes       []string
+	}{{"sfp3", "1M", 1, 3, []string{"v3", "v5"}}, {"sfp2", "2M", 2, 6, []string{"v2", "v6"}}, {"sfp1", "3M", 3, 9, []string{"v1", "v7"}}}
+	hosts := map[string]string{"v1": "contr01", "v2": "comp02", "v3": "comp02", "v4": "comp03", "v5": "contr01", "v6": "comp04", "v7": "comp03"}
+	for trial := 1; trial <= 2; trial++ {
+		for t := 1; t <= 10; t++ {
+			rates := map[string]float64{}
+			for _, f := range flows {
+				if float64(t) <= f.secs {
+					for _, nd := range f.nodes {
+						rates[nd] += f.mbit * 1e6
+					}
+					rates["v4"] += f.mbit * 1e6
+				}
+			}
+			for _, nd := range []string{"v1", "v2", "v3", "v4", "v5", "v6", "v7"} {
+				add("fig6", trial, "flows", "egress_rate", rates[nd]*(1+0.01*float64(trial-1)), "bit/s", map[string]string{"node": nd, "host": hosts[nd], "t": fmt.Sprint(t)})
+			}
+		}
+		for _, f := range flows {
+			l := map[string]string{"flow": f.chain, "bitrate": f.rate, "duration": fmt.Sprintf("%gs", f.secs)}
+			add("fig6", trial, "flows", "flow_throughput", f.mbit*1e6*0.999, "bit/s", with(l, "side", "receiver"))
+			add("fig6", trial, "flows", "flow_throughput", f.mbit*1e6, "bit/s", with(l, "side", "sender"))
+			add("fig6", trial, "flows", "flow_loss", 0.1*float64(trial), "%", l)
+		}
+		for _, tap := range []struct{ sc, host string }{{"tap-local", "contr01"}, {"tap-remote", "comp03"}} {
+			add(tap.sc, trial, "flows", "egress_bytes", 12.5e6, "bytes", map[string]string{"node": "v1", "host": "contr01"})
+			add(tap.sc, trial, "flows", "egress_bytes", 12.5e6, "bytes", map[string]string{"node": "v6", "host": "comp04"})
+			add(tap.sc, trial, "flows", "tap_bytes", 12.5e6, "bytes", map[string]string{"node": "tap", "host": tap.host, "prev": "v1", "prev_host": "contr01"})
+			add(tap.sc, trial, "flows", "tap_rate", 10e6, "bit/s", map[string]string{"node": "tap", "host": tap.host, "t": "1"})
+		}
+	}
+	return in
+}
+
+var htmlSampleFlows = flag.String("html-sample-flows", "", "also write the sample flows (study C) HTML report to this file")
+
+func TestFlowsReport(t *testing.T) {
+	r, err := Build(flowsInput())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// v4 carries the sum of the running flows in each window: 6, 5, 3 Mbit/s.
+	var v4 []float64
+	for _, w := range r.FlowWindows {
+		if w.Scenario == "fig6" {
+			v4 = append(v4, math.Round(w.Bits["v4"]/1e4)/1e2)
+		}
+	}
+	if want := []float64{6.03, 5.03, 3.02}; fmt.Sprint(v4) != fmt.Sprint(want) {
+		t.Errorf("v4 per window = %v Mbit/s, want %v", v4, want)
+	}
+	if len(r.Taps) != 2 || r.Taps[0].Ratio != 1 || r.Taps[1].Host == r.Taps[1].PrevHost {
+		t.Errorf("taps = %+v", r.Taps)
+	}
+	if q, ok := r.ModeRatio("c2", "c2-routed"); !ok || q.Value > 0.27 || q.Value < 0.25 {
+		t.Errorf("c2 / c2-routed = %+v, %v", q, ok)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, notes := range r.Notes {
+		if strings.Contains(notes, "flows") {
+			t.Errorf("flows samples counted as unread: %s", notes)
+		}
+	}
+	golden(t, "flows.md", md.Bytes())
+	charts, err := r.charts()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	for _, c := range charts {
+		names = append(names, c.name)
+	}
+	if got := strings.Join(names, ","); !strings.Contains(got, "flows-fig6") || !strings.Contains(got, "flows-tap-remote") {
+		t.Errorf("charts = %s, want flows-fig6 and flows-tap-remote", got)
+	}
+	var html bytes.Buffer
+	if err := r.HTML(&html); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(html.String(), "Egress rate over time: fig6") {
+		t.Error("HTML lacks the Fig. 6 chart")
+	}
+	if *htmlSampleFlows != "" {
+		if err := os.WriteFile(*htmlSampleFlows, html.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", *htmlSampleFlows)
+	}
+}

@@ -1,0 +1,229 @@
+package studies
+
+import (
+	"fmt"
+	"math"
+	"strings"
+	"time"
+
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/report"
+)
+
+// ReferenceC cites study C. The shared copy gives no venue or year; it used OpenStack Rocky
+// (2018) on CloudLab.
+const ReferenceC = `D. Borsatti, G. Davoli, W. Cerroni, C. Contoli, F. Callegati, "Performance of Service Function Chaining on the OpenStack Cloud Platform", University of Bologna (venue and year not in the shared copy; it ran OpenStack Rocky, released 2018, via Devstack on CloudLab)`
+
+// OpenStackSFC is the name of study C's reproduction.
+const OpenStackSFC = "openstack-sfc"
+
+// Fig6Scale is how much shorter the Fig. 6 flows (30, 60, 90 s) and the tap flows are in a
+// --quick run.
+const Fig6Scale = 10
+
+// studyC is study C's data plane: Table I, Table II, Fig. 6 and the tap, on four emulated
+// hosts, with the same chains on one host, transparent and routed, beside them.
+var studyC = &Study{
+	Name:       OpenStackSFC,
+	Title:      "C. Service Function Chaining on OpenStack (Borsatti et al.) — data plane on four emulated hosts",
+	Experiment: "experiments/openstack-sfc.yaml",
+	NetnsOnly:  true,
+	Published: &report.Published{
+		Study:     "C. Service Function Chaining on OpenStack (Borsatti, Davoli, Cerroni, Contoli, Callegati)",
+		Source:    "Section V, Fig. 7 and Table II of the paper; OpenStack Rocky with networking-sfc (OVS, MPLS over VXLAN, MTU 1418) on four CloudLab compute nodes with 10 GbE, iperf3 TCP",
+		Reference: ReferenceC,
+		Rows: []report.PublishedRow{
+			{Scenario: "c0", Metric: report.MetricThroughput, Text: "above 8 Gbit/s (Fig. 7)"},
+			{Scenario: "c1", Metric: report.MetricThroughput, Value: 7.01, Unit: "Gbit/s"},
+			{Scenario: "same-d", Metric: report.MetricThroughput, Value: 3.39, Unit: "Gbit/s"},
+			{Scenario: "other", Metric: report.MetricThroughput, Value: 1.99, Unit: "Gbit/s"},
+		},
+		Notes: []string{
+			"Table II: one function between S and D, placed with S 7.01, with D 3.39, on another node 1.99 Gbit/s; with S it is chain C1 of Table I, so c1 carries that figure.",
+			"Fig. 7 (C0 to C6) is a bar chart without numbers in the text: only C0 \"above 8 Gbit/s\" and that throughput falls with each function, most with each crossing between nodes.",
+			"Fig. 6 (three 3-hop chains sharing v4, UDP 1, 2, 3 Mbit/s for 30, 60, 90 s) is a chart: v4 carries the sum of the three flows, and v1's rate alone in the last 30 s.",
+			"The tap: networking-sfc's tap worked only when the tap function ran on the same node as the previous hop of the chain; a copy that had to cross the tunnelling bridge never reached it (missing OpenFlow rules in the version tested).",
+			"Placement (Fig. 3 is not in the text; derived from it): S and v1 share a node (C1 adds \"one VNF from the node of S\", Table II's 7.01 is the function with S), D and v6 share another (C2 adds v6), v2 and v4 are on the third and fourth nodes (C3, C4), and v3, v5 sit so that C5 and C6 cross nodes at every hop (\"maximize the number of transitions\"): contr01 S v1 v5, comp02 v2 v3, comp03 v4 v7, comp04 D v6. Where v7 sits is not said; it is put with v4.",
+			"Emulated here: the four compute nodes are namespaces on one machine joined by VXLAN over a Linux bridge (no 10 GbE, no OVS, no MPLS; MTU 1450); the functions are one-armed forwarders (direction \"same\") where the study gave its functions a port on the customer and the internal network; chains are not symmetric (networking-sfc's default), so TCP acknowledgements go straight back.",
+		},
+		Claims: claimsC,
+		Modes: &report.ModeTable{
+			Title: "Steering modes and placement: Table I's chains",
+			Intro: "Every chain of Table I three ways in the same run: transparent steering (networking-sfc's model, tc eBPF) with the functions on the four emulated hosts as placed by the study, the same lab with every node on one host, and routed steering (every function the next L3 hop) on one host, which has no emulated hosts. " +
+				"Table II's with-D and other-node placements exist only in the four-host column; on one host they are C1. The last column is the paired per-repetition ratio.",
+			Columns: []string{"transparent, 4 hosts", "transparent, 1 host", "routed, 1 host"},
+			Rows:    modeRows(),
+			RatioOf: 1, RatioTo: 2,
+		},
+	},
+	Quick: func(e *experiment.Experiment) {
+		e.Repetitions = 2
+		e.Warmup.Duration = time.Second
+		if p := e.Probes.Iperf3; p != nil {
+			p.Duration.Duration = 2 * time.Second
+		}
+		for _, s := range e.Scenarios {
+			if s.Probes == nil || s.Probes.Flows == nil {
+				continue
+			}
+			for i := range s.Probes.Flows.Flows {
+				d := &s.Probes.Flows.Flows[i].Duration
+				d.Duration = max(time.Second, d.Duration/Fig6Scale)
+			}
+		}
+		e.Reduced = fmt.Sprintf("quick smoke run (--quick): 2 repetitions, iperf3 2 s instead of 10 s, Fig. 6's flows %d times shorter (3, 6, 9 s instead of 30, 60, 90 s) and the tap's flows 1 s", Fig6Scale)
+	},
+}
+
+func modeRows() []report.ModeRow {
+	var rows []report.ModeRow
+	for i := 0; i <= 6; i++ {
+		c := fmt.Sprintf("c%d", i)
+		rows = append(rows, report.ModeRow{Case: fmt.Sprintf("C%d", i), Scenarios: []string{c, c + "-1host", c + "-routed"}})
+	}
+	return append(rows,
+		report.ModeRow{Case: "Table II, with D", Scenarios: []string{"same-d", "", ""}},
+		report.ModeRow{Case: "Table II, other node", Scenarios: []string{"other", "", ""}})
+}
+
+// claimsC are study C's own conclusions about its data plane (section V).
+var claimsC = []report.Claim{
+	{Text: "throughput falls with each function added to the chain (C0 to C6)", Check: func(r *report.Report) report.ClaimResult {
+		var means []string
+		falls, steps := 0, 0
+		prev := math.NaN()
+		for i := 0; i <= 6; i++ {
+			m := meanThroughput(r, fmt.Sprintf("c%d", i))
+			means = append(means, fix2(m))
+			if !math.IsNaN(prev) && !math.IsNaN(m) {
+				steps++
+				if m < prev {
+					falls++
+				}
+			}
+			prev = m
+		}
+		ev := "mean Gbit/s C0..C6 (4 hosts): " + strings.Join(means, ", ")
+		q, ok := r.ThroughputRatio("c6")
+		if steps < 6 || !ok {
+			return report.ClaimResult{Outcome: report.NotShown, Evidence: ev + "; not every chain was measured"}
+		}
+		ev += fmt.Sprintf("; %d of %d steps fall; C6 %s", falls, steps, q.Text())
+		switch {
+		case falls == steps && q.Excludes(-1):
+			return report.ClaimResult{Outcome: report.Holds, Evidence: ev}
+		case q.Excludes(-1):
+			return report.ClaimResult{Outcome: report.HoldsDirection, Evidence: ev + ": C6 is slower than C0, but not every added function lowers the mean"}
+		case q.Excludes(1):
+			return report.ClaimResult{Outcome: report.DoesNotHold, Evidence: ev}
+		}
+		return report.ClaimResult{Outcome: report.NotShown, Evidence: ev + "; the CI of C6 against C0 includes no change"}
+	}},
+	{Text: "a function with S costs least, with D more, on another node most (Table II: 7.01 > 3.39 > 1.99 Gbit/s)", Check: func(r *report.Report) report.ClaimResult {
+		s, d, o := meanThroughput(r, "c1"), meanThroughput(r, "same-d"), meanThroughput(r, "other")
+		ev := fmt.Sprintf("mean with S (c1) %s, with D %s, other node %s Gbit/s", fix2(s), fix2(d), fix2(o))
+		sd, ok1 := r.ModeRatio("c1", "same-d")
+		do, ok2 := r.ModeRatio("same-d", "other")
+		so, ok3 := r.ModeRatio("c1", "other")
+		if !ok1 || !ok2 || !ok3 {
+			return report.ClaimResult{Outcome: report.NotShown, Evidence: ev}
+		}
+		ev += "; with S over with D " + sd.Text() + "; with D over other node " + do.Text()
+		switch {
+		case sd.Excludes(1) && do.Excludes(1):
+			return report.ClaimResult{Outcome: report.Holds, Evidence: ev}
+		case sd.Excludes(-1) || do.Excludes(-1):
+			return report.ClaimResult{Outcome: report.DoesNotHold, Evidence: ev}
+		case so.Excludes(1):
+			return report.ClaimResult{Outcome: report.HoldsDirection, Evidence: ev + "; with S is faster than on another node (" + so.Text() + "), the step through D is not shown"}
+		}
+		return report.ClaimResult{Outcome: report.NotShown, Evidence: ev + "; the CIs include no change"}
+	}},
+	{Text: "crossing between physical nodes is what costs most (the penalty of C2 to C6)", Check: func(r *report.Report) report.ClaimResult {
+		q, ok := r.ModeRatio("c6", "c6-1host")
+		if !ok {
+			return report.ClaimResult{Outcome: report.NotShown, Evidence: "no throughput of c6 and c6-1host in this run"}
+		}
+		ev := "C6 on four hosts over C6 on one host: " + q.Text()
+		if q1, ok := r.ModeRatio("c1-1host", "c0-1host"); ok {
+			ev += "; one function on one host costs " + q1.Text()
+		}
+		switch {
+		case q.Excludes(-1):
+			return report.ClaimResult{Outcome: report.Holds, Evidence: ev}
+		case q.Excludes(1):
+			return report.ClaimResult{Outcome: report.DoesNotHold, Evidence: ev}
+		}
+		return report.ClaimResult{Outcome: report.NotShown, Evidence: ev + "; the CI includes no change"}
+	}},
+	{Text: "v4, crossed by all three chains, carries their combined traffic (Fig. 6)", Check: func(r *report.Report) report.ClaimResult {
+		var worst float64
+		var parts []string
+		n := 0
+		for _, w := range r.FlowWindows {
+			if w.Scenario != "fig6" {
+				continue
+			}
+			v4, ok := w.Bits["v4"]
+			if !ok {
+				continue
+			}
+			sum := w.Bits["v1"] + w.Bits["v2"] + w.Bits["v3"]
+			if sum <= 0 || math.IsNaN(sum) || math.IsNaN(v4) {
+				continue
+			}
+			n++
+			worst = math.Max(worst, math.Abs(v4-sum)/sum)
+			parts = append(parts, fmt.Sprintf("%s-%s s: v4 %s, v1+v2+v3 %s Mbit/s", fix0(w.From), fix0(w.To), fix2(v4/1e6), fix2(sum/1e6)))
+		}
+		if n == 0 {
+			return report.ClaimResult{Outcome: report.NotShown, Evidence: "no Fig. 6 time series in this run"}
+		}
+		ev := strings.Join(parts, "; ")
+		if worst <= 0.1 {
+			return report.ClaimResult{Outcome: report.Holds, Evidence: ev}
+		}
+		return report.ClaimResult{Outcome: report.DoesNotHold, Evidence: fmt.Sprintf("%s; off by up to %.0f %%", ev, worst*100)}
+	}},
+	{Text: "the tap works only when the tap function is on the same node as the previous hop", Check: func(r *report.Report) report.ClaimResult {
+		var local, remote *report.TapRow
+		for i := range r.Taps {
+			t := &r.Taps[i]
+			if t.Host == t.PrevHost && local == nil {
+				local = t
+			}
+			if t.Host != t.PrevHost && remote == nil {
+				remote = t
+			}
+		}
+		if local == nil || remote == nil {
+			return report.ClaimResult{Outcome: report.NotShown, Evidence: "this run lacks a tap on the previous hop's host or one on another host"}
+		}
+		ev := fmt.Sprintf("on the previous hop's host the tap got %s of what that hop sent, on another host %s", fix3(local.Ratio), fix3(remote.Ratio))
+		if remote.Ratio > 0.9 {
+			return report.ClaimResult{Outcome: report.DoesNotHold, Evidence: ev + ": sfclab's tap sends the copy through the steering tunnel, so this was networking-sfc's limitation (missing rules in its tunnelling bridge), not the model's"}
+		}
+		if local.Ratio > 0.9 {
+			return report.ClaimResult{Outcome: report.Holds, Evidence: ev}
+		}
+		return report.ClaimResult{Outcome: report.NotShown, Evidence: ev}
+	}},
+}
+
+func meanThroughput(r *report.Report, s string) float64 {
+	for _, row := range r.Throughput {
+		if row.Scenario == s && len(row.Gbits) > 0 {
+			return row.Summary.Mean
+		}
+	}
+	return math.NaN()
+}
+
+func fix2(v float64) string {
+	if math.IsNaN(v) {
+		return "n/a"
+	}
+	return fmt.Sprintf("%.2f", v)
+}
+
+func fix0(v float64) string { return fmt.Sprintf("%.0f", v) }
