@@ -8,8 +8,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -234,21 +236,7 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 				return samples, fmt.Errorf("warm-up: %w", err)
 			}
 		}
-		cfg := iperf3Config(c)
-		if pr.CPUOn() {
-			// The CPU window is the client's run (connect, transfer, results), not the
-			// server's start, the wait for it to listen and its stop around it, which
-			// would dilute short runs.
-			cfg.Around = func(client func()) error {
-				stopCPU, err := startCPU(ctx, env, "")
-				if err != nil {
-					return err
-				}
-				client()
-				return stopCPU(emit)
-			}
-		}
-		if err := iperf3.New(cfg).Run(ctx, env, emit); err != nil {
+		if err := runIperf3(ctx, env, iperf3Config(c), pr.CPUOn(), emit); err != nil {
 			return samples, err
 		}
 	}
@@ -296,11 +284,11 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 // during: one window per trial, per node and per emulated host.
 func (r *Runner) rtt(ctx context.Context, pr *experiment.Probes, env probe.Env, c *experiment.RTT, emit func(results.Sample)) (err error) {
 	if pr.CPUOn() && pr.Iperf3 == nil && pr.HTTP == nil {
-		stopCPU, serr := startCPU(ctx, env, "")
+		cr, serr := startCPU(ctx, env, "")
 		if serr != nil {
 			return serr
 		}
-		defer func() { err = errors.Join(err, stopCPU(emit)) }()
+		defer func() { err = errors.Join(err, cr.stop(emit, nil)) }()
 	}
 	for _, rate := range c.Rate {
 		if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
@@ -308,6 +296,30 @@ func (r *Runner) rtt(ctx context.Context, pr *experiment.Probes, env probe.Env, 
 		}
 	}
 	return nil
+}
+
+// runIperf3 runs one iperf3 test and, when cpuOn, samples every node's CPU during its
+// measured transfer, as the test's -J report dates it (iperf3.Result.Transfer): not the
+// server's start, the wait for it to listen, the client's start and connect, the omitted
+// seconds or the results exchange, which would dilute short runs. The counters are read
+// every cpu.TrackInterval during the client's run and the snapshots inside the transfer give
+// the figures (cpu.Sampler.StopWithin); a run without a report falls back to the client's
+// whole run.
+func runIperf3(ctx context.Context, env probe.Env, cfg iperf3.Config, cpuOn bool, emit func(results.Sample)) error {
+	if cpuOn {
+		cfg.Around = func(client func() (probe.Window, bool)) error {
+			c, err := startCPU(ctx, env, "")
+			if err != nil {
+				return err
+			}
+			c.sampler.Track(cpu.TrackInterval)
+			if w, ok := client(); ok {
+				return c.stop(emit, &w)
+			}
+			return c.stop(emit, nil)
+		}
+	}
+	return iperf3.New(cfg).Run(ctx, env, emit)
 }
 
 // HTTPClientNode is the node name the CPU samples of sfclab's own HTTP load generator carry:
@@ -321,11 +333,11 @@ const HTTPClientNode = "sfclab-http-client"
 // HTTPClientNode.
 func (r *Runner) http(ctx context.Context, pr *experiment.Probes, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
 	if pr.CPUOn() && pr.Iperf3 == nil {
-		stopCPU, serr := startCPU(ctx, env, HTTPClientNode)
+		c, serr := startCPU(ctx, env, HTTPClientNode)
 		if serr != nil {
 			return serr
 		}
-		defer func() { err = errors.Join(err, stopCPU(emit)) }()
+		defer func() { err = errors.Join(err, c.stop(emit, nil)) }()
 	}
 	for _, obj := range h.Objects {
 		for _, conc := range h.Concurrency {
@@ -352,14 +364,26 @@ type dockerStatser interface {
 	Stats(ctx context.Context) (docker.Stats, error)
 }
 
+// cpuRun is CPU sampling under way: the cgroup and softirq sampler and, for containers, the
+// engine's first stats reading.
+type cpuRun struct {
+	ctx     context.Context
+	env     probe.Env
+	sampler *cpu.Sampler
+	first   map[string]docker.Stats
+}
+
 // startCPU starts sampling every node's cgroup and the host's softirq and, for containers,
-// the engine's stats; the returned func stops it and emits the samples: cpu_user, cpu_system
-// (cores) per node, softirq (cores) for the host, docker_cpu_percent (as `docker stats`
-// computes it, over the same window) per container.
+// the engine's stats; stop ends it and emits the samples: cpu_user, cpu_system (cores) per
+// node, softirq (cores) for the host, docker_cpu_percent (as `docker stats` computes it)
+// per container, and the span the cgroup figures cover (cpu.WindowMetric). docker_cpu_percent
+// covers the span between the engine's two one-shot readings, right before the iperf3
+// client's run (or the HTTP grid) and right after it: the stats API is too slow to be read
+// every tracking interval.
 //
 // self, when not "", also counts sfclab's own process as a node of that name (the HTTP load
 // generator runs in it).
-func startCPU(ctx context.Context, env probe.Env, self string) (func(emit func(results.Sample)) error, error) {
+func startCPU(ctx context.Context, env probe.Env, self string) (*cpuRun, error) {
 	names := nodeNames(env.Plan)
 	sampler, err := cpu.Start(env, names)
 	if err != nil {
@@ -375,42 +399,58 @@ func startCPU(ctx context.Context, env probe.Env, self string) (func(emit func(r
 			return nil, err
 		}
 	}
-	first := map[string]docker.Stats{}
+	c := &cpuRun{ctx: ctx, env: env, sampler: sampler, first: map[string]docker.Stats{}}
 	for _, name := range names {
 		if n, err := env.Node(name); err == nil {
 			if ds, ok := n.(dockerStatser); ok {
 				if st, err := ds.Stats(ctx); err == nil {
-					first[name] = st
+					c.first[name] = st
 				}
 			}
 		}
 	}
-	return func(emit func(results.Sample)) error {
-		cs, err := sampler.Stop()
-		for _, x := range cs {
-			emit(x)
+	return c, nil
+}
+
+// stop ends the sampling and emits its samples: over w when it is not nil (the snapshots
+// inside it, see cpu.Sampler.StopWithin), else over the whole span since startCPU.
+func (c *cpuRun) stop(emit func(results.Sample), w *probe.Window) error {
+	var err error
+	// The engine's second readings first: they end docker_cpu_percent's span with the run.
+	second := map[string]docker.Stats{}
+	for _, name := range slices.Sorted(maps.Keys(c.first)) {
+		n, nerr := c.env.Node(name)
+		if nerr != nil {
+			continue
 		}
-		for name, st := range first {
-			n, nerr := env.Node(name)
-			if nerr != nil {
-				continue
-			}
-			cur, serr := n.(dockerStatser).Stats(context.WithoutCancel(ctx))
-			if serr != nil {
-				err = errors.Join(err, serr)
-				continue
-			}
-			pct, perr := docker.CPUPercent(st, cur)
-			if perr != nil {
-				// n/a: no sample (the report shows n/a, not an invented 0 %); the cgroup
-				// figures of the trial stand, so the trial does not fail for it.
-				continue
-			}
-			emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: pct, Unit: "%",
-				Labels: map[string]string{"node": name}})
+		cur, serr := n.(dockerStatser).Stats(context.WithoutCancel(c.ctx))
+		if serr != nil {
+			err = errors.Join(err, serr)
+			continue
 		}
-		return err
-	}, nil
+		second[name] = cur
+	}
+	var cs []results.Sample
+	var cerr error
+	if w != nil {
+		cs, cerr = c.sampler.StopWithin(*w)
+	} else {
+		cs, cerr = c.sampler.Stop()
+	}
+	for _, x := range cs {
+		emit(x)
+	}
+	for _, name := range slices.Sorted(maps.Keys(second)) {
+		pct, perr := docker.CPUPercent(c.first[name], second[name])
+		if perr != nil {
+			// n/a: no sample (the report shows n/a, not an invented 0 %); the cgroup
+			// figures of the trial stand, so the trial does not fail for it.
+			continue
+		}
+		emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: pct, Unit: "%",
+			Labels: map[string]string{"node": name}})
+	}
+	return errors.Join(cerr, err)
 }
 
 func iperf3Config(c *experiment.Iperf3) iperf3.Config {

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/bench/probe/cpu"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/internal/testroot"
@@ -100,7 +101,7 @@ func TestBenchRunsAndReportsFromSamples(t *testing.T) {
 			t.Fatalf("sample without its experiment/scenario/trial: %+v", s)
 		}
 	}
-	for key, want := range map[string]int{"iperf3/throughput": 8, "ping/rtt": 20, "tcprtt/rtt": 40, "tcprtt/connect": 20, "cpu/cpu_user": 10, "deploy/deploy_time": 4} {
+	for key, want := range map[string]int{"iperf3/throughput": 8, "ping/rtt": 20, "tcprtt/rtt": 40, "tcprtt/connect": 20, "cpu/cpu_user": 10, "cpu/window": 4, "deploy/deploy_time": 4} {
 		if count[key] != want {
 			t.Errorf("%s: %d samples, want %d (all: %v)", key, count[key], want, count)
 		}
@@ -114,8 +115,14 @@ func TestBenchRunsAndReportsFromSamples(t *testing.T) {
 		"cpu/cpu_user":       {0, float64(goruntime.NumCPU()) + 0.05}, // cores
 		"cpu/cpu_system":     {0, float64(goruntime.NumCPU()) + 0.05},
 		"deploy/deploy_time": {0.001, 60},
+		// s: the snapshots inside a 1 s transfer read every 100 ms (0.8 s and more; less when
+		// the shared host delays the sampler's reads, but at least half the transfer)
+		"cpu/window": {0.5, 1.05},
 	}
 	for _, s := range samples {
+		if s.Probe == cpu.Name && s.Metric == cpu.WindowMetric && s.Labels["bound"] != "inside" {
+			t.Errorf("cpu window of %s trial %d bound %q, want inside the iperf3 transfer", s.Scenario, s.Trial, s.Labels["bound"])
+		}
 		if b, ok := bounds[s.Probe+"/"+s.Metric]; ok && (s.Value < b[0] || s.Value > b[1] || math.IsNaN(s.Value)) {
 			t.Errorf("%s/%s of %s trial %d = %v %s, outside [%v, %v]", s.Probe, s.Metric, s.Scenario, s.Trial, s.Value, s.Unit, b[0], b[1])
 		}

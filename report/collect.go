@@ -54,6 +54,8 @@ type collected struct {
 	cpu     map[string]map[string]map[string]perTrial
 	nodes   map[string][]string
 	softirq map[string]perTrial
+	// cpuWindow: the spans (s) the CPU figures of iperf3 transfers cover.
+	cpuWindow []float64
 	// http: one entry per scenario, object and concurrency.
 	http map[httpKey]*httpData
 	// deploy: scenario -> trial -> ms; deployNodes: scenario -> distinct
@@ -119,6 +121,15 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		}
 		if isHostCPU(x) {
 			continue // read by buildHostCPU
+		}
+		if pm == "cpu/window" { // the span the cpu figures cover: said in the CPU section
+			if b := x.Labels["bound"]; (b == "inside" || b == "around") && x.Unit == "s" && !math.IsNaN(x.Value) && !math.IsInf(x.Value, 0) {
+				c.cpuWindow = append(c.cpuWindow, x.Value)
+			}
+			continue
+		}
+		if pm == "http/phase_mean" {
+			continue // the medians (phase_median) are read; the means stay in the raw samples
 		}
 		if kind == "" {
 			ignored[pm]++
@@ -243,6 +254,8 @@ func sampleKind(x results.Sample) string {
 		return MetricDeployTime
 	case x.Probe == "load" && x.Metric == "count":
 		return kindLoad
+	case x.Probe == "http" && x.Metric == "phase_median" && slices.Contains(HTTPPhases, x.Labels["phase"]):
+		return MetricHTTPPhase
 	case x.Probe == "http":
 		return httpKinds[x.Metric]
 	case x.Probe == "http-ab" || x.Probe == "ab":
@@ -301,7 +314,7 @@ func unitFactor(kind, unit string) (float64, bool) {
 		case "ms":
 			return f * 1e-3, true
 		}
-	case MetricHTTPRequestTime:
+	case MetricHTTPRequestTime, MetricHTTPPhase:
 		switch unit {
 		case "ms":
 			return 1, true

@@ -39,6 +39,7 @@ type SoftirqRow struct {
 }
 
 func (r *Report) buildCPU(c *collected) {
+	r.CPUWindow = stats.Summarize(c.cpuWindow)
 	for _, s := range r.Scenarios {
 		for _, node := range c.nodes[s] {
 			m := c.cpu[s][node]

@@ -378,6 +378,10 @@ func (r *Report) cpuSection() section {
 		"whichever node the packets belong to. The two can count the same ticks: without IRQ time accounting (CONFIG_IRQ_TIME_ACCOUNTING) " +
 		"softirq work done while a node's task is on the CPU is charged to that task's cgroup too, so node figures and host softirq " +
 		"must not be added, and a comparison between them is indicative only."
+	if w := r.CPUWindow; w.N > 0 {
+		text += fmt.Sprintf(" With iperf3 the window is the test's measured transfer, as its report dates it (counters read every 100 ms, "+
+			"the readings inside the transfer used): %s s per trial (median; %s to %s).", f2(w.Median), f2(w.Min), f2(w.Max))
+	}
 	if docker {
 		text += " docker stats %: the CPU figure docker stats computes for the node's container (100 % = one core busy), mean over trials; " +
 			"— for nodes that are not containers."

@@ -35,6 +35,11 @@ var httpKinds = map[string]string{
 	"request_time": MetricHTTPRequestTime,
 }
 
+// HTTPPhases are the parts of a request's time the http probe dates (label phase of its
+// phase_median samples): the TCP handshake, the wait from the request to the answer's first
+// byte, the body, and the wait for the server's close.
+var HTTPPhases = []string{"connect", "wait", "body", "close"}
+
 // abKinds maps the metrics of probe "http-ab" (or "ab") the report reads.
 var abKinds = map[string]string{
 	"total_time": MetricABTotalTime,
@@ -87,6 +92,9 @@ type HTTPRow struct {
 	// in ms (its CI is not meaningful: requests of one run are not
 	// independent).
 	RequestTime stats.Summary
+	// Phases summarises, per phase of HTTPPhases, the per-trial median time of that part
+	// of a request, in ms; nil when the probe did not date them.
+	Phases map[string]stats.Summary
 	// AB summarises Apache Bench's per-trial total time for a run with the
 	// same settings, in s; N == 0 where ab did not run.
 	AB stats.Summary
@@ -182,6 +190,7 @@ type httpKey struct {
 type httpData struct {
 	metrics         map[string]perTrial // report metric -> trial -> value
 	pooled          []float64           // request times, ms
+	phases          map[string]perTrial // phase -> trial -> median ms
 	errSum, non2Sum float64
 	via, keepalive  []string
 }
@@ -225,6 +234,12 @@ func (c *collected) addHTTP(kind string, x results.Sample, v float64) bool {
 	switch kind {
 	case MetricHTTPRequestTime:
 		d.pooled = append(d.pooled, v)
+	case MetricHTTPPhase:
+		if d.phases == nil {
+			d.phases = map[string]perTrial{}
+		}
+		ph := x.Labels["phase"]
+		d.phases[ph] = addTrial(d.phases[ph], x.Trial, v)
 	default:
 		d.metrics[kind] = addTrial(d.metrics[kind], x.Trial, v)
 	}
@@ -344,6 +359,15 @@ func (r *Report) buildHTTP(c *collected) {
 			row.AB = sum(MetricABTotalTime)
 			row.ABRPS = sum(MetricABRPS)
 			row.RequestTime = stats.Summarize(d.pooled)
+			for _, ph := range HTTPPhases {
+				if pt := d.phases[ph]; len(pt) > 0 {
+					if row.Phases == nil {
+						row.Phases = map[string]stats.Summary{}
+					}
+					_, v := pt.means()
+					row.Phases[ph] = stats.Summarize(v)
+				}
+			}
 			idx[k] = len(r.HTTP)
 			r.HTTP = append(r.HTTP, row)
 		}
@@ -660,10 +684,64 @@ func (r *Report) httpSection() section {
 	if s := r.httpSetupText(scenarios); s != "" {
 		sec.blocks = append(sec.blocks, block{para: s})
 	}
+	if t := r.httpPhaseTable(); t != nil {
+		sec.blocks = append(sec.blocks, block{table: t}, block{para: "Where a request's time goes: the median of each part over a run's answered requests, " +
+			"mean over trials, in ms — connect: the TCP handshake to the first hop; wait: from the request sent to the answer's first byte " +
+			"(the proxy's work, its connection to the origin and the origin's answer); body: first to last byte of the body; " +
+			"close: from the last byte to the server's close (ab without -k waits for it too). " +
+			"change: the sum of the four medians against the baseline's (positive: slower)."})
+	}
 	for _, c := range r.httpConcurrencies() {
 		sec.blocks = append(sec.blocks, block{chart: httpChartName(c)})
 	}
 	return sec
+}
+
+// httpPhaseTable is the table of request phases, or nil when no row has them.
+func (r *Report) httpPhaseTable() *table {
+	idx := map[httpKey]int{}
+	has := false
+	for i, row := range r.HTTP {
+		idx[httpKey{row.Scenario, row.Object, row.Concurrency}] = i
+		has = has || row.Phases != nil
+	}
+	if !has {
+		return nil
+	}
+	t := &table{id: "http-phase-table",
+		header: []string{"scenario", "object", "concurrency", "connect ms", "wait ms", "body ms", "close ms", "change vs baseline"},
+		right:  []bool{false, false, true, true, true, true, true, true}}
+	total := func(row HTTPRow) float64 {
+		s := 0.0
+		for _, ph := range HTTPPhases {
+			s += row.Phases[ph].Mean
+		}
+		return s
+	}
+	for _, row := range r.HTTP {
+		if row.Phases == nil {
+			continue
+		}
+		cells := []string{row.Scenario, row.Object, concurrencyText(row.Concurrency)}
+		for _, ph := range HTTPPhases {
+			if q := row.Phases[ph]; q.N > 0 {
+				cells = append(cells, f3(q.Mean))
+			} else {
+				cells = append(cells, dash)
+			}
+		}
+		j, ok := idx[httpKey{row.Baseline, row.Object, row.Concurrency}]
+		switch {
+		case row.IsBaseline:
+			cells = append(cells, "baseline")
+		case !ok || r.HTTP[j].Phases == nil:
+			cells = append(cells, dash)
+		default:
+			cells = append(cells, pct(stats.Increase(total(r.HTTP[j]), total(row)), true))
+		}
+		t.rows = append(t.rows, cells)
+	}
+	return t
 }
 
 // httpSetupText says how the requests went (via the proxy or not) and

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"flag"
 	"fmt"
+	"maps"
 	"math"
 	"os"
 	"path/filepath"
@@ -116,6 +117,15 @@ func sampleInputHTTP() Input {
 					add(sc, trial, "http", "non2xx", non2xx, "count", labels)
 					add(sc, trial, "http", "bytes", (reqs-errs)*sampleSizes[obj], "count", labels)
 					add(sc, trial, "http", "requests", reqs, "count", labels)
+					if conc == 1 && obj == "1k" { // the probe's phases (medians; the means are not read)
+						for i, ph := range HTTPPhases {
+							v := httpPhases[sc][i] * (1 + 0.01*float64(trial-2))
+							l := maps.Clone(labels)
+							l["phase"] = ph
+							add(sc, trial, "http", "phase_median", v, "ms", l)
+							add(sc, trial, "http", "phase_mean", v*1.1, "ms", l)
+						}
+					}
 					if conc == 1 {
 						add(sc, trial, "http-ab", "total_time", total*1.021, "s", labels)
 						add(sc, trial, "http-ab", "rps", reqs/(total*1.021), "requests/s", labels)
@@ -134,6 +144,14 @@ func sampleInputHTTP() Input {
 		}
 	}
 	return in
+}
+
+// httpPhases are the sample's phase medians (connect, wait, body, close; ms) of 1k at
+// concurrency 1.
+var httpPhases = map[string][4]float64{
+	"native":        {0.05, 0.30, 0.01, 0.08},
+	"docker-routed": {0.09, 0.52, 0.01, 0.12},
+	"docker-nat":    {0.10, 0.55, 0.01, 0.13},
 }
 
 func buildHTTPSample(t *testing.T) *Report {
@@ -217,6 +235,19 @@ func TestHTTPFigures(t *testing.T) {
 		if want := row.Scenario != "native" && row.Node != "client"; (row.Docker.N == 3) != want {
 			t.Errorf("%s %s docker stats %+v", row.Scenario, row.Node, row.Docker)
 		}
+	}
+	routed, native := findHTTP(r, "docker-routed", "1k", 1), findHTTP(r, "native", "1k", 1)
+	for i, ph := range HTTPPhases {
+		if q := routed.Phases[ph]; q.N != 3 || math.Abs(q.Mean-httpPhases["docker-routed"][i]) > 1e-9 {
+			t.Errorf("docker-routed 1k c1 phase %s %+v, want the mean of 3 trials %v", ph, q, httpPhases["docker-routed"][i])
+		}
+	}
+	if findHTTP(r, "native", "1M", 1).Phases != nil || native.Phases == nil {
+		t.Errorf("phases where none were measured, or missing: %v, %v", findHTTP(r, "native", "1M", 1).Phases, native.Phases)
+	}
+	pt := r.httpPhaseTable()
+	if pt == nil || len(pt.rows) != 3 || pt.rows[1][0] != "docker-routed" || pt.rows[1][4] != "0.520" || pt.rows[1][7] != "+68.2 %" || pt.rows[0][7] != "baseline" {
+		t.Errorf("phase table %+v", pt)
 	}
 	for _, n := range r.Notes {
 		if strings.Contains(n, "http") || strings.Contains(n, "deploy") || strings.Contains(n, "load") {

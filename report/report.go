@@ -50,6 +50,7 @@ import (
 	"strings"
 
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/stats"
 )
 
 // Metric names of the report. They name the rows of SummaryCSV and are the
@@ -97,6 +98,9 @@ const (
 	// MetricHTTPRequestTime is the time of one answered request, connect to
 	// last body byte, in ms (all requests pooled).
 	MetricHTTPRequestTime = "http_request_time"
+	// MetricHTTPPhase is one phase of an HTTP load run's requests (label phase: connect,
+	// wait, body, close), the median over the run's answered requests, in ms, per trial.
+	MetricHTTPPhase = "http_phase"
 	// MetricABTotalTime is Apache Bench's "Time taken for tests" of a run
 	// with the same settings, in s, per trial.
 	MetricABTotalTime = "ab_total_time"
@@ -168,6 +172,9 @@ type Report struct {
 	CPU []CPURow
 	// Softirq has one row per scenario with host softirq samples.
 	Softirq []SoftirqRow
+	// CPUWindow summarises the spans (s) the CPU figures of iperf3 transfers cover (samples
+	// cpu/window with bound inside or around), over all trials; N == 0 when none.
+	CPUWindow stats.Summary
 	// CPUFindings has one sentence per scenario with CPU samples saying
 	// where the cycles went, computed from the data.
 	CPUFindings []string

@@ -43,6 +43,14 @@ type Env struct {
 	LogDir string
 }
 
+// Window is a span of wall-clock time, e.g. when an iperf3 test's transfer ran.
+type Window struct {
+	From, To time.Time
+}
+
+// Duration returns To - From.
+func (w Window) Duration() time.Duration { return w.To.Sub(w.From) }
+
 // Probe takes measurements on one chain and emits raw samples. The runner fills in each
 // sample's Experiment, Scenario and Trial.
 type Probe interface {

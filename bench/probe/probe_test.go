@@ -164,14 +164,20 @@ func TestFwLB(t *testing.T) {
 			rx[0].Value/1e9, rx[0].Labels["cc"], int(pick(got, "retransmits")[0].Value), took.Round(time.Millisecond))
 		byNode := map[string]float64{}
 		for _, s := range cs {
+			if s.Metric == cpu.WindowMetric {
+				if s.Unit != "s" || s.Labels["bound"] != "whole" || s.Value < took.Seconds() {
+					t.Errorf("window sample %+v, want bound=whole over at least the probe's %s", s, took)
+				}
+				continue
+			}
 			byNode[s.Labels["node"]] += s.Value
 			t.Logf("cpu %s %s = %.3f cores", s.Labels["node"], s.Metric, s.Value)
 		}
 		if byNode["lb"] <= 0 {
 			t.Errorf("HAProxy used no CPU while iperf3 ran: %+v", cs)
 		}
-		if len(cs) != 2*len(nodes)+1 {
-			t.Errorf("%d cpu samples, want %d", len(cs), 2*len(nodes)+1)
+		if len(cs) != 2*len(nodes)+2 {
+			t.Errorf("%d cpu samples, want %d (user and system per node, softirq, window)", len(cs), 2*len(nodes)+2)
 		}
 	})
 

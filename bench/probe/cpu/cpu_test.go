@@ -3,6 +3,7 @@ package cpu_test
 import (
 	"context"
 	"errors"
+	"math"
 	"os"
 	"syscall"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -78,13 +80,19 @@ func TestSampler(t *testing.T) {
 	}
 	got := map[string]float64{}
 	for _, x := range samples {
+		if x.Metric == cpu.WindowMetric {
+			if x.Unit != "s" || x.Labels["bound"] != "whole" || x.Value < 0.1 {
+				t.Errorf("window sample %+v, want bound=whole over >= 0.1 s", x)
+			}
+			continue
+		}
 		if x.Probe != "cpu" || x.Unit != "cores" {
 			t.Errorf("sample %+v", x)
 		}
 		got[x.Metric+"/"+x.Labels["node"]] = x.Value
 	}
-	if len(got) != 3 {
-		t.Fatalf("samples %v, want a's user and system and the host's softirq", got)
+	if len(got) != 3 || len(samples) != 4 {
+		t.Fatalf("samples %v, want a's user and system, the host's softirq and the window", samples)
 	}
 	// 100 ms user and 50 ms system over >= 100 ms of wall time.
 	if u := got["cpu_user/a"]; u <= 0.5 || u > 1.0 {
@@ -96,6 +104,85 @@ func TestSampler(t *testing.T) {
 	if si, ok := got["softirq/host"]; !ok || si < 0 {
 		t.Errorf("softirq = %v", si)
 	}
+}
+
+// clockNode's CPU grows at rate cores of user time while the wall clock is inside busy, and
+// not at all outside it: a transfer that starts late in the client's run.
+type clockNode struct {
+	probe.Node
+	busy probe.Window
+	rate float64
+}
+
+func (c *clockNode) CPU() (cgroup.Usage, error) {
+	now := time.Now()
+	from, to := c.busy.From, earlier(now, c.busy.To)
+	if now.Before(c.busy.From) {
+		return cgroup.Usage{}, nil
+	}
+	return cgroup.Usage{User: time.Duration(c.rate * float64(to.Sub(from)))}, nil
+}
+
+func earlier(a, b time.Time) time.Time {
+	if a.Before(b) {
+		return a
+	}
+	return b
+}
+
+// TestStopWithin checks that a tracking sampler bounded to the busy window reports the busy
+// rate, where the whole span (with an idle start as long as half the busy part, as a 2 s test
+// after a 1 s connect delay) under-states it by a third; and that a window shorter than two
+// tracking intervals (shorter than one here, so at most one snapshot lies inside) falls back to the snapshots around it.
+func TestStopWithin(t *testing.T) {
+	const tick = 10 * time.Millisecond
+	run := func(delay, busy time.Duration, window func(probe.Window) probe.Window) (within, whole map[string]float64) {
+		start := time.Now()
+		n := &clockNode{busy: probe.Window{From: start.Add(delay), To: start.Add(delay + busy)}, rate: 1}
+		env := probe.Env{Node: func(string) (probe.Node, error) { return n, nil }}
+		a, err := cpu.Start(env, []string{"client"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := cpu.Start(env, []string{"client"})
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Track(tick)
+		time.Sleep(time.Until(n.busy.To) + 2*tick)
+		got := func(s []results.Sample, err error) map[string]float64 {
+			if err != nil {
+				t.Fatal(err)
+			}
+			m := map[string]float64{}
+			for _, x := range s {
+				m[x.Metric+"/"+x.Labels["node"]+x.Labels["bound"]] = x.Value
+			}
+			return m
+		}
+		return got(a.StopWithin(window(n.busy))), got(b.Stop())
+	}
+	t.Run("inside", func(t *testing.T) {
+		within, whole := run(100*time.Millisecond, 200*time.Millisecond, func(w probe.Window) probe.Window { return w })
+		if u := within["cpu_user/client"]; math.Abs(u-1) > 0.05 {
+			t.Errorf("cpu_user within the busy window = %.3f cores, want 1 (got %v)", u, within)
+		}
+		if w := within["window/inside"]; w < 0.2-2*tick.Seconds()-0.005 || w > 0.2+0.005 {
+			t.Errorf("window used = %.3f s, want the busy 0.2 s less at most a tick at each end (got %v)", w, within)
+		}
+		if u := whole["cpu_user/client"]; u > 0.7 {
+			t.Errorf("cpu_user over the whole span = %.3f cores, want about 2/3 (the dilution the window avoids)", u)
+		}
+	})
+	t.Run("around", func(t *testing.T) {
+		within, _ := run(50*time.Millisecond, 5*time.Millisecond, func(w probe.Window) probe.Window { return w })
+		if _, ok := within["window/around"]; !ok {
+			t.Fatalf("a window shorter than two ticks used %v, want bound=around", within)
+		}
+		if u := within["cpu_user/client"]; u <= 0 || u > 1.01 {
+			t.Errorf("cpu_user around a short busy window = %.3f cores, want in (0, 1]", u)
+		}
+	})
 }
 
 // TestCountSelf checks that sfclab's own process is counted: a busy loop in this process

@@ -42,6 +42,28 @@ type outcome struct {
 	bytes      int64
 	err        error
 	start, end time.Time
+	// connected, firstByte and lastByte date the request's phases (see Phases); zero
+	// when the request did not get that far.
+	connected, firstByte, lastByte time.Time
+}
+
+// Phases splits an answered request's time (start to end) into what it waited for:
+//   - Connect: the TCP handshake (0 on a kept-alive connection);
+//   - Wait: from the request written to the answer's first byte (the proxy's and the
+//     origin's work, and the connections the proxy opens);
+//   - Body: from the first byte to the last byte of the body;
+//   - Close: from the last byte to the server's close (ab without -k waits for it too).
+type Phases struct {
+	Connect, Wait, Body, Close time.Duration
+}
+
+// phases returns o's phases; ok is false unless every phase was dated.
+func (o outcome) phases() (Phases, bool) {
+	if o.connected.IsZero() || o.firstByte.IsZero() || o.lastByte.IsZero() {
+		return Phases{}, false
+	}
+	return Phases{Connect: o.connected.Sub(o.start), Wait: o.firstByte.Sub(o.connected),
+		Body: o.lastByte.Sub(o.firstByte), Close: o.end.Sub(o.lastByte)}, true
 }
 
 // conn states.
@@ -52,17 +74,19 @@ const (
 )
 
 type conn struct {
-	fd       int
-	state    int
-	seq      int64 // request number, -1 when idle
-	start    time.Time
-	deadline time.Time
-	head     []byte // status line and headers read so far
-	status   int
-	length   int64 // body length, -1 until the server closes
-	got      int64 // body bytes read
-	closing  bool  // the server closes after this answer
-	headDone bool
+	fd    int
+	state int
+	seq   int64 // request number, -1 when idle
+	start time.Time
+	// connected, firstByte, lastByte: see outcome.
+	connected, firstByte, lastByte time.Time
+	deadline                       time.Time
+	head                           []byte // status line and headers read so far
+	status                         int
+	length                         int64 // body length, -1 until the server closes
+	got                            int64 // body bytes read
+	closing                        bool  // the server closes after this answer
+	headDone                       bool
 }
 
 // client runs the requests of one run.
@@ -165,7 +189,7 @@ func (cl *client) startNext(c *conn) {
 	cl.next++
 	now := time.Now()
 	if c != nil { // kept alive
-		*c = conn{fd: c.fd, seq: seq, start: now, deadline: now.Add(cl.timeout), length: -1, state: stReading}
+		*c = conn{fd: c.fd, seq: seq, start: now, connected: now, deadline: now.Add(cl.timeout), length: -1, state: stReading}
 		if err := cl.send(c); err != nil {
 			cl.finish(c, err)
 		}
@@ -182,7 +206,7 @@ func (cl *client) startNext(c *conn) {
 	err = unix.Connect(fd, &unix.SockaddrInet4{Port: int(cl.addr.Port()), Addr: cl.addr.Addr().As4()})
 	switch {
 	case err == nil:
-		c.state = stReading
+		c.state, c.connected = stReading, time.Now()
 		if err := cl.watch(c, unix.EPOLL_CTL_ADD, unix.EPOLLIN); err != nil {
 			cl.finish(c, err)
 		} else if err := cl.send(c); err != nil {
@@ -239,7 +263,7 @@ func (cl *client) event(c *conn, ev uint32) {
 		if ev&(unix.EPOLLOUT|unix.EPOLLERR|unix.EPOLLHUP) == 0 {
 			return
 		}
-		c.state = stReading
+		c.state, c.connected = stReading, time.Now()
 		if err := cl.watch(c, unix.EPOLL_CTL_MOD, unix.EPOLLIN); err != nil {
 			cl.finish(c, err)
 			return
@@ -271,6 +295,7 @@ func (cl *client) read(c *conn) {
 			case c.state == stClosing:
 				cl.finish(c, nil)
 			case c.headDone && c.length < 0:
+				c.lastByte = time.Now()
 				cl.finish(c, nil) // body delimited by the close
 			case c.headDone:
 				cl.finish(c, fmt.Errorf("read the body: closed after %d of %d bytes", c.got, c.length))
@@ -280,6 +305,9 @@ func (cl *client) read(c *conn) {
 			return
 		}
 		b := cl.buf[:n]
+		if c.firstByte.IsZero() {
+			c.firstByte = time.Now()
+		}
 		if c.state == stClosing {
 			return // bytes after the answer: ignored, as ab does
 		}
@@ -302,6 +330,7 @@ func (cl *client) read(c *conn) {
 		}
 		c.got += int64(len(b))
 		if c.length >= 0 && c.got >= c.length {
+			c.lastByte = time.Now()
 			if c.got > c.length {
 				cl.finish(c, fmt.Errorf("read the body: %d bytes, more than the %d announced", c.got, c.length))
 				return
@@ -377,7 +406,8 @@ func (cl *client) finish(c *conn, err error) {
 	if err == nil && c.status >= 200 && c.status <= 299 && c.got != cl.size {
 		err = fmt.Errorf("read the body: %d bytes, want %d", c.got, cl.size)
 	}
-	o := outcome{seq: c.seq, status: c.status, bytes: c.got, err: err, start: c.start, end: time.Now()}
+	o := outcome{seq: c.seq, status: c.status, bytes: c.got, err: err, start: c.start, end: time.Now(),
+		connected: c.connected, firstByte: c.firstByte, lastByte: c.lastByte}
 	if !c.headDone {
 		o.status = 0
 	}

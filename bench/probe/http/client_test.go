@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"net"
 	nethttp "net/http"
 	"net/netip"
@@ -158,5 +159,62 @@ func TestParseHead(t *testing.T) {
 		if !tc.bad && (c.status != tc.status || c.length != tc.length || c.closing != tc.closing) {
 			t.Errorf("%q: status %d length %d closing %v", tc.head, c.status, c.length, c.closing)
 		}
+	}
+}
+
+// TestClientPhases: a server that answers 30 ms after the request, sends the body 20 ms after
+// the head and closes 10 ms after the body: the phases say so, and their means add up to the
+// mean request time.
+func TestClientPhases(t *testing.T) {
+	requireRoot(t)
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer l.Close()
+	go func() {
+		for {
+			c, err := l.Accept()
+			if err != nil {
+				return
+			}
+			go func() {
+				defer c.Close()
+				buf := make([]byte, 4096)
+				if _, err := c.Read(buf); err != nil {
+					return
+				}
+				time.Sleep(30 * time.Millisecond)
+				c.Write([]byte("HTTP/1.0 200 OK\r\nContent-Length: 5\r\n\r\n"))
+				time.Sleep(20 * time.Millisecond)
+				c.Write([]byte("hello"))
+				time.Sleep(10 * time.Millisecond)
+			}()
+		}
+	}()
+	res, err := runLoad(context.Background(), hostNode{}, target(t, l, 5), Config{Requests: 5, Concurrency: 1, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.errors != 0 || len(res.phases) != 5 {
+		t.Fatalf("%d errors (%v), %d requests with phases; want 0 and 5", res.errors, res.firstErr, len(res.phases))
+	}
+	got := map[string]phaseStat{}
+	sum := 0.0
+	for _, ph := range phaseStats(res.phases) {
+		got[ph.name] = ph
+		sum += ph.mean
+	}
+	for name, want := range map[string][2]float64{"connect": {0, 5}, "wait": {30, 45}, "body": {20, 35}, "close": {10, 25}} {
+		if m := got[name].median; m < want[0] || m > want[1] {
+			t.Errorf("%s phase median %.2f ms, want in [%v, %v] (all %v)", name, m, want[0], want[1], got)
+		}
+	}
+	mean := 0.0
+	for _, r := range res.times {
+		mean += r.ms / float64(len(res.times))
+	}
+	if math.Abs(sum-mean) > 0.01 {
+		t.Errorf("phase means add up to %.4f ms, the mean request time is %.4f ms", sum, mean)
 	}
 }

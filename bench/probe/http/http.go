@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"slices"
 	"strconv"
 	"time"
 
@@ -184,7 +185,10 @@ func contains(xs []string, x string) bool {
 //     body shorter or longer than the object), labelled first_error with the first one's text;
 //   - non2xx (count): answers with a status outside 200-299;
 //   - bytes (count): body bytes received;
-//   - requests (count): requests finished.
+//   - requests (count): requests finished;
+//   - phase_median and phase_mean (ms), labelled phase: connect, wait, body and close, the
+//     median and mean over the answered requests of each part of their time (see Phases;
+//     the means add up to the mean request_time).
 //
 // The client works like ab (see client.go): one thread inside the source node's network
 // namespace keeps Concurrency connections busy with one HTTP/1.0 request each; without
@@ -244,6 +248,12 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	sum("non2xx", "count", float64(res.non2xx))
 	sum("bytes", "count", float64(res.bytes))
 	sum("requests", "count", float64(res.finished))
+	for _, ph := range phaseStats(res.phases) {
+		l := maps.Clone(labels)
+		l["phase"] = ph.name
+		emit(probe.NewSample(Name, "phase_median", "ms", ph.median, l))
+		emit(probe.NewSample(Name, "phase_mean", "ms", ph.mean, l))
+	}
 
 	switch {
 	case res.dead:
@@ -263,6 +273,7 @@ type loadResult struct {
 	total                                    time.Duration
 	finished, errors, non2xx, bytes, answers int64
 	times                                    []timing
+	phases                                   []Phases
 	dead                                     bool
 	firstErr                                 error
 }
@@ -301,6 +312,9 @@ func runLoad(ctx context.Context, src probe.Node, t Target, cfg Config) (*loadRe
 				return true
 			}
 			times = append(times, timing{ms: float64(o.end.Sub(o.start).Nanoseconds()) / 1e6, at: o.end})
+			if ph, ok := o.phases(); ok {
+				res.phases = append(res.phases, ph)
+			}
 			return true
 		}}
 	err = inNode(src, func() error {
@@ -317,4 +331,42 @@ func runLoad(ctx context.Context, src probe.Node, t Target, cfg Config) (*loadRe
 	}
 	res.times = times
 	return res, nil
+}
+
+type phaseStat struct {
+	name         string
+	median, mean float64 // ms
+}
+
+// phaseStats returns the median and mean of each phase, in the order connect, wait, body,
+// close; nothing when no request was dated.
+func phaseStats(ps []Phases) []phaseStat {
+	if len(ps) == 0 {
+		return nil
+	}
+	get := []struct {
+		name string
+		f    func(Phases) time.Duration
+	}{
+		{"connect", func(p Phases) time.Duration { return p.Connect }},
+		{"wait", func(p Phases) time.Duration { return p.Wait }},
+		{"body", func(p Phases) time.Duration { return p.Body }},
+		{"close", func(p Phases) time.Duration { return p.Close }},
+	}
+	out := make([]phaseStat, 0, len(get))
+	v := make([]float64, len(ps))
+	for _, g := range get {
+		total := 0.0
+		for i, p := range ps {
+			v[i] = float64(g.f(p).Nanoseconds()) / 1e6
+			total += v[i]
+		}
+		slices.Sort(v)
+		med := v[len(v)/2]
+		if len(v)%2 == 0 {
+			med = (v[len(v)/2-1] + v[len(v)/2]) / 2
+		}
+		out = append(out, phaseStat{name: g.name, median: med, mean: total / float64(len(v))})
+	}
+	return out
 }

@@ -49,6 +49,15 @@ func FuzzParse(f *testing.F) {
 				t.Fatalf("sample %+v is not finite", s)
 			}
 		}
+		if r.Measured < 0 || r.Omitted < 0 || math.IsNaN(r.Measured) || math.IsNaN(r.Omitted) {
+			t.Fatalf("measured %v, omitted %v seconds", r.Measured, r.Omitted)
+		}
+		// The transfer window lies within the client's run, whatever the report says.
+		started := time.Unix(r.Timesecs, 0).Add(-time.Second)
+		exited := started.Add(3 * time.Second)
+		if w, ok := r.Transfer(started, exited); ok && (w.From.Before(started) || w.To.After(exited) || w.To.Before(w.From)) {
+			t.Fatalf("transfer %v..%v outside the client's run %v..%v", w.From, w.To, started, exited)
+		}
 	})
 }
 

@@ -55,9 +55,12 @@ type Config struct {
 	// Omit skips the first seconds of the test in the report (-O).
 	Omit int
 	// Around, when set, is called with the client's run: it may do work right before and
-	// after it (a CPU sampler bounds its window to the transfer this way, leaving out server
-	// start, the wait for it to listen and its stop). Its error is the run's.
-	Around func(client func()) error
+	// after it. client returns the wall-clock window of the test's measured transfer
+	// (Result.Transfer), ok false when the run gave no report: a CPU sampler bounds its
+	// figures to it, leaving out the server's start, the wait for it to listen, the
+	// client's start and connect, the omitted seconds and the results exchange. Its error
+	// is the run's.
+	Around func(client func() (transfer probe.Window, ok bool)) error
 }
 
 func (c Config) withDefaults() Config {
@@ -206,10 +209,13 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	retryUntil := time.Now().Add(RetryFor)
 	var res Result
 	var perr, rerr, aerr error
-	client := func() {
+	client := func() (probe.Window, bool) {
+		var started, exited time.Time
 		for {
 			var out []byte
+			started = time.Now()
 			out, rerr = src.Output(runCtx, nil, args...)
+			exited = time.Now()
 			res, perr = Parse(out)
 			if perr == nil || runCtx.Err() != nil || time.Now().After(retryUntil) || !refused(perr, rerr) {
 				break
@@ -219,6 +225,10 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			case <-time.After(100 * time.Millisecond):
 			}
 		}
+		if perr != nil {
+			return probe.Window{}, false
+		}
+		return res.Transfer(started, exited)
 	}
 	if cfg.Around != nil {
 		aerr = cfg.Around(client)

@@ -42,6 +42,14 @@ type Result struct {
 	LostPercent float64
 	LostPackets int64
 	Packets     int64
+	// Timesecs is start.timestamp.timesecs: the wall-clock second (Unix time, truncated)
+	// at which the client's control connection was up, before the parameter exchange and
+	// the data connections; 0 when absent.
+	Timesecs int64
+	// Measured and Omitted are the seconds of the transfer the report covers and of the
+	// omitted warm-up before it (-O): the sums of the durations (end - start) of the
+	// intervals whose "omitted" is false and true.
+	Measured, Omitted float64
 }
 
 type sum struct {
@@ -53,15 +61,27 @@ type sum struct {
 	Packets       int64    `json:"packets"`
 }
 
+type interval struct {
+	Sum struct {
+		Start   float64 `json:"start"`
+		End     float64 `json:"end"`
+		Omitted bool    `json:"omitted"`
+	} `json:"sum"`
+}
+
 type report struct {
 	Start struct {
+		Timestamp struct {
+			Timesecs int64 `json:"timesecs"`
+		} `json:"timestamp"`
 		TestStart struct {
 			Protocol   string `json:"protocol"`
 			NumStreams int    `json:"num_streams"`
 			Reverse    int    `json:"reverse"`
 		} `json:"test_start"`
 	} `json:"start"`
-	End struct {
+	Intervals []interval `json:"intervals"`
+	End       struct {
 		Sum         *sum `json:"sum"`
 		SumSent     *sum `json:"sum_sent"`
 		SumReceived *sum `json:"sum_received"`
@@ -94,6 +114,18 @@ func Parse(out []byte) (Result, error) {
 		Reverse:    ts.Reverse != 0,
 		SenderCC:   rep.End.SenderCC,
 		ReceiverCC: rep.End.ReceiverCC,
+		Timesecs:   max(rep.Start.Timestamp.Timesecs, 0),
+	}
+	for _, iv := range rep.Intervals {
+		d := iv.Sum.End - iv.Sum.Start
+		if !(d > 0 && d < maxInterval) { // also false for NaN
+			continue
+		}
+		if iv.Sum.Omitted {
+			r.Omitted += d
+		} else {
+			r.Measured += d
+		}
 	}
 	if c := rep.End.CPU; c != nil {
 		r.HostCPU, r.RemoteCPU = c.HostTotal, c.RemoteTotal
@@ -127,6 +159,39 @@ func Parse(out []byte) (Result, error) {
 		r.LostPackets, r.Packets = u.LostPackets, u.Packets
 	}
 	return r, nil
+}
+
+// maxInterval bounds one interval's duration (seconds): longer ones are not iperf3's and
+// are ignored rather than allowed to date a window years wide.
+const maxInterval = 86400
+
+// Transfer returns the wall-clock window of the measured transfer (the intervals not omitted)
+// of a client run that started at started and exited at exited, as this process saw them.
+//
+// iperf3 -J does not date its intervals precisely: start.timestamp.timesecs is a whole
+// second, taken when the control connection is up, before the parameter exchange and the
+// data connections; the intervals' start and end are seconds from the data streams' start.
+// So the window is anchored at the end: the transfer ends right before the client exits
+// (what follows it is the results exchange over the control connection, a few round trips,
+// milliseconds in a lab: checked with strace on 2 s tests in a lab, the window so computed
+// starts 5 ms after the data connection was up), and lasts Measured seconds, the omitted ones
+// coming before it (iperf3 3.12 restarts the interval offsets after them). Its
+// start is then clamped to no earlier than the client's start and than timesecs, both known
+// to come before the transfer. ok is false when the report has no interval data.
+func (r Result) Transfer(started, exited time.Time) (w probe.Window, ok bool) {
+	if r.Measured <= 0 || !exited.After(started) {
+		return probe.Window{}, false
+	}
+	to, from := exited, started
+	if run := exited.Sub(started); r.Measured < run.Seconds() {
+		from = to.Add(-time.Duration(r.Measured * float64(time.Second)))
+	}
+	if r.Timesecs > 0 {
+		if ts := time.Unix(r.Timesecs, 0); from.Before(ts) && ts.Before(to) {
+			from = ts
+		}
+	}
+	return probe.Window{From: from, To: to}, true
 }
 
 func head(b []byte, n int) string {

@@ -169,3 +169,93 @@ func TestSockets(t *testing.T) {
 		t.Error("the test process is taken for an iperf3")
 	}
 }
+
+// TestTransfer checks the transfer window of real -J outputs: it ends at the client's exit,
+// lasts the measured (not omitted) intervals, and never starts before the client did or
+// before the control connection's second (start.timestamp.timesecs).
+func TestTransfer(t *testing.T) {
+	sec := func(f float64) time.Duration { return time.Duration(f * float64(time.Second)) }
+	tests := []struct {
+		file              string
+		measured, omitted float64 // seconds, from the file's intervals
+		// started and exited are the client's run, in seconds after timesecs.
+		started, exited float64
+		// from is the window's start in seconds after timesecs; it ends at exited.
+		from float64
+	}{
+		// 1 s test: the client started 0.3 s before the second iperf3 dates its connect.
+		{"tcp-fw.json", 1.001848, 0, -0.3, 1.2, 1.2 - 1.001848},
+		// The same output as if the client had run for 0.9 s only: the window is clamped
+		// to the client's start.
+		{"tcp-fw.json", 1.001848, 0, 0.2, 1.1, 0.2},
+		// ... and as if the client had started 1 s before timesecs and exited 0.5 s after
+		// it: the transfer cannot have started before the control connection's second.
+		{"tcp-fw.json", 1.001848, 0, -1, 0.5, 0},
+		{"tcp-fwlb-reverse.json", 1.001249, 0, -0.1, 1.05, 1.05 - 1.001249},
+		{"udp-fw-200M.json", 1.002992, 0, -0.1, 1.05, 1.05 - 1.002992},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r, err := Parse(read(t, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !near(r.Measured, tt.measured) || !near(r.Omitted, tt.omitted) || r.Timesecs <= 0 {
+				t.Fatalf("measured %v omitted %v timesecs %d, want %v, %v, > 0", r.Measured, r.Omitted, r.Timesecs, tt.measured, tt.omitted)
+			}
+			ts := time.Unix(r.Timesecs, 0)
+			w, ok := r.Transfer(ts.Add(sec(tt.started)), ts.Add(sec(tt.exited)))
+			if !ok {
+				t.Fatal("no transfer window")
+			}
+			if d := w.From.Sub(ts.Add(sec(tt.from))); d < -time.Microsecond || d > time.Microsecond {
+				t.Errorf("window starts %v after timesecs, want %v", w.From.Sub(ts), sec(tt.from))
+			}
+			if !w.To.Equal(ts.Add(sec(tt.exited))) {
+				t.Errorf("window ends %v after timesecs, want at the client's exit %v", w.To.Sub(ts), sec(tt.exited))
+			}
+		})
+	}
+	if _, ok := (Result{}).Transfer(time.Now(), time.Now().Add(time.Second)); ok {
+		t.Error("a result without intervals gave a transfer window")
+	}
+}
+
+// TestTransferMatchesStrace checks the end anchor against what strace saw of the same runs
+// (iperf3 3.12 in a baseline lab, `strace -f -ttt -e trace=connect,exit_group`): the
+// measured transfer starts when the data connection is up (plus the omitted second with
+// -O 1), and the window computed from the client's exit and the report starts within 10 ms of
+// that. With -O 1, iperf3 3.12 restarts the interval offsets after the omitted interval.
+func TestTransferMatchesStrace(t *testing.T) {
+	unix := func(f float64) time.Time { return time.Unix(0, int64(f*1e9)) }
+	tests := []struct {
+		file                         string
+		started, dataConnect, exited float64 // Unix seconds
+		measured, omitted            float64
+	}{
+		{"tcp-t2.json", 1795448509.756337969, 1795448509.818274, 1795448511.824111, 2.000506, 0},
+		{"tcp-t2-O1.json", 1795448506.354984398, 1795448506.398044, 1795448509.402908, 1.999438, 1.000659},
+	}
+	for _, tt := range tests {
+		t.Run(tt.file, func(t *testing.T) {
+			r, err := Parse(read(t, tt.file))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if math.Abs(r.Measured-tt.measured) > 1e-6 || math.Abs(r.Omitted-tt.omitted) > 1e-6 {
+				t.Fatalf("measured %v omitted %v, want %v %v", r.Measured, r.Omitted, tt.measured, tt.omitted)
+			}
+			w, ok := r.Transfer(unix(tt.started), unix(tt.exited))
+			if !ok {
+				t.Fatal("no transfer window")
+			}
+			want := unix(tt.dataConnect).Add(time.Duration(tt.omitted * float64(time.Second)))
+			if d := w.From.Sub(want); d < 0 || d > 10*time.Millisecond {
+				t.Errorf("window starts %v after the measured transfer did (data connection up + omitted), want within [0, 10ms]", d)
+			}
+			if got := time.Unix(r.Timesecs, 0); got.After(unix(tt.dataConnect)) || unix(tt.dataConnect).Sub(got) > time.Second {
+				t.Errorf("timesecs %v is not the whole second before the connects (%v)", got, unix(tt.dataConnect))
+			}
+		})
+	}
+}
