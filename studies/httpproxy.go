@@ -50,7 +50,7 @@ var studyB = &Study{
 			h.Requests = 10000
 			h.ObjectRequests = map[string]int{"1M": 1000, "10M": 100}
 		}
-		e.Reduced = "standard scale (--standard, about an hour on two cores): 3 repetitions (the study: 10); " +
+		e.Reduced = "standard scale (--standard, one to two hours on two cores): 3 repetitions (the study: 10); " +
 			"10,000 requests per run for objects up to 100k as the study, 1,000 for 1M and 100 for 10M (the study: 10,000), " +
 			"so for 1M and 10M the published times are compared per request"
 	},

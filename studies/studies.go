@@ -28,7 +28,7 @@ const (
 	Full Scale = ""
 	// Quick is a short smoke run (`--quick`).
 	Quick Scale = "quick"
-	// Standard is the study's scale reduced to fit about an hour (`--standard`).
+	// Standard is the study's scale reduced to fit a sitting (`--standard`): one to two hours.
 	Standard Scale = "standard"
 )
 
@@ -46,7 +46,7 @@ type Study struct {
 	// NetnsOnly, when set, says why the study runs on the netns runtime only; --runtime of
 	// another is refused with it.
 	NetnsOnly string
-	// Standard, when set, scales the experiment to about an hour on a two-core machine
+	// Standard, when set, scales the experiment to one to two hours on a two-core machine
 	// (`--standard`); it sets e.Reduced to say what is smaller than the study.
 	Standard func(e *experiment.Experiment)
 }

@@ -179,7 +179,7 @@ func newReproduce() *cobra.Command {
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
-	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to about an hour (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
+	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to fit a sitting, one to two hours on two cores (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
 	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
 	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
 	return cmd
