@@ -121,18 +121,10 @@ func (s *Server) update(k *kind) http.HandlerFunc {
 		defer s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), dataPlaneTimeout)
 		defer cancel()
-		if err := s.refresh(ctx); err != nil {
-			writeError(w, err)
-			return
-		}
 		id := r.PathValue("id")
-		_, ls := s.lookup(k, id)
-		if ls == nil {
-			writeError(w, k.notFound(id))
-			return
-		}
-		if name, ok := ls.db.fromFile(id); ok {
-			writeError(w, readOnly(k, ls.db.Lab, id, name))
+		ls, err := s.writable(ctx, k, id)
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		x, err := k.update(s, ctx, ls, id, f)
@@ -144,24 +136,33 @@ func (s *Server) update(k *kind) http.HandlerFunc {
 	}
 }
 
+// writable refreshes the labs and returns the lab holding resource id of kind k, or the error
+// to answer with: not found, or read-only because it comes from the lab file. The caller holds
+// s.mu.
+func (s *Server) writable(ctx context.Context, k *kind, id string) (*labState, error) {
+	if err := s.refresh(ctx); err != nil {
+		return nil, err
+	}
+	_, ls := s.lookup(k, id)
+	if ls == nil {
+		return nil, k.notFound(id)
+	}
+	if name, ok := ls.db.fromFile(id); ok {
+		return nil, readOnly(k, ls.db.Lab, id, name)
+	}
+	return ls, nil
+}
+
 func (s *Server) delete(k *kind) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s.mu.Lock()
 		defer s.mu.Unlock()
 		ctx, cancel := context.WithTimeout(context.WithoutCancel(r.Context()), dataPlaneTimeout)
 		defer cancel()
-		if err := s.refresh(ctx); err != nil {
-			writeError(w, err)
-			return
-		}
 		id := r.PathValue("id")
-		_, ls := s.lookup(k, id)
-		if ls == nil {
-			writeError(w, k.notFound(id))
-			return
-		}
-		if name, ok := ls.db.fromFile(id); ok {
-			writeError(w, readOnly(k, ls.db.Lab, id, name))
+		ls, err := s.writable(ctx, k, id)
+		if err != nil {
+			writeError(w, err)
 			return
 		}
 		if err := k.del(s, ctx, ls, id); err != nil {
