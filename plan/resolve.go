@@ -190,37 +190,29 @@ func nextHops(via []*Node, on map[string]*Interface, dev string) []NextHop {
 
 // function resolves what a function kind needs beyond its port pair.
 func (b *builder) function(c *spec.Chain, f *spec.Function, n *Node, dst []*Node, dstOn map[string]*Interface, src *Node, srcOn map[string]*Interface) {
-	switch p := f.Params.(type) {
-	case *spec.L4LBParams:
-		port := p.Port
+	if p, ok := f.Params.(spec.Proxy); ok {
+		port := p.ListenPort()
 		if port == 0 {
 			if !c.Classifier.DestinationPort.Single() {
-				b.bad(f.Pos, "function %q: l4lb needs a port: set params.port, or a single destination_port in chain %q's classifier", f.Name, c.Name)
+				b.bad(f.Pos, "function %q: %s needs a port: set params.port, or a single destination_port in chain %q's classifier", f.Name, f.Kind, c.Name)
 				return
 			}
 			port = c.Classifier.DestinationPort.From
 		}
-		bport := p.BackendPort
-		if bport == 0 {
-			bport = port
-		}
 		n.Function.Port = port
 		for _, d := range dst {
-			n.Function.Backends = append(n.Function.Backends, Backend{Name: d.Name, Addr: dstOn[d.Name].Address.Addr(), Port: bport, Weight: d.Weight})
-		}
-	case *spec.HTTPProxyParams:
-		n.Function.Port = p.Port
-		for _, d := range dst {
-			port := uint16(80)
+			var listens uint16
 			if d.Function != nil {
-				if h, ok := d.Function.Params.(*spec.HTTPServer); ok {
-					port = h.Port
+				if l, ok := d.Function.Params.(spec.Listener); ok {
+					listens = l.ListenPort()
 				}
 			}
-			n.Function.Backends = append(n.Function.Backends, Backend{Name: d.Name, Addr: dstOn[d.Name].Address.Addr(), Port: port, Weight: d.Weight})
+			n.Function.Backends = append(n.Function.Backends, Backend{Name: d.Name, Addr: dstOn[d.Name].Address.Addr(),
+				Port: p.ConnectPort(port, listens), Weight: d.Weight})
 		}
-	case *spec.NATParams:
-		for _, d := range p.DNAT {
+	}
+	if p, ok := f.Params.(spec.Rewriter); ok {
+		for _, d := range p.DNATRules() {
 			var to netip.Addr
 			switch d.To {
 			case c.To.Name:
@@ -245,8 +237,12 @@ func (b *builder) function(c *spec.Chain, f *spec.Function, n *Node, dst []*Node
 func (b *builder) sysctls(n *Node) {
 	set := func(k, v string) { n.Sysctls = append(n.Sysctls, Sysctl{Key: k, Value: v}) }
 	forward := n.Role == RoleFunction
-	if p, ok := n.paramsCustom(); ok && p.Forward != nil {
-		forward = *p.Forward
+	if n.Function != nil {
+		if p, ok := n.Function.Params.(spec.IPForwarding); ok {
+			if fw, set := p.ForwardsIP(); set {
+				forward = fw
+			}
+		}
 	}
 	if forward {
 		set("net.ipv4.ip_forward", "1")
@@ -262,14 +258,6 @@ func (b *builder) sysctls(n *Node) {
 			break
 		}
 	}
-}
-
-func (n *Node) paramsCustom() (*spec.CustomParams, bool) {
-	if n.Function == nil {
-		return nil, false
-	}
-	p, ok := n.Function.Params.(*spec.CustomParams)
-	return p, ok
 }
 
 func sortedNames[V any](m map[string]V) []string {

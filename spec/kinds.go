@@ -29,6 +29,41 @@ type ParamsChecker interface {
 	Check(fn *Function, p *Problems)
 }
 
+// The plan resolves addresses for three kinds of parameters, by what they implement, never by
+// kind name: a new kind that terminates connections or rewrites destinations implements one
+// of these in its own package and the plan serves it unchanged.
+
+// Listener is a parameter type of a node that accepts connections on one port (an origin
+// server, a proxy): a proxy in front of it connects to that port by default.
+type Listener interface {
+	// ListenPort is the port it accepts connections on; for a Proxy, 0 means the chain
+	// classifier's single destination port.
+	ListenPort() uint16
+}
+
+// Proxy is a parameter type of a kind that accepts the chain's connections and spreads them
+// over the nodes of the chain's next hop (l4lb, http-proxy): the plan gives it its listen port
+// and its backends, one per next-hop node, with their addresses, weights and ports.
+type Proxy interface {
+	Listener
+	// ConnectPort is the port it connects to on a backend, given its own listen port and the
+	// port the backend's Listener params name (0: the backend names none).
+	ConnectPort(listen, backendListens uint16) uint16
+}
+
+// Rewriter is a parameter type of a kind that rewrites destinations (DNAT): the plan resolves
+// each rule's target (an endpoint of the chain, or an address) to an address.
+type Rewriter interface {
+	DNATRules() []DNATRule
+}
+
+// IPForwarding is a parameter type that decides whether its node forwards IP; without it a
+// function's node forwards and an endpoint's does not.
+type IPForwarding interface {
+	// ForwardsIP returns the choice and whether one was made.
+	ForwardsIP() (forward, set bool)
+}
+
 // Problems collects what a ParamsChecker finds about one function; validation reports each as
 // `function "NAME": PROBLEM` at the function's line.
 type Problems struct {

@@ -161,6 +161,18 @@ func (p *L4LBParams) RiseFall() (rise, fall int) {
 	return rise, fall
 }
 
+// ListenPort is the balancer's port, 0 for the chain's single destination port (Proxy).
+func (p *L4LBParams) ListenPort() uint16 { return p.Port }
+
+// ConnectPort is backend_port, else the balancer's own port: an L4 balancer passes the port
+// through (Proxy).
+func (p *L4LBParams) ConnectPort(listen, _ uint16) uint16 {
+	if p.BackendPort != 0 {
+		return p.BackendPort
+	}
+	return listen
+}
+
 // SpliceOn reports whether HAProxy splicing is on (the default).
 func (p *L4LBParams) SpliceOn() bool { return p.Splice == nil || *p.Splice }
 
@@ -196,6 +208,29 @@ type HTTPProxyParams struct {
 	Workers int `yaml:"workers,omitempty" json:"workers"`
 }
 
+// ListenPort is the proxy's port (Proxy).
+func (p *HTTPProxyParams) ListenPort() uint16 { return p.Port }
+
+// ConnectPort is the origin's own port, else 80: an HTTP proxy connects to where the origin
+// listens, whatever port it listens on itself (Proxy).
+func (p *HTTPProxyParams) ConnectPort(_, backendListens uint16) uint16 {
+	if backendListens != 0 {
+		return backendListens
+	}
+	return 80
+}
+
+// DNATRules are the rules whose targets the plan resolves (Rewriter).
+func (p *NATParams) DNATRules() []DNATRule { return p.DNAT }
+
+// ForwardsIP is forward:, when set (IPForwarding).
+func (p *CustomParams) ForwardsIP() (forward, set bool) {
+	if p.Forward == nil {
+		return false, false
+	}
+	return *p.Forward, true
+}
+
 // HTTP servers an http-server endpoint can run.
 const (
 	ServerApache = "apache"
@@ -213,6 +248,9 @@ type HTTPServer struct {
 	// /obj-SIZE (default: the five sizes of study B).
 	Objects []string `yaml:"objects,omitempty" json:"objects"`
 }
+
+// ListenPort is the server's HTTP port (Listener).
+func (p *HTTPServer) ListenPort() uint16 { return p.Port }
 
 // MaxObjectSize is the largest object an http-server makes.
 const MaxObjectSize = 1 << 30

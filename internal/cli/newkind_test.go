@@ -257,3 +257,83 @@ func TestNewKindPreflightDeployInspect(t *testing.T) {
 		t.Errorf("destroy: exit %d %q", code, out)
 	}
 }
+
+// Kinds that terminate connections or rewrite destinations need addresses only the plan
+// knows. The plan serves them by the interfaces their params implement (spec.Proxy,
+// spec.Rewriter), so the two test kinds below, a relay and a port map, get their backends and
+// DNAT targets with no edit to plan.
+
+// planOnly is a kind whose node the test never deploys: only its params matter.
+type planOnly struct{ params func() any }
+
+func (k planOnly) NewParams() any                        { return k.params() }
+func (planOnly) Requires(*plan.Function) []string        { return nil }
+func (planOnly) Setup(context.Context, vnf.Env) error    { return nil }
+func (planOnly) Teardown(context.Context, vnf.Env) error { return nil }
+
+// relayParams make a proxy that listens on Listen and connects to its backends on To.
+type relayParams struct {
+	Listen uint16 `yaml:"listen,omitempty" json:"listen"`
+	To     uint16 `yaml:"to,omitempty" json:"to"`
+}
+
+func (p *relayParams) ListenPort() uint16 { return p.Listen }
+func (p *relayParams) ConnectPort(listen, backendListens uint16) uint16 {
+	if p.To != 0 {
+		return p.To
+	}
+	return listen
+}
+
+// portmapParams rewrite one port to another on a target.
+type portmapParams struct {
+	Map []spec.DNATRule `yaml:"map" json:"map"`
+}
+
+func (p *portmapParams) DNATRules() []spec.DNATRule { return p.Map }
+
+// TestNewKindProxyAndRewriter: a relay in front of two server instances gets its listen port
+// from the classifier and a backend per instance on its own port; a port map gets its DNAT
+// target resolved to the server's address; a relay with no port and no single destination port
+// is refused naming its kind.
+func TestNewKindProxyAndRewriter(t *testing.T) {
+	privateState(t)
+	t.Cleanup(kinds.WithExtra("relay", planOnly{func() any { return &relayParams{} }}))
+	t.Cleanup(kinds.WithExtra("portmap", planOnly{func() any { return &portmapParams{} }}))
+	const lab = `name: t-relay
+endpoints: {client: {}, server: {instances: 2}}
+functions:
+  pm: {kind: portmap, params: {map: [{protocol: tcp, port: 8080, to: server, to_port: 80}]}}
+  r: {kind: relay, params: {to: 9000}}
+chains: [{from: client, to: server, classifier: {protocol: tcp, destination_port: "CLASS"}, hops: [pm, r]}]
+`
+	code, out, errOut := run(t, "deploy", "--dry-run", "-o", "json", writeLabFile(t, strings.Replace(lab, "CLASS", "8080", 1)))
+	if code != 0 {
+		t.Fatalf("dry run: exit %d: %s", code, errOut)
+	}
+	p, err := plan.Unmarshal([]byte(out), kinds.Spec())
+	if err != nil {
+		t.Fatalf("stored plan: %v", err)
+	}
+	r, pm := p.Node("r"), p.Node("pm")
+	if r == nil || pm == nil || r.Function == nil || pm.Function == nil {
+		t.Fatalf("plan lacks nodes r and pm: %s", out)
+	}
+	if r.Function.Port != 8080 || len(r.Function.Backends) != 2 {
+		t.Fatalf("relay resolved to port %d, backends %+v; want 8080 and the 2 server instances", r.Function.Port, r.Function.Backends)
+	}
+	for i, be := range r.Function.Backends {
+		s := p.Node(be.Name)
+		if be.Port != 9000 || s == nil || !strings.HasPrefix(be.Name, "server") || !be.Addr.IsValid() {
+			t.Errorf("relay backend %d = %+v, want a server instance on port 9000", i, be)
+		}
+	}
+	if len(pm.Function.DNAT) != 1 || pm.Function.DNAT[0].ToPort != 80 || pm.Function.DNAT[0].To != r.Function.Backends[0].Addr {
+		t.Errorf("port map resolved to %+v, want port 8080 to %v:80 (server's first instance)", pm.Function.DNAT, r.Function.Backends[0].Addr)
+	}
+
+	code, _, errOut = run(t, "deploy", "--dry-run", writeLabFile(t, strings.Replace(lab, "CLASS", "8000-8100", 1)))
+	if code != 1 || !strings.Contains(errOut, `function "r": relay needs a port`) {
+		t.Errorf("relay without a port: exit %d, %q; want the relay named", code, errOut)
+	}
+}

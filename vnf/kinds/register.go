@@ -2,8 +2,10 @@
 // (no init() side effects). Adding a kind means a package under vnf/ (its vnf.Function, its
 // parameter type, and the optional interfaces of vnf it has), a line here and its docs
 // (docs/lab-file.md, docs/lab-file.schema.json); nothing else is edited
-// (internal/cli/newkind_test.go registers a kind of its own to show it), unless the plan must
-// resolve addresses for the kind, as it does for a proxy's backends and DNAT targets.
+// (internal/cli/newkind_test.go registers kinds of its own to show it). A kind whose node
+// needs addresses only the plan knows gets them by what its parameter type implements:
+// spec.Proxy (a listen port and backends), spec.Rewriter (DNAT targets), spec.Listener (the
+// port a proxy in front connects to), spec.IPForwarding.
 package kinds
 
 import (
