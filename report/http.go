@@ -109,6 +109,9 @@ type HTTPRow struct {
 	// Baseline for the same object and concurrency (positive: slower); NaN
 	// for baseline rows and when either has no data.
 	Change float64
+
+	// totals are the per-trial total times, s, in the order of Trials.
+	totals []float64
 }
 
 // DeployRow is the deploy time of one scenario, in ms, over trials.
@@ -349,7 +352,7 @@ func (r *Report) buildHTTP(c *collected) {
 				_, v := d.metrics[metric].means()
 				return stats.Summarize(v)
 			}
-			row.Trials, _ = d.metrics[MetricHTTPTotalTime].means()
+			row.Trials, row.totals = d.metrics[MetricHTTPTotalTime].means()
 			row.TotalTime = sum(MetricHTTPTotalTime)
 			row.RPS = sum(MetricHTTPRPS)
 			row.Requests = sum(MetricHTTPRequests)
@@ -382,6 +385,20 @@ func (r *Report) buildHTTP(c *collected) {
 			row.Change = stats.Increase(base.TotalTime.Mean, row.TotalTime.Mean)
 		}
 	}
+}
+
+// HTTPRatio is row's total time over its baseline row's (same object and concurrency),
+// paired by repetition; false for a baseline row or when the baseline has no such row.
+func (r *Report) HTTPRatio(row HTTPRow) (Ratio, bool) {
+	if row.IsBaseline {
+		return Ratio{}, false
+	}
+	for _, b := range r.HTTP {
+		if b.Scenario == row.Baseline && b.Object == row.Object && b.Concurrency == row.Concurrency && len(b.totals) > 0 && len(row.totals) > 0 {
+			return pairedRatio(row.Scenario, b.Scenario, row.Trials, row.totals, b.Trials, b.totals), true
+		}
+	}
+	return Ratio{}, false
 }
 
 func (r *Report) buildDeploy(c *collected) {
