@@ -31,6 +31,12 @@ const (
 	Source     = "source"
 )
 
+// Data paths (Config.Loop): goroutines on Go's netpoller, or an epoll loop per core.
+const (
+	LoopGoroutines = "goroutines"
+	LoopEpoll      = "epoll"
+)
+
 // DefaultPipeSize is the pipe buffer per direction: 1 MiB (the kernel's pipe-max-size default)
 // lets one splice move up to 1 MiB, against 64 KiB with the kernel's default pipe.
 const DefaultPipeSize = 1 << 20
@@ -62,8 +68,11 @@ type Config struct {
 	// Stats is the unix socket path serving Stats as JSON ("" = none).
 	Stats string `json:"stats,omitempty"`
 	// Threads bounds the OS threads running Go code (GOMAXPROCS; HAProxy's nbthread); 0 = one
-	// per core.
+	// per core. With Loop "epoll" it is also the number of loops.
 	Threads int `json:"threads,omitempty"`
+	// Loop is the data path: "goroutines" (default; two per connection on Go's netpoller) or
+	// "epoll" (an edge-triggered epoll loop per thread, Threads of them, else one per core).
+	Loop string `json:"loop,omitempty"`
 	// PipeSize is the pipe buffer per direction in bytes (0 = DefaultPipeSize, -1 = the
 	// kernel's 64 KiB).
 	PipeSize int `json:"pipe_size,omitempty"`
@@ -125,6 +134,13 @@ func (c *Config) Validate() error {
 	case RoundRobin, LeastConn, Source:
 	default:
 		return bad("balance %q is not one of roundrobin, leastconn, source", c.Balance)
+	}
+	switch c.Loop {
+	case "":
+		c.Loop = LoopGoroutines
+	case LoopGoroutines, LoopEpoll:
+	default:
+		return bad("loop %q is not one of goroutines, epoll", c.Loop)
 	}
 	if c.MaxConn <= 0 {
 		c.MaxConn = 4096
