@@ -60,6 +60,7 @@ type econn struct {
 	moves, seen uint64
 	marked      bool
 	closed      bool
+	queued      bool // in eloop.again
 }
 
 // eloop is one epoll loop and the connections it owns; only its own thread touches them.
@@ -73,8 +74,11 @@ type eloop struct {
 	connecting map[*econn]struct{}
 	pipes      []*pipe // empty pipes kept for reuse
 	buf        []byte  // copy-phase buffer, shared by the loop's connections
-	accepting  bool
-	nextSweep  time.Time
+	// again are connections that spent their budget with bytes maybe left; spare is the
+	// other buffer of the pair, swapped each turn.
+	again, spare []*econn
+	accepting    bool
+	nextSweep    time.Time
 }
 
 // maxIdlePipes bounds the empty pipes a loop keeps (each holds two descriptors).
@@ -269,7 +273,11 @@ func (l *eloop) run(accepting *sync.WaitGroup) (err error) {
 		if !l.accepting && len(l.conns) == 0 {
 			return nil
 		}
-		n, werr := unix.EpollWait(l.epfd, events, l.timeout(time.Now()))
+		timeout := l.timeout(time.Now())
+		if len(l.again) > 0 {
+			timeout = 0
+		}
+		n, werr := unix.EpollWait(l.epfd, events, timeout)
 		if werr != nil && werr != unix.EINTR {
 			return fmt.Errorf("wait for events: %w", werr)
 		}
@@ -287,6 +295,14 @@ func (l *eloop) run(accepting *sync.WaitGroup) (err error) {
 			}
 			l.event(ev)
 		}
+		again := l.again
+		l.again = l.spare[:0]
+		for _, c := range again {
+			c.queued = false
+			l.progress(c)
+		}
+		clear(again)
+		l.spare = again[:0]
 		l.timers(time.Now())
 	}
 }
@@ -529,34 +545,48 @@ func (l *eloop) progress(c *econn) {
 	if c.closed || c.connecting {
 		return
 	}
-	if err := l.move(c, &c.up); err != nil {
+	moreUp, err := l.move(c, &c.up)
+	if err != nil {
 		l.close(c, false)
 		return
 	}
-	if err := l.move(c, &c.down); err != nil {
+	moreDown, err := l.move(c, &c.down)
+	if err != nil {
 		l.close(c, false)
 		return
 	}
 	if c.up.done && c.down.done {
 		l.close(c, false)
+		return
+	}
+	if (moreUp || moreDown) && !c.queued {
+		c.queued = true
+		l.again = append(l.again, c)
 	}
 }
 
-// move moves bytes of one direction until a socket would block, EOF is passed on, or an error.
-func (l *eloop) move(c *econn, f *flow) error {
+// moveBudget bounds the reads one direction makes per turn, so a connection that always has
+// bytes cannot keep the loop from the others; it is queued to go on after the next
+// epoll_wait (edge-triggered: no event would come back for bytes already there).
+const moveBudget = 8
+
+// move moves bytes of one direction until a socket would block, EOF is passed on, an error,
+// or the budget is spent with bytes maybe left (more).
+func (l *eloop) move(c *econn, f *flow) (more bool, err error) {
+	reads := 0
 	for {
 		switch {
 		case len(f.pending) > 0:
 			if !f.to.writable {
-				return nil
+				return false, nil
 			}
 			n, err := unix.Write(f.to.fd, f.pending)
 			if err == unix.EAGAIN {
 				f.to.writable = false
-				return nil
+				return false, nil
 			}
 			if err != nil && err != unix.EINTR {
-				return err
+				return false, err
 			}
 			if n > 0 {
 				f.pending = f.pending[n:]
@@ -565,15 +595,15 @@ func (l *eloop) move(c *econn, f *flow) error {
 			}
 		case f.inPipe > 0:
 			if !f.to.writable {
-				return nil
+				return false, nil
 			}
 			n, err := spliceFd(f.p.r, f.to.fd, f.inPipe)
 			if err == unix.EAGAIN {
 				f.to.writable = false
-				return nil
+				return false, nil
 			}
 			if err != nil {
-				return err
+				return false, err
 			}
 			f.inPipe -= n
 			f.count.Add(uint64(n))
@@ -584,14 +614,18 @@ func (l *eloop) move(c *econn, f *flow) error {
 				l.putPipe(f)
 				_ = unix.Shutdown(f.to.fd, unix.SHUT_WR)
 			}
-			return nil
+			return false, nil
 		case !f.from.readable:
-			return nil
+			return false, nil
+		case reads == moveBudget:
+			return true, nil
 		case !f.spliced:
+			reads++
 			if err := l.copyOnce(c, f); err != nil {
-				return err
+				return false, err
 			}
 		default:
+			reads++
 			if f.p == nil {
 				p, err := newPipe(l.s.cfg.PipeSize)
 				if n := len(l.pipes); n > 0 {
@@ -599,7 +633,7 @@ func (l *eloop) move(c *econn, f *flow) error {
 					l.pipes = l.pipes[:n-1]
 				}
 				if err != nil {
-					return err
+					return false, err
 				}
 				f.p = p
 			}
@@ -607,9 +641,9 @@ func (l *eloop) move(c *econn, f *flow) error {
 			switch {
 			case err == unix.EAGAIN:
 				f.from.readable = false
-				return nil
+				return false, nil
 			case err != nil:
-				return err
+				return false, err
 			case n == 0:
 				f.eof = true
 			default:
