@@ -3,16 +3,14 @@
 // by roundrobin, leastconn or source (all weighted), and moves bytes between the two sockets
 // with splice(2) through a pipe per direction, so payload is never copied into user space.
 //
-// Design: one goroutine per connection direction on Go's netpoller, not a hand-written epoll
-// loop per core. Go's netpoller already is an epoll loop; a goroutine parked in
-// RawConn.Read/Write costs a few KiB of stack and one scheduler switch per readiness event,
-// while the bytes — the cost that matters at Gbit/s — move in the kernel either way (two
-// splice calls per chunk). The l4lb `threads` parameter sets GOMAXPROCS (default 1, as
-// HAProxy's nbthread): with one thread the design *is* one event loop, without the spinning
-// of idle Go threads looking for work; measured on this 2-core machine, GOMAXPROCS 1 moved a
-// single stream through the 2-VNF chain 1.35x as fast as HAProxy with splice, GOMAXPROCS 2
-// only 1.22x (docs/sfclab-lb.md). The goroutine design keeps health checks, the idle timer,
-// drain and counters in plain Go.
+// Design: two data paths, chosen by Config.Loop. The default, "goroutines", is one goroutine
+// per connection direction on Go's netpoller (itself an epoll loop); the l4lb `threads`
+// parameter sets GOMAXPROCS (default 1, as HAProxy's nbthread). "epoll" is an edge-triggered
+// epoll loop per thread on its own locked OS thread (epoll.go). Both move the bytes with the
+// same splice calls in the kernel; measured on this 2-core machine through the 2-VNF chain,
+// epoll was not consistently faster for a single stream, connection rate or CPU per Gbit/s and
+// never ahead with 100 streams (docs/sfclab-lb.md), so the simpler goroutine path stays the
+// default. Health checks, counters and stats are shared by both.
 package lb
 
 import (
@@ -29,6 +27,12 @@ const (
 	RoundRobin = "roundrobin"
 	LeastConn  = "leastconn"
 	Source     = "source"
+)
+
+// Data paths (Config.Loop): goroutines on Go's netpoller, or an epoll loop per core.
+const (
+	LoopGoroutines = "goroutines"
+	LoopEpoll      = "epoll"
 )
 
 // DefaultPipeSize is the pipe buffer per direction: 1 MiB (the kernel's pipe-max-size default)
@@ -62,8 +66,11 @@ type Config struct {
 	// Stats is the unix socket path serving Stats as JSON ("" = none).
 	Stats string `json:"stats,omitempty"`
 	// Threads bounds the OS threads running Go code (GOMAXPROCS; HAProxy's nbthread); 0 = one
-	// per core.
+	// per core. With Loop "epoll" it is also the number of loops.
 	Threads int `json:"threads,omitempty"`
+	// Loop is the data path: "goroutines" (default; two per connection on Go's netpoller) or
+	// "epoll" (an edge-triggered epoll loop per thread, Threads of them, else one per core).
+	Loop string `json:"loop,omitempty"`
 	// PipeSize is the pipe buffer per direction in bytes (0 = DefaultPipeSize, -1 = the
 	// kernel's 64 KiB).
 	PipeSize int `json:"pipe_size,omitempty"`
@@ -125,6 +132,13 @@ func (c *Config) Validate() error {
 	case RoundRobin, LeastConn, Source:
 	default:
 		return bad("balance %q is not one of roundrobin, leastconn, source", c.Balance)
+	}
+	switch c.Loop {
+	case "":
+		c.Loop = LoopGoroutines
+	case LoopGoroutines, LoopEpoll:
+	default:
+		return bad("loop %q is not one of goroutines, epoll", c.Loop)
 	}
 	if c.MaxConn <= 0 {
 		c.MaxConn = 4096

@@ -2,6 +2,7 @@ package lb
 
 import (
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"sync"
@@ -105,9 +106,16 @@ func getPipe(size int) (*pipe, error) {
 	if p, ok := pipes.Get().(*pipe); ok {
 		return p, nil
 	}
+	return newPipe(size)
+}
+
+// newPipe opens a non-blocking pipe of size bytes (0 or less: the kernel's default).
+//
+// Equivalent to: pipe2(O_CLOEXEC|O_NONBLOCK); fcntl(F_SETPIPE_SZ, SIZE)
+func newPipe(size int) (*pipe, error) {
 	var fds [2]int
 	if err := unix.Pipe2(fds[:], unix.O_CLOEXEC|unix.O_NONBLOCK); err != nil {
-		return nil, err
+		return nil, fmt.Errorf("open pipe: %w", err)
 	}
 	if size > 0 {
 		_, _ = unix.FcntlInt(uintptr(fds[0]), unix.F_SETPIPE_SZ, size)

@@ -124,7 +124,17 @@ type L4LBParams struct {
 	TimeoutConnect string `yaml:"timeout_connect,omitempty" json:"timeout_connect,omitempty"`
 	// Drain is how long destroying the lab waits for open connections (sfclab, default "2s").
 	Drain string `yaml:"drain,omitempty" json:"drain,omitempty"`
+	// Loop is sfclab's data path: "goroutines" (default, two per connection on Go's netpoller,
+	// threads default 1) or "epoll" (an edge-triggered epoll loop per thread, threads default
+	// one per core).
+	Loop string `yaml:"loop,omitempty" json:"loop,omitempty"`
 }
+
+// Data paths of impl sfclab (the l4lb loop parameter).
+const (
+	LoopGoroutines = "goroutines"
+	LoopEpoll      = "epoll"
+)
 
 // L4LB defaults that are not filled into the parameters (so plans written before they
 // existed stay the same).
@@ -409,6 +419,12 @@ func (p *L4LBParams) Check(fn *Function, pr *Problems) {
 		}
 	} else {
 		pr.OneOf("balance", p.Balance, "source", "flow")
+	}
+	if p.Loop != "" {
+		if p.Impl != ImplSfclab {
+			pr.Addf("loop is a parameter of impl sfclab, not %s", p.Impl)
+		}
+		pr.OneOf("loop", p.Loop, LoopGoroutines, LoopEpoll)
 	}
 	if p.MaxConn < 1 {
 		pr.Addf("maxconn must be positive, got %d", p.MaxConn)

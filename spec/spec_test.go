@@ -107,6 +107,8 @@ func badLabs(t testing.TB) []badLab {
 		{"unused function", base("hops: [fw, lb]", "hops: [fw]"), []string{`function "lb" is not a hop of any chain`}},
 		{"function in two places", base("hops: [fw, lb]", "hops: [fw, lb, fw]"), []string{`function "fw" is already a hop`}},
 		{"haproxy udp", base("{impl: nft, port: 80}", "{impl: haproxy, protocol: udp, port: 80}"), []string{"balances tcp only"}},
+		{"loop unknown", base("{impl: nft, port: 80}", "{impl: sfclab, port: 80, loop: threads}"), []string{`loop "threads" is not one of [goroutines epoll]`}},
+		{"loop without sfclab", base("{impl: nft, port: 80}", "{impl: haproxy, port: 80, loop: epoll}"), []string{"loop is a parameter of impl sfclab"}},
 		{"docker settings without docker", base("name: t1\n", "name: t1\ndocker: {attach: nat}\n"), []string{"docker: settings need runtime: docker"}},
 		{"lab name", base("name: t1", "name: T1"), []string{`lab name "T1"`}},
 		{"empty file", "", []string{"empty"}},

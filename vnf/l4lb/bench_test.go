@@ -54,6 +54,8 @@ var chainScenarios = []chainScenario{
 	{"haproxy-default", "t-lbb-hdef", "{impl: haproxy, port: 5201, splice: false}"},
 	{"haproxy-splice", "t-lbb-hspl", "{impl: haproxy, port: 5201, splice: true}"},
 	{"sfclab", "t-lbb-sfc", "{impl: sfclab, port: 5201}"},
+	{"sfclab-epoll", "t-lbb-sfe", "{impl: sfclab, port: 5201, loop: epoll}"},               // a loop per core
+	{"sfclab-epoll-1", "t-lbb-sf1", "{impl: sfclab, port: 5201, loop: epoll, threads: 1}"}, // one loop, as goroutines' one thread
 }
 
 // chainFigures are one trial's measurements of a scenario.
@@ -66,7 +68,9 @@ type chainFigures struct {
 // BenchmarkChain2VNF measures study A's 2-VNF chain with each terminating balancer beside the
 // baseline, interleaved (every iteration deploys every scenario in turn), and reports ratios
 // from the same run: single stream vs baseline and vs HAProxy with splice, 100 streams vs
-// baseline, connection rate vs HAProxy, and balancer CPU per Gbit/s vs HAProxy's default.
+// baseline, connection rate vs HAProxy, and balancer CPU per Gbit/s vs HAProxy's default;
+// for sfclab's two data paths (goroutines, epoll with a loop per core and with one loop)
+// each of these and epoll's against goroutines'.
 //
 // Run: flock /tmp/sfclab-suite.lock go test -run '^$' -bench Chain2VNF -benchtime 3x ./vnf/l4lb/
 func BenchmarkChain2VNF(b *testing.B) {
@@ -96,14 +100,24 @@ func BenchmarkChain2VNF(b *testing.B) {
 		return chainFigures{f.single / k, f.p100 / k, f.lbCores / k, f.connRate / k}
 	}
 	base, hdef, hspl, sfc := mean("baseline"), mean("haproxy-default"), mean("haproxy-splice"), mean("sfclab")
-	b.ReportMetric(sfc.single/base.single, "sfclab/baseline-1stream")
-	b.ReportMetric(sfc.single/hspl.single, "sfclab/haproxy-splice-1stream")
 	b.ReportMetric(hspl.single/base.single, "haproxy-splice/baseline-1stream")
-	b.ReportMetric(sfc.p100/base.p100, "sfclab/baseline-P100")
-	b.ReportMetric(sfc.connRate/hspl.connRate, "sfclab/haproxy-splice-connrate")
-	b.ReportMetric(sfc.connRate/hdef.connRate, "sfclab/haproxy-default-connrate")
-	b.ReportMetric((sfc.lbCores/sfc.single)/(hdef.lbCores/hdef.single), "sfclab/haproxy-default-cpu-per-Gbit")
-	b.ReportMetric((sfc.lbCores/sfc.single)/(hspl.lbCores/hspl.single), "sfclab/haproxy-splice-cpu-per-Gbit")
+	cpu := func(f chainFigures) float64 { return f.lbCores / f.single }
+	for _, name := range []string{"sfclab", "sfclab-epoll", "sfclab-epoll-1"} {
+		f := mean(name)
+		b.ReportMetric(f.single/base.single, name+"/baseline-1stream")
+		b.ReportMetric(f.single/hspl.single, name+"/haproxy-splice-1stream")
+		b.ReportMetric(f.p100/base.p100, name+"/baseline-P100")
+		b.ReportMetric(f.connRate/hspl.connRate, name+"/haproxy-splice-connrate")
+		b.ReportMetric(f.connRate/hdef.connRate, name+"/haproxy-default-connrate")
+		b.ReportMetric(cpu(f)/cpu(hdef), name+"/haproxy-default-cpu-per-Gbit")
+		b.ReportMetric(cpu(f)/cpu(hspl), name+"/haproxy-splice-cpu-per-Gbit")
+		if name != "sfclab" { // the two data paths against each other
+			b.ReportMetric(f.single/sfc.single, name+"/sfclab-1stream")
+			b.ReportMetric(f.p100/sfc.p100, name+"/sfclab-P100")
+			b.ReportMetric(f.connRate/sfc.connRate, name+"/sfclab-connrate")
+			b.ReportMetric(cpu(f)/cpu(sfc), name+"/sfclab-cpu-per-Gbit")
+		}
+	}
 }
 
 // measureChain deploys one scenario, runs iperf3 with 1 then 100 streams (CPU sampled during

@@ -44,7 +44,10 @@ func LBConfig(f *plan.Function, stats string) lb.Config {
 	c := lb.Config{Listen: netip.AddrPortFrom(f.IngressAddr, f.Port), Balance: p.Balance, MaxConn: p.MaxConn,
 		CheckInterval: lb.Duration(check), Rise: rise, Fall: fall,
 		TimeoutClient: lb.Duration(client), TimeoutConnect: lb.Duration(connect), Drain: lb.Duration(drain),
-		Stats: stats, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
+		Stats: stats, Loop: p.Loop, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
+	if p.Loop == spec.LoopEpoll {
+		c.Threads = p.Threads // 0: a loop per core
+	}
 	for _, be := range f.Backends {
 		c.Backends = append(c.Backends, lb.Backend{Name: be.Name, Addr: netip.AddrPortFrom(be.Addr, be.Port), Weight: be.Weight})
 	}

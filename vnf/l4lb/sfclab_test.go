@@ -37,16 +37,18 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-const lbLab = `
-name: t-lb-sfc
+// lbLab is a balancer over three weighted backends with the given data path.
+func lbLab(name, loop string) string {
+	return "name: " + name + `
 endpoints:
   client: {kind: client}
   web: {kind: server, instances: 3, weights: [1, 1, 2]}
 functions:
-  lb: {kind: l4lb, params: {impl: sfclab, port: 7000, balance: roundrobin, check_interval: 100ms, rise: 2, fall: 2}}
+  lb: {kind: l4lb, params: {impl: sfclab, port: 7000, balance: roundrobin, check_interval: 100ms, rise: 2, fall: 2, loop: ` + loop + `}}
 chains:
   - {name: web, from: client, to: web, hops: [lb]}
 `
+}
 
 // backend is a TCP server in a backend's namespace: it writes its name, then echoes.
 type backend struct {
@@ -158,9 +160,19 @@ func variant(t *testing.T, l *labtest.Lab, port uint16, change func(p *spec.L4LB
 	return env, fmt.Sprintf("%s:%d", f.IngressAddr, port)
 }
 
+// TestSfclabLB runs the balancer's behaviour tests on each data path.
 func TestSfclabLB(t *testing.T) {
 	labtest.Exclusive(t)
-	l := labtest.Deploy(t, lbLab)
+	for _, tt := range []struct{ loop, lab string }{
+		{spec.LoopGoroutines, "t-lb-sfc"},
+		{spec.LoopEpoll, "t-lb-sfe"},
+	} {
+		t.Run(tt.loop, func(t *testing.T) { testSfclabLB(t, tt.lab, tt.loop) })
+	}
+}
+
+func testSfclabLB(t *testing.T, lab, loop string) {
+	l := labtest.Deploy(t, lbLab(lab, loop))
 	lbNode := l.P.Node("lb")
 	var backends []*backend
 	for _, be := range lbNode.Function.Backends {
@@ -258,6 +270,29 @@ func TestSfclabLB(t *testing.T) {
 		}
 	})
 
+	t.Run("refused connect redispatched to another backend", func(t *testing.T) {
+		venv, vaddr := variant(t, l, 7004, func(p *spec.L4LBParams) { p.CheckInterval = "" }) // no checks: only redispatch helps
+		dead := backends[0]
+		dead.stop()
+		defer func() { dead.start(parent, l); allUp(t) }()
+		before := settled(t, venv)
+		for range 6 {
+			name, err := hello(t, l, vaddr)
+			if err != nil {
+				t.Fatalf("with %s refusing and checks off: %v", dead.name, err)
+			}
+			if name == dead.name {
+				t.Fatalf("connection answered by the stopped backend %s", name)
+			}
+		}
+		st := stats(t, venv)
+		failed, total := st.Backends[0].Failed-before.Backends[0].Failed, st.Backends[0].Total-before.Backends[0].Total
+		if failed == 0 || total != 0 || st.NoBackend != before.NoBackend {
+			t.Errorf("backend %s: %d failed connects, %d connections, %d without backend; want >0, 0, 0", dead.name,
+				failed, total, st.NoBackend-before.NoBackend)
+		}
+	})
+
 	t.Run("all backends down: refused at once, not a hang", func(t *testing.T) {
 		for _, b := range backends {
 			b.stop()
@@ -328,6 +363,48 @@ func TestSfclabLB(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 		if _, err := hello(t, l, vaddr); err != nil {
 			t.Errorf("after one of maxconn connections closed, a new one: %v", err)
+		}
+	})
+
+	t.Run("drain on SIGTERM: no new connections, open ones served, then closed", func(t *testing.T) {
+		venv, vaddr := variant(t, l, 7005, func(p *spec.L4LBParams) { p.Drain = "600ms" })
+		c, err := dial(t, l, vaddr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer c.Close()
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		buf := make([]byte, 8)
+		if _, err := io.ReadFull(c, buf); err != nil {
+			t.Fatal(err)
+		}
+		if err := syscall.Kill(readPid(t, venv), syscall.SIGTERM); err != nil {
+			t.Fatal(err)
+		}
+		stop := time.Now()
+		time.Sleep(100 * time.Millisecond)
+		if _, err := hello(t, l, vaddr); err == nil {
+			t.Error("a new connection during the drain was served; want refused")
+		}
+		if _, err := c.Write([]byte("ping")); err != nil {
+			t.Fatalf("write on an open connection during the drain: %v", err)
+		}
+		if _, err := io.ReadFull(c, buf[:4]); err != nil || string(buf[:4]) != "ping" {
+			t.Fatalf("echo on an open connection during the drain: %q, %v", buf[:4], err)
+		}
+		_, err = io.ReadAll(c)
+		if errors.Is(err, os.ErrDeadlineExceeded) {
+			t.Fatal("open connection not closed within 5 s of SIGTERM (drain 600ms)")
+		}
+		if el := time.Since(stop); el < 500*time.Millisecond || el > 2*time.Second {
+			t.Errorf("open connection closed %s after SIGTERM, want about the drain time, 600ms", el)
+		}
+		deadline := time.Now().Add(2 * time.Second)
+		for !errors.Is((l4lb.LB{}).Check(context.Background(), venv), l4lb.ErrDown) {
+			if time.Now().After(deadline) {
+				t.Fatal("balancer process still runs 2 s after its drain ended")
+			}
+			time.Sleep(20 * time.Millisecond)
 		}
 	})
 
@@ -439,5 +516,21 @@ func TestLBConfig(t *testing.T) {
 	}
 	if err := cfg.Validate(); !errors.Is(err, lb.ErrConfig) {
 		t.Errorf("config without backends: %v, want ErrConfig", err)
+	}
+	for _, tt := range []struct {
+		loop, want string
+		threads    int
+		wantN      int
+	}{
+		{"", "", 0, 1}, // lb.Config.Validate fills goroutines
+		{spec.LoopGoroutines, spec.LoopGoroutines, 0, 1},
+		{spec.LoopEpoll, spec.LoopEpoll, 0, 0}, // a loop per core
+		{spec.LoopEpoll, spec.LoopEpoll, 3, 3},
+	} {
+		p := &spec.L4LBParams{Impl: spec.ImplSfclab, Loop: tt.loop, Threads: tt.threads}
+		cfg := l4lb.LBConfig(&plan.Function{Kind: spec.KindL4LB, Params: p, Port: 80}, "")
+		if cfg.Loop != tt.want || cfg.Threads != tt.wantN {
+			t.Errorf("loop %q threads %d: config loop %q threads %d, want %q %d", tt.loop, tt.threads, cfg.Loop, cfg.Threads, tt.want, tt.wantN)
+		}
 	}
 }
