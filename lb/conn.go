@@ -100,13 +100,21 @@ func (s *Server) handle(client *net.TCPConn) {
 // pipe is a kernel pipe that spliced bytes pass through; empty when it goes back to the pool.
 type pipe struct{ r, w int }
 
-var pipes sync.Pool
+// maxIdleSharedPipes bounds the empty pipes the goroutine path keeps for reuse (two descriptors
+// each); more are closed.
+const maxIdleSharedPipes = 256
+
+// pipes holds empty pipes for reuse. A channel, not a sync.Pool: a pool drops what it holds at
+// garbage collection without closing it, which leaked both descriptors of every dropped pipe.
+var pipes = make(chan *pipe, maxIdleSharedPipes)
 
 func getPipe(size int) (*pipe, error) {
-	if p, ok := pipes.Get().(*pipe); ok {
+	select {
+	case p := <-pipes:
 		return p, nil
+	default:
+		return newPipe(size)
 	}
-	return newPipe(size)
 }
 
 // newPipe opens a non-blocking pipe of size bytes (0 or less: the kernel's default).
@@ -125,8 +133,11 @@ func newPipe(size int) (*pipe, error) {
 
 func (p *pipe) release(empty bool) {
 	if empty {
-		pipes.Put(p)
-		return
+		select {
+		case pipes <- p:
+			return
+		default:
+		}
 	}
 	unix.Close(p.r)
 	unix.Close(p.w)
