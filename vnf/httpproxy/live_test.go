@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -88,6 +89,40 @@ func txBytes(t *testing.T, p *plan.Plan, node, ifname string) uint64 {
 
 // TestProxyForwards deploys client -> squid (cache off) -> apache and fetches both objects
 // through the proxy: right bytes, nothing served from cache, the origin sends every copy.
+// udpOut is the UDP datagrams node's network namespace has sent (/proc/net/snmp).
+func udpOut(t *testing.T, node runtime.Node) uint64 {
+	t.Helper()
+	var b []byte
+	if err := node.Do(func() (err error) {
+		b, err = os.ReadFile("/proc/thread-self/net/snmp")
+		return err
+	}); err != nil {
+		t.Fatal(err)
+	}
+	var head []string
+	for _, line := range strings.Split(string(b), "\n") {
+		f := strings.Fields(line)
+		if len(f) == 0 || f[0] != "Udp:" {
+			continue
+		}
+		if head == nil {
+			head = f
+			continue
+		}
+		for i, k := range head {
+			if k == "OutDatagrams" && i < len(f) {
+				v, err := strconv.ParseUint(f[i], 10, 64)
+				if err != nil {
+					t.Fatal(err)
+				}
+				return v
+			}
+		}
+	}
+	t.Fatalf("no Udp OutDatagrams in /proc/net/snmp:\n%s", b)
+	return 0
+}
+
 func TestProxyForwards(t *testing.T) {
 	l := labtest.Deploy(t, lab("t-sq-fwd", "{}"))
 	c := l.P.Chains[0]
@@ -95,6 +130,7 @@ func TestProxyForwards(t *testing.T) {
 	origin := l.P.Node("proxy").Function.Backends[0]
 	cl := client(l.Node(t, "client"), proxy)
 	before := txBytes(t, l.P, "web", "eth0")
+	dnsBefore := udpOut(t, l.Node(t, "proxy"))
 	for i := 0; i < 5; i++ {
 		for _, o := range []string{"1k", "10k"} {
 			size, _ := spec.ParseSize(o)
@@ -103,6 +139,11 @@ func TestProxyForwards(t *testing.T) {
 				t.Fatalf("GET %s through squid: status %d, %d bytes (want 200, %d bytes of Content)", o, st, len(body), size)
 			}
 		}
+	}
+	// Squid looks up each client's reverse name; the lab's hosts file answers it, so not one
+	// DNS query leaves the node (without it: one per connection, each queued for 30 s).
+	if n := udpOut(t, l.Node(t, "proxy")) - dnsBefore; n != 0 {
+		t.Errorf("the proxy's node sent %d UDP datagrams (DNS) for 10 requests; want 0: its hosts file names the lab's addresses", n)
 	}
 	sent := txBytes(t, l.P, "web", "eth0") - before
 	if sent < 5*(1024+10240) {

@@ -2,8 +2,10 @@ package httpproxy_test
 
 import (
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/labtest"
@@ -82,5 +84,36 @@ func TestParseCounters(t *testing.T) {
 	}
 	if _, ok := got["sample_time"]; ok {
 		t.Errorf("sample_time is not a number, got %v", got["sample_time"])
+	}
+}
+
+// TestHostsText: every address of the node's subnets and routed /22-or-smaller prefixes, once,
+// without network and broadcast addresses; a wider route is left to DNS.
+func TestHostsText(t *testing.T) {
+	n := &plan.Node{
+		Interfaces: []*plan.Interface{{Address: netip.MustParsePrefix("198.18.0.2/24")}, {Address: netip.MustParsePrefix("198.18.1.1/24")}},
+		Routes: []plan.Route{{Dst: netip.MustParsePrefix("198.18.1.0/24")}, {Dst: netip.MustParsePrefix("198.18.4.0/25")},
+			{Dst: netip.MustParsePrefix("198.18.0.0/15")}},
+	}
+	text := httpproxy.HostsText(n)
+	lines := strings.Split(strings.TrimSpace(text), "\n")[1:]
+	if got, want := len(lines), 254+254+126; got != want {
+		t.Errorf("%d entries, want %d", got, want)
+	}
+	for _, tt := range []struct {
+		line string
+		in   bool
+	}{
+		{"198.18.0.1 sfclab-198-18-0-1", true},
+		{"198.18.1.254 sfclab-198-18-1-254", true},
+		{"198.18.4.126 sfclab-198-18-4-126", true},
+		{"198.18.0.0 ", false},
+		{"198.18.0.255 ", false},
+		{"198.18.4.127 ", false},
+		{"198.18.9.1 ", false},
+	} {
+		if strings.Contains(text, "\n"+tt.line) != tt.in {
+			t.Errorf("hosts text has %q: %v, want %v", tt.line, !tt.in, tt.in)
+		}
 	}
 }
