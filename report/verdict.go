@@ -284,6 +284,7 @@ func (r *Report) verdictSection() section {
 			}
 		}
 	}
+	items = append(items, r.rttVerdict()...)
 	items = append(items, r.trendItems()...)
 	httpItems, httpWorst := r.httpVerdict()
 	items = append(items, httpItems...)
