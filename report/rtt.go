@@ -143,8 +143,10 @@ func (r *Report) buildRTT(samples []results.Sample) {
 		}
 		r.RTT = append(r.RTT, row)
 	}
+	r.rttEchoes = data
 	r.buildRTTTrends(data)
 	r.buildRTTPairs()
+	r.buildRTTBoxes()
 }
 
 // rateOrder sorts rates numerically, the flood last.
@@ -334,6 +336,9 @@ func (r *Report) rttSection() section {
 		sec.blocks = append(sec.blocks, block{para: "Path RTT vs the number of background nodes on the host in column bg host (sender: the chain source's host; responder: its destination's): Kendall's tau-b over every echo " +
 			"(positive: RTT grows with background load; p < 0.05: significant at 95 %). A group with a cell without kernel timestamps is tested on the app RTT, as its figure says."},
 			block{table: tt})
+	}
+	for _, g := range r.RTTBoxes {
+		sec.blocks = append(sec.blocks, block{chart: rttBoxName(g)})
 	}
 	if len(r.RTTPairs) > 0 {
 		pt := &table{id: "rtt-pairs", header: []string{"A", "B", "figure", "paired cells", "median ratio B/A", "Wilcoxon W", "p", "app RTT ratio B/A (incl. sender stack)"},

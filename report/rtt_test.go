@@ -3,6 +3,7 @@ package report
 import (
 	"bytes"
 	"flag"
+	"fmt"
 	"math"
 	"os"
 	"strconv"
@@ -287,6 +288,62 @@ func TestRTTWithoutTimestamps(t *testing.T) {
 	for _, want := range []string{"| macvlan.bg-cpu-sender-8 | 1000 | 0 of 80 | — | — |", `n is "K of N"`, "app RTT (incl. sender stack; some cells have no kernel timestamps)"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+}
+
+// TestRTTBoxes: one box-plot chart per background kind, host and rate, with every driver's
+// boxes by count (the count-0 cell in each), on the path RTT unless a cell lacks it.
+func TestRTTBoxes(t *testing.T) {
+	for _, tt := range []struct {
+		unstamped bool
+		figure    string
+		ylabel    string
+	}{{false, FigurePath, "path RTT (µs)"}, {true, FigureApp, "app RTT incl. sender stack (µs)"}} {
+		r, err := Build(rttInput(tt.unstamped))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(r.RTTBoxes) != 2 {
+			t.Fatalf("boxes %+v", r.RTTBoxes)
+		}
+		for _, g := range r.RTTBoxes {
+			if g.Kind != "cpu" || g.Side != "sender" || fmt.Sprint(g.Counts) != "[0 8 32]" || fmt.Sprint(g.Bases) != "[veth macvlan]" ||
+				fmt.Sprint(g.Cells["macvlan"]) != "[macvlan.bg-0 macvlan.bg-cpu-sender-8 macvlan.bg-cpu-sender-32]" || g.Figure != tt.figure {
+				t.Errorf("group %+v, want figure %q", g, tt.figure)
+			}
+		}
+		charts, err := r.charts()
+		if err != nil {
+			t.Fatal(err)
+		}
+		found := 0
+		for _, c := range charts {
+			if strings.HasPrefix(c.name, "rtt-box-cpu-sender-") {
+				found++
+				if !strings.Contains(string(c.svg), tt.ylabel) || strings.HasPrefix(c.title, "Path") != (tt.figure == FigurePath) {
+					t.Errorf("%s: title %q, y label not %q", c.name, c.title, tt.ylabel)
+				}
+			}
+		}
+		if found != 2 {
+			t.Errorf("%d box charts, want 2", found)
+		}
+	}
+}
+
+func TestPercentile(t *testing.T) {
+	xs := make([]float64, 101)
+	for i := range xs {
+		xs[i] = float64(i + 1)
+	}
+	for _, tt := range []struct {
+		xs   []float64
+		p    float64
+		want float64
+	}{{xs, 0.01, 2}, {xs, 0.99, 100}, {xs, 0.5, 51}, {xs, 1, 101}, {[]float64{1, 2}, 0.5, 1.5}, {[]float64{7}, 0.99, 7}} {
+		if got := percentile(tt.xs, tt.p); math.Abs(got-tt.want) > 1e-12 {
+			t.Errorf("percentile(%d values, %g) = %g, want %g", len(tt.xs), tt.p, got, tt.want)
 		}
 	}
 }
