@@ -315,14 +315,13 @@ func hasDriver(nodes []*Node) bool {
 	return false
 }
 
-// checkDrivers refuses what a driver cannot do with the resolved plan: on docker only veth
-// (the bridge driver) and macvlan (the engine's macvlan network driver) exist, see
-// checkDockerDriver; host-device and sriov give a node one device, so the node must have
-// exactly one interface.
+// checkDrivers refuses what a driver cannot do with the resolved plan: no driver but veth on
+// docker yet; host-device and sriov give a node one device, so the node must have exactly one
+// interface.
 func (b *builder) checkDrivers() {
 	for _, n := range b.plan.Nodes {
 		if n.Driver != nil && b.lab.Runtime == spec.RuntimeDocker {
-			b.checkDockerDriver(n)
+			b.bad(n.Driver.Pos, "endpoint %q: driver %s is not available on runtime docker yet (docker's macvlan network driver needs a parent interface on the host, which the docker runtime does not wire); use runtime netns", n.Group, n.Driver.Type)
 			continue
 		}
 		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan || n.Driver.Type == spec.DriverEBPFRedirect {
@@ -332,71 +331,4 @@ func (b *builder) checkDrivers() {
 			b.bad(n.Driver.Pos, "endpoint %q: driver %s gives the node one device, but it is on %d networks (chains); use veth or macvlan", n.Group, n.Driver.Type, len(n.Interfaces))
 		}
 	}
-}
-
-// dockerNoDriver says why Docker Engine has no network driver for an attachment driver.
-var dockerNoDriver = map[string]string{
-	spec.DriverHostDevice:   "Docker Engine has no network driver that moves a host interface into a container (host-device is a CNI plugin, which the engine does not run)",
-	spec.DriverSRIOV:        "Docker Engine has no SR-IOV network driver (only third-party plugins, which sfclab does not use)",
-	spec.DriverEBPFRedirect: "it redirects between emulated hosts' namespaces, which only the netns runtime builds",
-}
-
-// checkDockerDriver refuses on docker what the engine does not allow: a driver it has no
-// network driver for, and a macvlan node whose network also has nodes of another driver (a
-// Docker network has one driver), is published (attach nat: the engine publishes through its
-// bridge's NAT, and a macvlan network has no host side) or has an MTU other than the engine's
-// dummy parent's 1500 (its macvlan driver takes the parent's).
-func (b *builder) checkDockerDriver(n *Node) {
-	t := n.Driver.Type
-	if why, ok := dockerNoDriver[t]; ok {
-		b.bad(n.Driver.Pos, "endpoint %q: driver %s is not available on runtime docker: %s; use runtime netns", n.Group, t, why)
-		return
-	}
-	if t != spec.DriverMacvlan {
-		return
-	}
-	if b.plan.Attach == spec.AttachNAT {
-		b.bad(n.Driver.Pos, "endpoint %q: driver macvlan on docker needs attach: routed (attach nat publishes through the engine's bridge, and a macvlan network has no host side)", n.Group)
-	}
-	if b.plan.MTU != 0 && b.plan.MTU != 1500 {
-		b.bad(n.Driver.Pos, "endpoint %q: driver macvlan on docker takes the MTU of the engine's dummy parent, 1500, not mtu: %d; remove mtu: or use runtime netns", n.Group, b.plan.MTU)
-	}
-	for _, ifc := range n.Interfaces {
-		for _, m := range b.plan.Nodes {
-			if m.Driver != nil && m.Driver.Type == spec.DriverMacvlan {
-				continue
-			}
-			for _, mi := range m.Interfaces {
-				if mi.Segment == ifc.Segment {
-					b.bad(n.Driver.Pos, "endpoint %q: driver macvlan on docker makes network %s a macvlan network, but node %s is on it with driver %s; a Docker network has one driver: give every node on it driver: macvlan, or none", n.Group, ifc.Segment, m.Name, nodeDriver(m))
-				}
-			}
-		}
-	}
-}
-
-// nodeDriver is a node's attachment driver (veth when it has none).
-func nodeDriver(n *Node) string {
-	if n.Driver == nil || n.Driver.Type == "" {
-		return spec.DriverVeth
-	}
-	return n.Driver.Type
-}
-
-// MacvlanSegment reports whether every member of segment s uses driver macvlan: on docker its
-// network is a macvlan network.
-func (p *Plan) MacvlanSegment(s string) bool {
-	members := 0
-	for _, n := range p.Nodes {
-		for _, ifc := range n.Interfaces {
-			if ifc.Segment != s {
-				continue
-			}
-			if nodeDriver(n) != spec.DriverMacvlan {
-				return false
-			}
-			members++
-		}
-	}
-	return members > 0
 }

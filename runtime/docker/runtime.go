@@ -285,27 +285,16 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 
 // createNetwork creates a segment's network: a bridge with the plan's subnet, the segment's
 // gateway address on the host side and the lab's MTU; internal unless a port is published on it.
-// A segment whose members all have driver macvlan gets a macvlan network instead (bridge mode,
-// internal: the engine makes a dummy interface its parent, so the containers' macvlan devices
-// switch between each other in the kernel and nothing reaches the host's network); the plan
-// has refused what it cannot take (plan.checkDockerDriver).
-// Equivalent to: docker network create -d macvlan -o macvlan_mode=bridge --internal --subnet S
-// --gateway G sfc.LAB.SEG
 func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, fw bool, u runtime.Undo) error {
 	name := NetworkName(p.Lab, s.Name)
 	internal := !published(p, s)
-	driver, opts := "bridge", map[string]string{"com.docker.network.driver.mtu": strconv.Itoa(mtu(p))}
-	macvlan := p.MacvlanSegment(s.Name)
-	if macvlan {
-		driver, opts, internal = "macvlan", map[string]string{"macvlan_mode": "bridge"}, true
-	}
 	res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
-		Driver:   driver,
+		Driver:   "bridge",
 		Internal: internal,
 		IPAM: &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
 			Subnet: s.Subnet.Masked(), Gateway: s.Gateway,
 		}}},
-		Options: opts,
+		Options: map[string]string{"com.docker.network.driver.mtu": strconv.Itoa(mtu(p))},
 		Labels:  labels(p.Lab, LabelSegment, s.Name, LabelState, r.stateRoot()),
 	})
 	if err != nil {
@@ -319,7 +308,7 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		}
 		return nil
 	})
-	if internal && fw && !macvlan { // a macvlan network has no host bridge for the host's firewall to see
+	if internal && fw {
 		br := bridgeName(res.ID)
 		if err := acceptBridge(ctx, br, p.Lab); err != nil {
 			return err
