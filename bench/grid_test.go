@@ -14,7 +14,7 @@ repetitions: 1
 scenarios:
   - {name: veth, lab: base.yaml}
   - {name: macvlan, lab: mv.yaml}
-background_nodes: {count: [0, 4], kind: [cpu, network], side: sender, bitrate: 20M}
+background: {count: [0, 4], kind: [cpu, network], host: sender, bitrate: 20M}
 probes:
   rtt: {rate: [1k, max], count: 100}
 `

@@ -292,7 +292,10 @@ func (h *HTTP) RequestsFor(object string) int {
 	return h.Requests
 }
 
-// Background is load started before a trial's probes and stopped after them.
+// Background is load started before a trial's probes and stopped after them, on one node of
+// the lab (study B). The file's `background:` holds either this (with node:) or, with host:,
+// study D's background nodes as the issue writes them (`background: {count: [0, 8, 32, 64],
+// kind: [cpu, network], host: [sender, responder]}`): Decode moves those to BackgroundNodes.
 type Background struct {
 	// Kind is "cpu" (busy processes) or "network" (iperf3 streams).
 	Kind string `yaml:"kind"`
@@ -305,6 +308,79 @@ type Background struct {
 	// and cgroup, so its CPU counts as the node's) or "host" (beside the node on its host,
 	// the same on every runtime: study B's processes on the proxy's server).
 	Placement string `yaml:"placement,omitempty"`
+
+	// Line is the line of the mapping in the file.
+	Line int `yaml:"-"`
+	// nodes is set when the file's background: is study D's grid (it has host:).
+	nodes *BackgroundNodes
+}
+
+// UnmarshalYAML decodes background: as one node's load (node:) or as background nodes
+// (host:, or a field only they have: side:, bitrate:, a list of counts or kinds); a mapping
+// with both, or with neither, is refused with what to write.
+func (b *Background) UnmarshalYAML(unmarshal func(any) error) error {
+	fields, line, err := mappingOf(unmarshal, "background", "{count: [0, 8], kind: cpu, host: sender} or {kind: cpu, count: 12, node: proxy}")
+	if err != nil {
+		return err
+	}
+	has := map[string]bool{}
+	grid := false
+	for k, v := range fields {
+		has[k] = true
+		grid = grid || k == "host" || k == "side" || k == "bitrate" || ((k == "count" || k == "kind") && v.Kind == yaml.SequenceNode)
+	}
+	switch {
+	case grid && (has["node"] || has["placement"]):
+		return lineError(line, "background has host: or side: (background nodes on the sender's or responder's host, a grid factor) "+
+			"and node: or placement: (load on one node of the lab); write one: {count: [0, 8], kind: cpu, host: sender} or {kind: cpu, count: 12, node: NODE}")
+	case grid:
+		g := &BackgroundNodes{}
+		type backgroundNodes BackgroundNodes
+		if err := unmarshal((*backgroundNodes)(g)); err != nil {
+			return err
+		}
+		g.Key, g.Line = "background", line
+		if err := g.mergeHost(); err != nil {
+			return err
+		}
+		*b = Background{Line: line, nodes: g}
+		return nil
+	case !has["node"]:
+		return lineError(line, "background needs host: sender|responder (background nodes on that host: "+
+			"{count: [0, 8, 32, 64], kind: [cpu, network], host: [sender, responder]}) or node: NODE (load on one node: {kind: cpu, count: 12, node: proxy})")
+	}
+	type background Background // without this method; its name is in unknown-field errors
+	if err := unmarshal((*background)(b)); err != nil {
+		return err
+	}
+	b.Line = line
+	return nil
+}
+
+var typeErrorLine = regexp.MustCompile(`^line (\d+): `)
+
+// mappingOf decodes a mapping's fields as nodes, with the line it starts on as well as the
+// fields tell it (their first value's; Decode sets the key's exact line afterwards). Anything
+// else is refused as "line N: KEY: expected a mapping, e.g. EXAMPLE".
+func mappingOf(unmarshal func(any) error, key, example string) (map[string]yaml.Node, int, error) {
+	var fields map[string]yaml.Node
+	if err := unmarshal(&fields); err != nil {
+		var te *yaml.TypeError
+		if errors.As(err, &te) && len(te.Errors) > 0 {
+			if m := typeErrorLine.FindStringSubmatch(te.Errors[0]); m != nil {
+				n, _ := strconv.Atoi(m[1])
+				return nil, 0, lineError(n, "%s: expected a mapping, e.g. %s", key, example)
+			}
+		}
+		return nil, 0, err
+	}
+	line := 0
+	for _, v := range fields {
+		if line == 0 || v.Line < line {
+			line = v.Line
+		}
+	}
+	return fields, line, nil
 }
 
 // Duration is a time.Duration written as "30s", "100ms".
@@ -379,6 +455,21 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 	e := &Experiment{File: file}
 	if err := dec.Decode(e); err != nil {
 		return nil, decodeError(file, err)
+	}
+	if b := e.Background; b != nil {
+		b.Line = keyLine(root.Content[0], "background", b.Line)
+		if b.nodes != nil {
+			b.nodes.Line = b.Line
+		}
+	}
+	if g := e.BackgroundNodes; g != nil {
+		g.Line = keyLine(root.Content[0], "background_nodes", g.Line)
+	}
+	if b := e.Background; b != nil && b.nodes != nil {
+		if e.BackgroundNodes != nil {
+			return nil, fmt.Errorf("%s:%d: background: with host: and background_nodes: both set background nodes; keep one (background: {count, kind, host})", file, b.Line)
+		}
+		e.BackgroundNodes, e.Background = b.nodes, nil
 	}
 	lines := scenarioLines(root.Content[0])
 	for i, s := range e.Scenarios {
@@ -604,19 +695,19 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 	e.Probes.validate(bad)
 	if b := e.Background; b != nil {
 		if b.Kind != "cpu" && b.Kind != "network" {
-			bad(0, "background kind %q is not cpu or network", b.Kind)
+			bad(b.Line, "background kind %q is not cpu or network; write kind: cpu or kind: network", b.Kind)
 		}
 		if b.Placement != "" && b.Placement != "node" && b.Placement != "host" {
-			bad(0, "background placement %q is not node or host", b.Placement)
+			bad(b.Line, "background placement %q is not node or host; write placement: node (inside the node, the default) or placement: host (beside it)", b.Placement)
 		}
 		if b.Placement == "host" && b.Kind != "cpu" {
-			bad(0, "background placement host is for cpu load; network load leaves from the node itself")
+			bad(b.Line, "background placement host is for cpu load; network load leaves from the node itself: drop placement: or write kind: cpu")
 		}
 		if b.Count < 1 || b.Count > 256 {
-			bad(0, "background count must be 1-256, got %d", b.Count)
+			bad(b.Line, "background count must be 1-256, got %d; write e.g. count: 12", b.Count)
 		}
 		if b.Node == "" {
-			bad(0, "background needs node: the node (or function) to load")
+			bad(b.Line, "background needs node: the node (or function) to load")
 		}
 	}
 }
@@ -740,6 +831,16 @@ func SingleHost(lab *spec.Lab) error {
 }
 
 // scenarioLines returns the line of every item under scenarios:.
+// keyLine is the line of key in the mapping doc (def when it is not there).
+func keyLine(doc *yaml.Node, key string, def int) int {
+	for i := 0; i+1 < len(doc.Content); i += 2 {
+		if doc.Content[i].Value == key {
+			return doc.Content[i].Line
+		}
+	}
+	return def
+}
+
 func scenarioLines(doc *yaml.Node) []int {
 	for i := 0; i+1 < len(doc.Content); i += 2 {
 		if doc.Content[i].Value == "scenarios" {

@@ -88,6 +88,9 @@ var badExperiments = []struct{ name, text, want string }{
 	{"ndr frame", strings.Replace(good, "ping: {count: 10}", "ndr: {frames: [63]}", 1), "64 to 9018 or imix"},
 	{"ndr precision", strings.Replace(good, "ping: {count: 10}", "ndr: {precision: 1}", 1), "followed by %"},
 	{"ndr rate unit", strings.Replace(good, "ping: {count: 10}", "ndr: {max_rate: 10gbps}", 1), "pps, kpps or Mpps"},
+	{"background host", strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground: {count: [0, 8], kind: cpu, host: left}", 1), `background host "left" is not sender or responder`},
+	{"background host and node", strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground: {count: 8, kind: cpu, host: sender, node: fw}", 1), "write one"},
+	{"background neither host nor node", strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground: {count: 8, kind: cpu}", 1), "background needs host: sender|responder"},
 	{"ndr loss", strings.Replace(good, "ping: {count: 10}", "ndr: {loss: 150%}", 1), "below 100"},
 }
 
@@ -142,6 +145,100 @@ func TestLoadBackgroundNodes(t *testing.T) {
 		text := strings.Replace(good, "ping: {count: 10}", "rtt: {}\nbackground_nodes: "+bad.grid, 1)
 		if _, err := Load(write(t, strings.ReplaceAll(text, "LABDIR", labs(t)))); err == nil || !strings.Contains(err.Error(), bad.want) {
 			t.Errorf("%s: %v, want %q", bad.grid, err, bad.want)
+		}
+	}
+}
+
+// bgText is the good experiment with the rtt probe, no docker scenario and the given
+// background lines (the first of them on line 9).
+func bgText(t *testing.T, lines string) string {
+	text := strings.Replace(good, "ping: {count: 10}", "rtt: {}\n"+lines, 1)
+	return strings.ReplaceAll(strings.Replace(text, ", runtime: docker", "", 1), "LABDIR", labs(t))
+}
+
+// TestLoadBackgroundForms: study D's background nodes as the issue writes them (background:
+// with host:) and as background_nodes: with side:, crossing the same cells; study B's
+// one-node background load still decodes as before.
+func TestLoadBackgroundForms(t *testing.T) {
+	for _, tt := range []struct {
+		name, lines  string
+		key, hostKey string
+		scenarios    []string // per base scenario, in grid order
+	}{
+		{"issue form, lists", "background: {count: [0, 8], kind: [cpu, network], host: [sender, responder]}", "background", "host",
+			[]string{"bg-0", "bg-cpu-sender-8", "bg-cpu-responder-8", "bg-network-sender-8", "bg-network-responder-8"}},
+		{"issue form, one value each", "background: {count: 8, kind: network, host: responder}", "background", "host",
+			[]string{"bg-network-responder-8"}},
+		{"issue form, block style", "background:\n  count: [0, 32]\n  kind: cpu\n  host: sender\n  bitrate: 50M", "background", "host",
+			[]string{"bg-0", "bg-cpu-sender-32"}},
+		{"background with side:", "background: {count: [8], kind: cpu, side: responder}", "background", "side",
+			[]string{"bg-cpu-responder-8"}},
+		{"background_nodes with side:", "background_nodes: {count: [0, 8], kind: cpu, side: [sender, responder]}", "background_nodes", "side",
+			[]string{"bg-0", "bg-cpu-sender-8", "bg-cpu-responder-8"}},
+		{"background_nodes with host:", "background_nodes: {count: 8, kind: cpu, host: sender}", "background_nodes", "host",
+			[]string{"bg-cpu-sender-8"}},
+		{"no host: the sender's", "background_nodes: {count: [8], kind: cpu}", "background_nodes", "side",
+			[]string{"bg-cpu-sender-8"}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			e, err := Load(write(t, bgText(t, tt.lines)))
+			if err != nil {
+				t.Fatal(err)
+			}
+			g := e.BackgroundNodes
+			if e.Background != nil || g == nil || g.Key != tt.key || g.HostKey != tt.hostKey || g.Line != 9 || len(g.Host) != 0 {
+				t.Fatalf("background %+v, background nodes %+v", e.Background, g)
+			}
+			var got []string
+			for _, s := range e.Scenarios {
+				if base, cell, _ := strings.Cut(s.Name, "."); base == "base" {
+					got = append(got, cell)
+				}
+			}
+			if strings.Join(got, " ") != strings.Join(tt.scenarios, " ") || len(e.Scenarios) != 2*len(tt.scenarios) {
+				t.Errorf("scenarios %v of %d, want %v per base", got, len(e.Scenarios), tt.scenarios)
+			}
+			for _, s := range e.Scenarios {
+				if s.Background.Count > 0 && !strings.Contains(s.Name, "-"+s.Background.Side+"-") {
+					t.Errorf("scenario %s has host %q", s.Name, s.Background.Side)
+				}
+			}
+		})
+	}
+	e, err := Load(write(t, bgText(t, "background: {kind: cpu, count: 12, node: client, placement: host}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := e.Background; b == nil || e.BackgroundNodes != nil || b.Node != "client" || b.Count != 12 || b.Placement != "host" || b.Line != 9 || len(e.Scenarios) != 2 {
+		t.Errorf("one-node background %+v, nodes %+v", e.Background, e.BackgroundNodes)
+	}
+}
+
+// TestLoadBackgroundBad: every refusal names the file and line and says what to write.
+func TestLoadBackgroundBad(t *testing.T) {
+	for _, tt := range []struct{ lines, want string }{
+		{"background: {count: [8], kind: cpu, host: left}", `exp.yaml:9: background host "left" is not sender or responder`},
+		{"background: {count: [8], kind: cpu, host: left}", "write host: sender, host: responder or host: [sender, responder]"},
+		{"background_nodes: {count: [8], kind: cpu, side: left}", `exp.yaml:9: background_nodes side "left" is not sender or responder`},
+		{"background_nodes: {count: [8], kind: cpu, side: left}", "write side: sender"},
+		{"background: {count: [3], kind: cpu, host: sender}", "exp.yaml:9: background count 3 must be even"},
+		{"background: {count: [1000000], kind: cpu, host: sender}", "this machine holds"},
+		{"background: {count: [8], kind: disk, host: sender}", `exp.yaml:9: background kind "disk" is not cpu or network; write kind: cpu`},
+		{"background: {kind: cpu, host: sender}", "exp.yaml:9: background needs count: and kind:, e.g. background: {count: [0, 8, 32, 64]"},
+		{"background: {count: [8], kind: cpu, host: sender, side: sender}", "exp.yaml:9: background has both host: and side:"},
+		{"background: {count: 8, kind: cpu, host: sender, node: client}", "exp.yaml:9: background has host: or side:"},
+		{"background: {count: 8, kind: cpu, host: sender, node: client}", "write one: {count: [0, 8], kind: cpu, host: sender} or {kind: cpu, count: 12, node: NODE}"},
+		{"background: {count: 8, kind: cpu}", "exp.yaml:9: background needs host: sender|responder"},
+		{"background: {count: [8], kind: cpu, host: sender, nodes: 3}", "exp.yaml:9: unknown field nodes in background nodes"},
+		{"background: {count: eight, kind: cpu, host: sender}", `exp.yaml:9: "eight" is not a whole number`},
+		{"background: [cpu]", "exp.yaml:9: background: expected a mapping"},
+		{"background: {count: 8, kind: cpu, host: sender}\nbackground_nodes: {count: 8, kind: cpu}", "exp.yaml:9: background: with host: and background_nodes: both"},
+		{"background: {kind: cpu, count: 12, node: client, placement: side}", `exp.yaml:9: background placement "side" is not node or host; write placement: node`},
+		{"background: {kind: cpu, count: 0, node: client}", "exp.yaml:9: background count must be 1-256, got 0; write e.g. count: 12"},
+	} {
+		_, err := Load(write(t, bgText(t, tt.lines)))
+		if err == nil || !strings.Contains(err.Error(), tt.want) {
+			t.Errorf("%s:\n got %v\nwant %q", tt.lines, err, tt.want)
 		}
 	}
 }

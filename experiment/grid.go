@@ -11,23 +11,90 @@ import (
 )
 
 // BackgroundNodes makes background nodes (study D's background containers) a factor of the
-// experiment: every scenario is measured once per cell of count x kind x side, each cell a
-// scenario of its own ("SCENARIO.bg-KIND-SIDE-COUNT", or "SCENARIO.bg-0"), whose lab gets
+// experiment: every scenario is measured once per cell of count x kind x host, each cell a
+// scenario of its own ("SCENARIO.bg-KIND-HOST-COUNT", or "SCENARIO.bg-0"), whose lab gets
 // COUNT extra nodes in pairs (see bench/load.AddNodes) loading their CPU or the network while
 // the probes run. With the scenarios' labs varying the attachment driver and the rtt probe's
-// rates, the runner covers count x kind x side x driver x rate, each cell deployed once per
+// rates, the runner covers count x kind x host x driver x rate, each cell deployed once per
 // repetition.
+//
+// The file writes it as the issue's `background: {count, kind, host}` (a `background:` with
+// host:, see Background) or as `background_nodes: {count, kind, side}`; host and side are the
+// same field.
 type BackgroundNodes struct {
-	// Count lists the numbers of background nodes (even, 0-256), e.g. [0, 8, 32, 64].
-	Count []int `yaml:"count"`
+	// Count lists the numbers of background nodes (even, 0 up to load.NodeLimit), e.g.
+	// [0, 8, 32, 64], or one number.
+	Count Ints `yaml:"count"`
 	// Kind lists the load kinds: cpu, network.
 	Kind Strings `yaml:"kind"`
-	// Side lists where the load is: sender, responder. On a lab with emulated hosts it picks
-	// the host the background nodes run on (see bench/load.AddNodes); on one host every node
-	// shares the machine, so the side is recorded but changes nothing.
+	// Side lists the hosts the load is on: sender, responder (written host: or side:). On a
+	// lab with emulated hosts it picks the host the background nodes run on (see
+	// bench/load.AddNodes); on one host every node shares the machine, so it is recorded but
+	// changes nothing.
 	Side Strings `yaml:"side,omitempty"`
+	// Host is Side as the file may write it (merged into Side when decoded).
+	Host Strings `yaml:"host,omitempty"`
 	// Bitrate caps each background pair's UDP stream for kind network (default 100M).
 	Bitrate string `yaml:"bitrate,omitempty"`
+
+	// Key is the file's key ("background" or "background_nodes") and HostKey the name the
+	// file gave the host field ("host" or "side"), so that errors use the user's words.
+	Key, HostKey string `yaml:"-"`
+	// Line is the line of the mapping in the file.
+	Line int `yaml:"-"`
+}
+
+// UnmarshalYAML decodes background_nodes: strictly, with host: and side: as one field.
+func (g *BackgroundNodes) UnmarshalYAML(unmarshal func(any) error) error {
+	_, line, err := mappingOf(unmarshal, "background_nodes", "{count: [0, 8, 32, 64], kind: [cpu, network], side: [sender, responder]}")
+	if err != nil {
+		return err
+	}
+	type backgroundNodes BackgroundNodes // without this method; its name is in unknown-field errors
+	if err := unmarshal((*backgroundNodes)(g)); err != nil {
+		return err
+	}
+	g.Key, g.Line = "background_nodes", line
+	return g.mergeHost()
+}
+
+// mergeHost moves Host into Side; both given is an error.
+func (g *BackgroundNodes) mergeHost() error {
+	g.HostKey = "side"
+	switch {
+	case len(g.Host) > 0 && len(g.Side) > 0:
+		return lineError(g.Line, "%s has both host: and side:, which are the same field; write host: sender, host: responder or host: [sender, responder]", g.Key)
+	case len(g.Host) > 0:
+		g.Side, g.Host, g.HostKey = g.Host, nil, "host"
+	}
+	return nil
+}
+
+// lineError is an error the YAML decoder reports as "line N: ...", which Decode turns into
+// file:N.
+func lineError(line int, f string, a ...any) error {
+	return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: "+f, append([]any{line}, a...)...)}}
+}
+
+// Ints is one integer or a list of them.
+type Ints []int
+
+// UnmarshalYAML reads `8` or `[0, 8]`.
+func (s *Ints) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var v int
+		if err := n.Decode(&v); err != nil {
+			return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: %q is not a whole number", n.Line, n.Value)}}
+		}
+		*s = Ints{v}
+		return nil
+	}
+	var l []int
+	if err := n.Decode(&l); err != nil {
+		return &yaml.TypeError{Errors: []string{fmt.Sprintf("line %d: give a whole number or a list of them, e.g. [0, 8, 32, 64]", n.Line)}}
+	}
+	*s = l
+	return nil
 }
 
 // Strings is one string or a list of them.
@@ -64,29 +131,37 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 	if len(g.Side) == 0 {
 		g.Side = Strings{"sender"}
 	}
+	if g.Key == "" {
+		g.Key = "background_nodes"
+	}
+	if g.HostKey == "" {
+		g.HostKey = "side"
+	}
 	if g.Bitrate == "" {
 		g.Bitrate = "100M"
 	}
+	k := g.Key
 	ok := len(g.Count) > 0 && len(g.Kind) > 0
 	if !ok {
-		bad(0, "background_nodes needs count: (e.g. [0, 8, 32, 64]) and kind: (cpu, network)")
+		bad(g.Line, "%s needs count: and kind:, e.g. %s: {count: [0, 8, 32, 64], kind: [cpu, network], host: [sender, responder]}", k, k)
 	}
 	lim := load.NodeLimit()
 	for _, c := range g.Count {
 		if c < 0 || c > lim.Max || c%2 != 0 {
-			bad(0, "background_nodes count %d must be even and 0-%d (%s)", c, lim.Max, lim.Why)
+			bad(g.Line, "%s count %d must be even and 0-%d (%s); write e.g. count: [0, 8, 32, 64]", k, c, lim.Max, lim.Why)
 			ok = false
 		}
 	}
-	for _, k := range g.Kind {
-		if k != "cpu" && k != "network" {
-			bad(0, "background_nodes kind %q is not cpu or network", k)
+	for _, kind := range g.Kind {
+		if kind != "cpu" && kind != "network" {
+			bad(g.Line, "%s kind %q is not cpu or network; write kind: cpu, kind: network or kind: [cpu, network]", k, kind)
 			ok = false
 		}
 	}
 	for _, s := range g.Side {
 		if s != "sender" && s != "responder" {
-			bad(0, "background_nodes side %q is not sender or responder", s)
+			bad(g.Line, "%s %s %q is not sender or responder (the host of the chain's source or of its destination); write %s: sender, %s: responder or %s: [sender, responder]",
+				k, g.HostKey, s, g.HostKey, g.HostKey, g.HostKey)
 			ok = false
 		}
 	}

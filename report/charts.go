@@ -60,6 +60,11 @@ func chartTitle(name string) string {
 	if s, ok := strings.CutPrefix(name, "flows-"); ok {
 		return "Egress rate of each function over time, scenario " + s + " (mean over trials, 1 point per interval)"
 	}
+	if rest, ok := strings.CutPrefix(name, "rtt-box-"); ok {
+		if f := strings.SplitN(rest, "-", 3); len(f) == 3 {
+			return rttBoxTitle(f[0], f[1], f[2])
+		}
+	}
 	if name == "ndr-path" {
 		return "NDR search path: offered rate per trial (dot: no loss, cross: loss)"
 	}
@@ -117,6 +122,19 @@ func (r *Report) charts() ([]chart, error) {
 			return nil, err
 		}
 	}
+	for _, g := range r.RTTBoxes {
+		p, err := r.rttBoxPlot(g)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(rttBoxName(g), p, 7*vg.Inch, 4*vg.Inch); err != nil {
+			return nil, err
+		}
+		if g.Figure == FigureApp && len(out) > 0 {
+			c := &out[len(out)-1]
+			c.title = strings.Replace(c.title, "Path RTT", "App RTT (incl. sender stack; a cell has no kernel timestamps)", 1)
+		}
+	}
 	if p, err = r.ndrPlot(); err != nil {
 		return nil, err
 	}
@@ -136,7 +154,8 @@ func (r *Report) charts() ([]chart, error) {
 // WriteCharts writes the report's charts into dir (created if needed) as
 // standalone SVG files — throughput.svg, latency-ping-rtt.svg,
 // latency-tcprtt-rtt.svg, latency-tcprtt-connect.svg, one http-cN.svg per
-// HTTP concurrency N (http-c1.svg, http-c100.svg, ...), cpu.svg, for the
+// HTTP concurrency N (http-c1.svg, http-c100.svg, ...), one rtt-box-KIND-HOST-RATE.svg per
+// background kind, host and rate of the rtt probe, cpu.svg, for the
 // data the run has — and returns their paths. It records the file names in
 // r.ChartFiles, so that Markdown links them (relative to dir) afterwards.
 func (r *Report) WriteCharts(dir string) ([]string, error) {

@@ -185,6 +185,9 @@ type Report struct {
 	RTT       []RTTRow
 	RTTTrends []RTTTrend
 	RTTPairs  []RTTPair
+	// RTTBoxes are the rtt section's box plots, one per background kind, host and rate.
+	RTTBoxes  []RTTBoxGroup
+	rttEchoes map[rttKey]*rttData
 	// HostCPU has one row per scenario and emulated host with per-host CPU samples.
 	HostCPU []HostCPURow
 	// Load is the background load of each scenario that ran with one, in

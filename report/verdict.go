@@ -284,6 +284,7 @@ func (r *Report) verdictSection() section {
 			}
 		}
 	}
+	items = append(items, r.rttVerdict()...)
 	items = append(items, r.trendItems()...)
 	httpItems, httpWorst := r.httpVerdict()
 	items = append(items, httpItems...)
@@ -304,8 +305,12 @@ func (r *Report) verdictSection() section {
 		items = append(items, fmt.Sprintf("Failed trials: %d — %s; their samples are left out.", n, strings.Join(fs, ", ")))
 	}
 	if reps > 0 && reps < minWilcoxonPairs {
-		items = append(items, fmt.Sprintf("With %s no exact test can reach p < 0.05: the Wilcoxon signed-rank test on pairs needs at least %d repetitions (Mann-Whitney U at least 4 per side); run with --repetitions %d for a test that can.",
-			plural2(reps, "repetition"), minWilcoxonPairs, minWilcoxonPairs))
+		item := fmt.Sprintf("With %s no exact test can reach p < 0.05: the Wilcoxon signed-rank test on pairs needs at least %d repetitions (Mann-Whitney U at least 4 per side); run with --repetitions %d for a test that can.",
+			plural2(reps, "repetition"), minWilcoxonPairs, minWilcoxonPairs)
+		if len(r.RTTPairs) > 0 {
+			item = strings.TrimSuffix(item, ".") + " (tests on trial means; the rtt probe's scenario pairs are paired by background cell and rate, not by repetition, and are not limited so)."
+		}
+		items = append(items, item)
 	}
 	items = append(items, r.publishedHeadline()...)
 	sec.blocks = append(sec.blocks, block{list: items})

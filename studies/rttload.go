@@ -19,6 +19,7 @@ var studyD = &Study{
 		Study:     "D. SR-IOV in Docker containers, RTT measurements (de Oliveira Filho et al.)",
 		Source:    "Sections 4-5 and Table 2 of the paper; two hosts back to back, Intel x540-AT2 10 GbE, Docker 26, 1,000 ICMP echoes of 64 B per configuration",
 		Reference: ReferenceD,
+		Claims:    claimsD,
 		Notes: []string{
 			"Published finding: with network load and many background containers, RTT with SR-IOV is about 10-15x lower than with the Linux bridge (macvtap); CPU use is about the same (Figs. 4-7, text of section 5.1).",
 			"Published: responder CPU % (all containers SR-IOV), min/mean/max/std per background count: 0: 1.50/2.13/2.36/0.12; 8: 1.01/1.19/1.76/0.10; 32: 1.05/1.41/2.30/0.22; 64: 1.06/1.57/1.96/0.31 (Table 2).",
