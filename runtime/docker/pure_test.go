@@ -107,6 +107,40 @@ func TestSplitQuoted(t *testing.T) {
 	}
 }
 
+// The rules written through iptables-restore read back from `iptables -S` as labRules parses
+// them: what acceptBridges inserts, dropLabRules finds and deletes.
+func TestRestoreInput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    string
+		rules [][]string
+		want  string
+	}{
+		{"insert two bridges", "-I", [][]string{bridgeRule("br-0123", "t-1"), bridgeRule("br-4567", "t-1")},
+			"*filter\n" +
+				`-I DOCKER-USER -i br-0123 -o br-0123 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
+				`-I DOCKER-USER -i br-4567 -o br-4567 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
+				"COMMIT\n"},
+		{"delete quotes and backslashes", "-D", [][]string{{"--comment", `a "b" \c`}},
+			"*filter\n" + `-D DOCKER-USER --comment "a \"b\" \\c"` + "\nCOMMIT\n"},
+		{"empty word", "-D", [][]string{{"-m", ""}}, "*filter\n-D DOCKER-USER -m \"\"\nCOMMIT\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := restoreInput(tc.op, tc.rules); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+			// Every rule line splits back into the words it was made of.
+			lines := strings.Split(strings.TrimSpace(restoreInput(tc.op, tc.rules)), "\n")
+			for i, r := range tc.rules {
+				words, err := splitQuoted(lines[i+1])
+				if err != nil || !reflect.DeepEqual(words[2:], r) {
+					t.Errorf("line %q splits into %q, %v; want %q", lines[i+1], words, err, r)
+				}
+			}
+		})
+	}
+}
+
 func TestCPUPercent(t *testing.T) {
 	prev := Stats{CPUTotal: 1e9, SystemCPU: 100e9, OnlineCPUs: 2}
 	cur := Stats{CPUTotal: 2e9, SystemCPU: 102e9, OnlineCPUs: 2, Read: time.Now()}
