@@ -36,6 +36,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -55,6 +56,10 @@ type Runtime struct {
 	// Parallel bounds how many engine requests (networks and containers created, started,
 	// connected, removed) are in flight at once (0 = DefaultParallel).
 	Parallel int
+	// Executable is the sfclab program bind-mounted read-only at SfclabPath into the
+	// containers of nodes whose function runs sfclab (vnf.SelfRunner: l4lb impl sfclab);
+	// "" = the running executable.
+	Executable string
 	// Trace, when set, receives how long each engine request and stage of a deploy or destroy
 	// took (Step* and Stage* names); benchmarks set it to find where the time goes.
 	Trace func(step string, took time.Duration)
@@ -234,6 +239,36 @@ func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) erro
 	}
 	wg.Wait()
 	return errors.Join(errs...)
+}
+
+// SfclabPath is where a container finds the sfclab program when its function runs it: the
+// host's executable, bind-mounted read-only (the node image does not contain sfclab; a build
+// of the image per sfclab build would be minutes each time).
+const SfclabPath = "/usr/local/bin/sfclab"
+
+// runsSfclab reports whether a node's function runs the sfclab program in its node.
+func runsSfclab(n *plan.Node) bool {
+	if n.Function == nil {
+		return false
+	}
+	k, err := kinds.Get(n.Function.Kind)
+	if err != nil {
+		return false
+	}
+	sr, ok := k.(vnf.SelfRunner)
+	return ok && sr.RunsSfclab(n.Function)
+}
+
+// executable is the sfclab program to mount into containers.
+func (r Runtime) executable() (string, error) {
+	if r.Executable != "" {
+		return r.Executable, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the sfclab program to mount at %s: %w", SfclabPath, err)
+	}
+	return exe, nil
 }
 
 // DefaultParallel is how many engine requests a deploy or destroy keeps in flight when
@@ -452,6 +487,13 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		Binds:         []string{nodeDir + ":" + nodeDir},
 		Init:          &yes,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+	}
+	if runsSfclab(n) {
+		exe, err := r.executable()
+		if err != nil {
+			return nil, fmt.Errorf("create container %s: %w", name, err)
+		}
+		hc.Binds = append(hc.Binds, exe+":"+SfclabPath+":ro")
 	}
 	for _, pub := range p.Publish {
 		if pub.Node != n.Name {
@@ -695,6 +737,9 @@ func (r Runtime) openNode(ctx context.Context, cli *client.Client, lab, name str
 	for _, m := range c.Mounts {
 		if m.Type == "bind" && m.Source == m.Destination {
 			n.mounts = append(n.mounts, m.Destination)
+		}
+		if m.Type == "bind" && m.Destination == SfclabPath {
+			n.sfclab = SfclabPath
 		}
 	}
 	return n, nil
