@@ -180,6 +180,33 @@ func BenchmarkDockerBound(b *testing.B) {
 	}
 }
 
+// BenchmarkDockerConnect deploys both labs with each container's other networks connected
+// before its start (one start sets up every endpoint) and after it (the engine adds each
+// endpoint to a running container), interleaved, and reports both deploy times.
+//
+// Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerConnect -benchtime 2x ./runtime/docker/
+func BenchmarkDockerConnect(b *testing.B) {
+	if skipReason != "" {
+		b.Skip(skipReason)
+	}
+	defer func(v bool) { *docker.ConnectBeforeStart = v }(*docker.ConnectBeforeStart)
+	for _, l := range benchLabs {
+		b.Run(l.name, func(b *testing.B) {
+			p := dockerPlan(b, l.yaml)
+			var sum [2]time.Duration
+			for i := 0; i < b.N; i++ {
+				for k, before := range []bool{true, false} {
+					*docker.ConnectBeforeStart = before
+					wall, _, _ := deployOnce(b, p, 0, nil)
+					sum[k] += wall
+				}
+			}
+			b.ReportMetric(sum[0].Seconds()/float64(b.N), "deploy-s-before-start")
+			b.ReportMetric(sum[1].Seconds()/float64(b.N), "deploy-s-after-start")
+		})
+	}
+}
+
 // A setup failing midway on docker unwinds every container and network created before it.
 func TestFailureMidwayLeavesNothing(t *testing.T) {
 	requireEngine(t)
@@ -197,4 +224,50 @@ func TestFailureMidwayLeavesNothing(t *testing.T) {
 		t.Errorf("error does not carry the command's stderr: %v", err)
 	}
 	assertClean(t, p.Lab)
+}
+
+// Cancelling a deploy (Ctrl-C) while its containers are being created, connected and started
+// concurrently unwinds everything: containers created or not yet started, networks and
+// DOCKER-USER rules. The cancel comes from the runtime's trace at a given step, so it lands
+// at the same point every run.
+func TestCancelDuringCreate(t *testing.T) {
+	requireEngine(t)
+	for _, tc := range []struct {
+		name, step string
+		nth        int
+	}{
+		{"after the 5th container created", docker.StepCreate, 5},
+		{"after the 3rd container started", docker.StepStart, 3},
+		{"once the networks exist", docker.StageNetworks, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := dockerPlan(t, labgen.Big("t-dk-cc", 1, 14, 0))
+			root := t.TempDir()
+			os.Chmod(root, 0o755)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			seen := 0
+			rt := docker.Runtime{StateRoot: root, Trace: func(step string, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				if step == tc.step {
+					if seen++; seen == tc.nth {
+						cancel()
+					}
+				}
+			}}
+			d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf,
+				Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": rt}}
+			_, err := d.Deploy(ctx, p, "test")
+			if err == nil {
+				d.Destroy(context.Background(), p.Lab)
+				t.Fatal("cancelled deploy succeeded")
+			}
+			if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), context.Canceled.Error()) {
+				t.Errorf("error does not say it was cancelled: %v", err)
+			}
+			assertClean(t, p.Lab) // containers, networks and DOCKER-USER rules
+		})
+	}
 }
