@@ -11,8 +11,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/labgen"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestHostSourceFormats(t *testing.T) {
@@ -233,5 +236,69 @@ func TestUnreachableEngine(t *testing.T) {
 	}
 	if err := r.Destroy(ctx, "t-dklab"); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("Destroy of a docker lab without the engine: %v", err)
+	}
+}
+
+// createOrder puts every network once and every container once, each container after every
+// network it needs and right after the last of them.
+func TestCreateOrder(t *testing.T) {
+	defer func(v bool) { connectBeforeStart = v }(connectBeforeStart)
+	for _, tc := range []struct {
+		name   string
+		yaml   string
+		before bool
+	}{
+		{"chain of 6, connect before start", labgen.Big("t-o6", 1, 6, 0), true},
+		{"chain of 6, connect after start", labgen.Big("t-o6", 1, 6, 0), false},
+		{"two chains with fan-out", labgen.Big("t-of", 2, 3, 4), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			connectBeforeStart = tc.before
+			lab, err := spec.Decode([]byte(tc.yaml), "t.yaml", kinds.Spec())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.Build(lab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			order, err := createOrder(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(order) != len(p.Segments)+len(p.Nodes) {
+				t.Fatalf("%d steps for %d networks and %d containers", len(order), len(p.Segments), len(p.Nodes))
+			}
+			at := map[string]int{}
+			for i, o := range order {
+				switch o := o.(type) {
+				case *plan.Segment:
+					at["seg "+o.Name] = i
+				case *plan.Node:
+					at["node "+o.Name] = i
+				}
+			}
+			if len(at) != len(order) {
+				t.Fatalf("a network or container appears twice: %v", at)
+			}
+			for _, n := range p.Nodes {
+				last := -1
+				for _, seg := range needs(n) {
+					if at["seg "+seg] > at["node "+n.Name] {
+						t.Errorf("container %s at %d before its network %s at %d", n.Name, at["node "+n.Name], seg, at["seg "+seg])
+					}
+					last = max(last, at["seg "+seg])
+				}
+				// Between its last network and it come only other containers.
+				for i := last + 1; i < at["node "+n.Name]; i++ {
+					if _, ok := order[i].(*plan.Segment); ok {
+						t.Errorf("container %s waits behind network %s it does not need", n.Name, order[i].(*plan.Segment).Name)
+					}
+				}
+				if !tc.before && len(needs(n)) != 1 {
+					t.Errorf("container %s needs %v before its start, want its first network only", n.Name, needs(n))
+				}
+			}
+		})
 	}
 }

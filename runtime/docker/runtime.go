@@ -307,31 +307,68 @@ func (s *segmentsReady) finish(seg string, ok bool) (last bool) {
 	return s.left == 0
 }
 
-// wait waits until every segment of the node's interfaces (the first only, unless all) has
-// its network; false when one failed or ctx is done (the cause is reported elsewhere).
-func (s *segmentsReady) wait(ctx context.Context, n *plan.Node, all bool) bool {
+// needs lists the segments whose networks a node's container needs before it is created:
+// its first interface's, or all of them when the others are connected before the start.
+func needs(n *plan.Node) []string {
 	ifcs := n.Interfaces[:1]
-	if all {
+	if connectBeforeStart {
 		ifcs = n.Interfaces
 	}
-	for _, ifc := range ifcs {
-		ch, known := s.done[ifc.Segment]
-		if !known {
-			return false
-		}
+	out := make([]string, len(ifcs))
+	for i, ifc := range ifcs {
+		out[i] = ifc.Segment
+	}
+	return out
+}
+
+// wait waits until the networks of segs exist; false when one failed or ctx is done (the
+// cause is reported by the network's own task, or is ctx's).
+func (s *segmentsReady) wait(ctx context.Context, segs []string) bool {
+	for _, seg := range segs {
 		select {
-		case <-ch:
+		case <-s.done[seg]:
 		case <-ctx.Done():
 			return false
 		}
 		s.mu.Lock()
-		ok := s.ok[ifc.Segment]
+		ok := s.ok[seg]
 		s.mu.Unlock()
 		if !ok {
 			return false
 		}
 	}
 	return true
+}
+
+// createOrder interleaves a plan's networks and containers for one pool of workers: each
+// container right after the last network it needs, so that containers are created while the
+// engine still creates networks. A container waits only for networks earlier in the order,
+// which the pool has started before it: no worker waits for a network no worker runs.
+func createOrder(p *plan.Plan) ([]any, error) {
+	idx := map[string]int{}
+	for i, s := range p.Segments {
+		idx[s.Name] = i
+	}
+	after := make([][]*plan.Node, len(p.Segments))
+	for _, n := range p.Nodes {
+		last := -1
+		for _, seg := range needs(n) {
+			i, ok := idx[seg]
+			if !ok {
+				return nil, fmt.Errorf("create container %s: no segment %q in the plan", ContainerName(p.Lab, n.Name), seg)
+			}
+			last = max(last, i)
+		}
+		after[last] = append(after[last], n)
+	}
+	order := make([]any, 0, len(p.Segments)+len(p.Nodes))
+	for i, s := range p.Segments {
+		order = append(order, s)
+		for _, n := range after[i] {
+			order = append(order, n)
+		}
+	}
+	return order, nil
 }
 
 // CreateNodes creates a Docker network per segment and a container per node, attached to its
@@ -358,6 +395,10 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
 		}
 	}
+	order, err := createOrder(p)
+	if err != nil {
+		return nil, err
+	}
 	// Undone last: whatever the engine created although its request was cancelled (the
 	// container or network exists, its undo was never pushed) is found by label.
 	u.Push("docker objects of lab "+p.Lab, func() error {
@@ -372,10 +413,8 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	var bridges []string
 	image := Image(p)
 	start := time.Now()
-	nseg := len(p.Segments)
-	err = r.parallel(ctx, nseg+len(p.Nodes), func(i int) error {
-		if i < nseg {
-			s := p.Segments[i]
+	err = r.parallel(ctx, len(order), func(i int) error {
+		if s, ok := order[i].(*plan.Segment); ok {
 			br, err := r.createNetwork(ctx, cli, p, s, u)
 			mu.Lock()
 			if err == nil && br != "" && fw {
@@ -403,8 +442,8 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			defer r.trace(StepBridgeRules, t0)
 			return acceptBridges(ctx, brs, p.Lab)
 		}
-		n := p.Nodes[i-nseg]
-		if !ready.wait(ctx, n, connectBeforeStart) {
+		n := order[i].(*plan.Node)
+		if !ready.wait(ctx, needs(n)) {
 			return ctx.Err() // a failed network reports itself
 		}
 		ns, err := r.createContainer(ctx, cli, p, n, image, nodeDir, u)
