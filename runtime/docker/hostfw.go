@@ -113,12 +113,16 @@ func (r userRule) String() string { return "iptables " + UserChain + " rule for 
 // labRules lists the DOCKER-USER rules tagged with the lab's comment.
 // Equivalent to: iptables -S DOCKER-USER | grep 'sfclab lab=LAB'
 func labRules(ctx context.Context, lab string) ([]userRule, error) {
-	if !userChainExists(ctx) {
+	if _, err := exec.LookPath("iptables"); err != nil {
 		return nil, nil
 	}
 	out, err := iptables(ctx, "-S", UserChain)
 	if err != nil {
-		return nil, err
+		if ctx.Err() != nil {
+			return nil, err
+		}
+		// No such chain: the engine does not manage iptables, and sfclab added no rules.
+		return nil, nil
 	}
 	var rules []userRule
 	for _, line := range strings.Split(out, "\n") {
