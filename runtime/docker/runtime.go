@@ -129,12 +129,29 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
+	// The image is looked for while the names are checked; a missing one is built or pulled
+	// only once the names are free.
+	ref := Image(p)
+	type found struct {
+		ok  bool
+		err error
+	}
+	fc := make(chan found, 1)
+	go func() {
+		defer r.trace(StepImage, time.Now())
+		ok, err := r.ImageExists(ctx, ref)
+		fc <- found{ok, err}
+	}()
 	t0 := time.Now()
-	if err := r.checkNames(ctx, cli, p); err != nil {
+	err = r.checkNames(ctx, cli, p)
+	f := <-fc
+	if err != nil {
 		return err
 	}
 	r.trace(StepCheckNames, t0)
-	defer r.trace(StepImage, time.Now())
+	if f.err != nil || f.ok {
+		return f.err
+	}
 	return r.EnsureImage(ctx, p.Image)
 }
 
@@ -406,7 +423,9 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		defer cancel()
 		return r.Destroy(cctx, p.Lab)
 	})
-	fw := userChainExists(ctx)
+	// Whether the engine manages iptables is asked while the first networks are created.
+	fwc := make(chan bool, 1)
+	go func() { fwc <- userChainExists(ctx) }()
 	ready := newSegmentsReady(p)
 	out := map[string]*netdev.NS{}
 	var mu sync.Mutex
@@ -417,7 +436,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		if s, ok := order[i].(*plan.Segment); ok {
 			br, err := r.createNetwork(ctx, cli, p, s, u)
 			mu.Lock()
-			if err == nil && br != "" && fw {
+			if err == nil && br != "" {
 				bridges = append(bridges, br)
 			}
 			mu.Unlock()
@@ -430,7 +449,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			mu.Lock()
 			brs := slices.Clone(bridges)
 			mu.Unlock()
-			if len(brs) == 0 {
+			if len(brs) == 0 || !<-fwc {
 				return nil
 			}
 			t0 := time.Now()
@@ -831,12 +850,20 @@ func (r Runtime) unreachable(lab string, err error) error {
 
 // Leftovers lists a lab's containers, networks and DOCKER-USER rules.
 // Equivalent to: docker ps -a --filter label=sfclab.lab=LAB; docker network ls --filter label=sfclab.lab=LAB
-func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
-	rules, _ := labRules(ctx, lab)
-	var out []string
-	for _, rl := range rules {
-		out = append(out, rl.String())
-	}
+func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err error) {
+	// iptables runs while the engine answers; its rules come first.
+	rc := make(chan []userRule, 1)
+	go func() {
+		rules, _ := labRules(ctx, lab)
+		rc <- rules
+	}()
+	defer func() {
+		var rs []string
+		for _, rl := range <-rc {
+			rs = append(rs, rl.String())
+		}
+		out = append(rs, out...)
+	}()
 	cli, err := r.client(ctx)
 	if err != nil {
 		return out, r.unreachable(lab, err)
