@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -297,6 +298,52 @@ func TestCreateOrder(t *testing.T) {
 				}
 				if !tc.before && len(needs(n)) != 1 {
 					t.Errorf("container %s needs %v before its start, want its first network only", n.Name, needs(n))
+				}
+			}
+		})
+	}
+}
+
+// renames gives every link its plan name whatever order the engine named them in: applied in
+// order to the links, no step takes a name in use and every link ends with its name.
+func TestRenames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		links []string
+		moves []move
+	}{
+		{"already named", []string{"lo", "eth0", "eth1"}, nil},
+		{"swapped", []string{"lo", "eth0", "eth1"}, []move{{"eth1", "eth0"}, {"eth0", "eth1"}}},
+		{"swapped, listed the other way", []string{"lo", "eth0", "eth1"}, []move{{"eth0", "eth1"}, {"eth1", "eth0"}}},
+		{"three in a cycle", []string{"eth0", "eth1", "eth2"}, []move{{"eth0", "eth1"}, {"eth1", "eth2"}, {"eth2", "eth0"}}},
+		{"chain into a free name", []string{"eth0", "eth1"}, []move{{"eth0", "eth1"}, {"eth1", "in"}}},
+		{"plan names", []string{"eth0", "eth1"}, []move{{"eth0", "out"}, {"eth1", "in"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			current := map[string]bool{}
+			ids := map[string]int{} // name -> link
+			for i, l := range tc.links {
+				current[l], ids[l] = true, i
+			}
+			steps, err := renames(current, tc.moves)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range steps {
+				id, ok := ids[s.from]
+				if !ok {
+					t.Fatalf("step %v renames a link that is not there (%v)", s, ids)
+				}
+				if _, taken := ids[s.to]; taken {
+					t.Fatalf("step %v takes a name in use (%v)", s, ids)
+				}
+				delete(ids, s.from)
+				ids[s.to] = id
+			}
+			for _, m := range tc.moves {
+				want := slices.Index(tc.links, m.from)
+				if ids[m.to] != want {
+					t.Errorf("%s ends on link %d, want link %d (was %s); steps %v", m.to, ids[m.to], want, m.from, steps)
 				}
 			}
 		})

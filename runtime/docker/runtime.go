@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -720,7 +721,6 @@ func nameInterfaces(h *netdev.NS, n *plan.Node) error {
 	for _, l := range links {
 		current[l.Name] = true
 	}
-	type move struct{ from, to string }
 	var moves []move
 	for _, ifc := range n.Interfaces {
 		found := ""
@@ -736,22 +736,53 @@ func nameInterfaces(h *netdev.NS, n *plan.Node) error {
 			moves = append(moves, move{found, ifc.Name})
 		}
 	}
-	for i, m := range moves {
-		if current[m.to] {
-			tmp := fmt.Sprintf("sfctmp%d", i)
-			if err := h.RenameLink(m.from, tmp); err != nil {
-				return err
-			}
-			current[m.from], current[tmp] = false, true
-			moves[i].from = tmp
-		}
+	steps, err := renames(current, moves)
+	if err != nil {
+		return fmt.Errorf("name interfaces of node %s: %w", n.Name, err)
 	}
-	for _, m := range moves {
+	for _, m := range steps {
 		if err := h.RenameLink(m.from, m.to); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// move is one link rename.
+type move struct{ from, to string }
+
+// renames orders the renames that carry out moves among links named current (true = taken):
+// a link whose new name is taken moves to a temporary name first, then every link takes its
+// name as soon as that name is free (eth0 and eth1 swapped: eth1 -> sfctmp0, eth0 -> eth1,
+// sfctmp0 -> eth0).
+func renames(current map[string]bool, moves []move) ([]move, error) {
+	current = maps.Clone(current)
+	moves = slices.Clone(moves)
+	var steps []move
+	for i, m := range moves {
+		if current[m.to] {
+			tmp := fmt.Sprintf("sfctmp%d", i)
+			steps = append(steps, move{m.from, tmp})
+			current[m.from], current[tmp] = false, true
+			moves[i].from = tmp
+		}
+	}
+	for len(moves) > 0 {
+		var blocked []move
+		for _, m := range moves {
+			if current[m.to] {
+				blocked = append(blocked, m)
+				continue
+			}
+			steps = append(steps, m)
+			current[m.from], current[m.to] = false, true
+		}
+		if len(blocked) == len(moves) {
+			return nil, fmt.Errorf("names %v stay taken", blocked)
+		}
+		moves = blocked
+	}
+	return steps, nil
 }
 
 // Node returns the running container of a deployed lab's node.
