@@ -42,6 +42,8 @@ type stepTimes struct {
 	mu  sync.Mutex
 	n   map[string]int
 	sum map[string]time.Duration
+	// busy and total CPU ticks of the host during the deploys
+	busy, total uint64
 }
 
 func newStepTimes() *stepTimes {
@@ -60,6 +62,9 @@ func (s *stepTimes) add(step string, d time.Duration) {
 func (s *stepTimes) report(b *testing.B, runs int) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
+	if s.total > 0 {
+		b.ReportMetric(float64(s.busy)/float64(s.total), "host-busy")
+	}
 	steps := slices.Sorted(maps.Keys(s.n))
 	for _, st := range steps {
 		mean := s.sum[st] / time.Duration(s.n[st])
@@ -109,12 +114,18 @@ func deployOnce(b *testing.B, p *plan.Plan, parallel int, steps *stepTimes) (tim
 	}
 	d := &deploy.Deployer{Journal: journal.Journal{Root: root},
 		Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": rt}}
+	var m busyMeter
+	m.start(b)
 	t0 := time.Now()
 	timing, err := d.Deploy(context.Background(), p, "bench")
 	if err != nil {
 		b.Fatal(err)
 	}
 	wall := time.Since(t0)
+	if steps != nil {
+		bu, to := m.stop(b)
+		steps.busy, steps.total = steps.busy+bu, steps.total+to
+	}
 	t1 := time.Now()
 	if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 		b.Fatal(err)

@@ -4,7 +4,10 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"os"
 	"os/exec"
+	"strconv"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -72,10 +75,16 @@ func BenchmarkDockerFloor(b *testing.B) {
 			}
 			b.Run(fmt.Sprintf("%s-%d", kind, n), func(b *testing.B) {
 				var sum time.Duration
+				var busy, total uint64
 				for i := 0; i < b.N; i++ {
+					var m busyMeter
+					m.start(b)
 					sum += floorRun(b, cli, image, n, withNet)
+					bu, to := m.stop(b)
+					busy, total = busy+bu, total+to
 					cleanup()
 				}
+				b.ReportMetric(float64(busy)/float64(total), "host-busy")
 				b.ReportMetric(sum.Seconds()/float64(b.N), "s")
 				b.ReportMetric(sum.Seconds()/float64(b.N)/float64(n), "s/container")
 			})
@@ -143,4 +152,38 @@ func floorContainer(ctx context.Context, cli *client.Client, image string, i int
 		return fmt.Errorf("inspect container %s: %w", name, err)
 	}
 	return nil
+}
+
+// hostCPU reads the host's busy and total CPU time from /proc/stat (all CPUs, in ticks).
+func hostCPU(tb testing.TB) (busy, total uint64) {
+	data, err := os.ReadFile("/proc/stat")
+	if err != nil {
+		tb.Fatal(err)
+	}
+	line, _, _ := strings.Cut(string(data), "\n")
+	f := strings.Fields(line) // cpu user nice system idle iowait irq softirq steal ...
+	for i, v := range f[1:] {
+		n, err := strconv.ParseUint(v, 10, 64)
+		if err != nil {
+			tb.Fatalf("parse /proc/stat %q: %v", line, err)
+		}
+		if i >= 8 { // guest times are in user and nice already
+			break
+		}
+		total += n
+		if i != 3 && i != 4 { // idle, iowait
+			busy += n
+		}
+	}
+	return busy, total
+}
+
+// busyMeter measures the share of the host's CPU time that was busy between start and stop.
+type busyMeter struct{ busy, total uint64 }
+
+func (m *busyMeter) start(tb testing.TB) { m.busy, m.total = hostCPU(tb) }
+
+func (m *busyMeter) stop(tb testing.TB) (busy, total uint64) {
+	b, t := hostCPU(tb)
+	return b - m.busy, t - m.total
 }
