@@ -7,6 +7,7 @@ import (
 	"maps"
 	"os"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -165,8 +166,9 @@ func BenchmarkDockerDeploy(b *testing.B) {
 	}
 }
 
-// BenchmarkDockerBound deploys both labs with 1, 2, 4, 8 and 16 engine requests in flight,
-// interleaved, to choose DefaultParallel on a machine: the figures of one run, read the ratios.
+// BenchmarkDockerBound deploys both labs with 1, 2, 4, 8 and 16 engine requests in flight
+// (or the bounds in $SFCLAB_BENCH_BOUNDS, e.g. "4,16"), interleaved, to choose DefaultParallel
+// on a machine: the figures of one run, read the ratios.
 //
 // Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerBound -benchtime 2x ./runtime/docker/
 func BenchmarkDockerBound(b *testing.B) {
@@ -174,6 +176,16 @@ func BenchmarkDockerBound(b *testing.B) {
 		b.Skip(skipReason)
 	}
 	bounds := []int{1, 2, 4, 8, 16}
+	if env := os.Getenv("SFCLAB_BENCH_BOUNDS"); env != "" {
+		bounds = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("SFCLAB_BENCH_BOUNDS=%q: want bounds like 4,16", env)
+			}
+			bounds = append(bounds, n)
+		}
+	}
 	for _, l := range benchLabs {
 		b.Run(l.name, func(b *testing.B) {
 			p := dockerPlan(b, l.yaml)
