@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"os"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sfclab/sfclab/journal"
@@ -312,7 +313,49 @@ func (d *Deployer) env(node runtime.Node, n *plan.Node, lab string) vnf.Env {
 	return vnf.Env{Node: node, Plan: n, StateDir: d.Journal.NodeDir(lab)}
 }
 
+// openWorkers bounds how many nodes openNodes opens at once: opening a container is a
+// request to the engine that waits more than it computes.
+const openWorkers = 8
+
+// openNodes opens every node that has a function or run commands, concurrently, before the
+// functions are set up one after another (a runtime such as docker asks its engine once per
+// node, which serially costs milliseconds per node).
+func (b *build) openNodes(ctx context.Context) error {
+	var want []*plan.Node
+	for _, n := range b.p.Nodes {
+		if n.Function != nil || len(n.Run) > 0 {
+			want = append(want, n)
+		}
+	}
+	opened := make([]runtime.Node, len(want))
+	errs := make([]error, len(want))
+	sem := make(chan struct{}, openWorkers)
+	var wg sync.WaitGroup
+	for i, n := range want {
+		sem <- struct{}{}
+		wg.Add(1)
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			opened[i], errs[i] = b.rt.Node(ctx, b.p, n.Name)
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errs...); err != nil {
+		return err
+	}
+	if b.opened == nil {
+		b.opened = map[string]runtime.Node{}
+	}
+	for i, n := range want {
+		b.opened[n.Name] = opened[i]
+	}
+	return nil
+}
+
 func (b *build) functions(ctx context.Context) error {
+	if err := b.openNodes(ctx); err != nil {
+		return err
+	}
 	for _, n := range b.p.Nodes {
 		if n.Function == nil {
 			continue

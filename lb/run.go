@@ -7,13 +7,17 @@ import (
 	"os/signal"
 	"runtime"
 	"syscall"
+
+	"github.com/sfclab/sfclab/internal/proc"
 )
 
 // Main runs the balancer of a configuration file until SIGTERM or SIGINT, then drains it.
-// It prints "ready" on standard error once it accepts connections.
+// It prints "ready" on standard error once it accepts connections. It leads its own process
+// group (in a container `docker exec` starts it inside another one), which sfclab stops.
 //
 // Equivalent to: sfclab lb --config FILE
 func Main(ctx context.Context, configPath string) error {
+	proc.LeadGroup()
 	cfg, err := ReadConfig(configPath)
 	if err != nil {
 		return err

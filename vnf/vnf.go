@@ -184,3 +184,17 @@ type ImagePackager interface {
 	// ImagePackages are the Debian packages the kind runs inside a node.
 	ImagePackages() []string
 }
+
+// SelfRunner is a kind whose instances may run the sfclab program itself in their node (`sfclab
+// lb`); a container runtime makes the running sfclab executable available in such a node's
+// container, read-only, and the node says where (see ProgramLocator).
+type SelfRunner interface {
+	// RunsSfclab reports whether an instance with these parameters runs sfclab in its node.
+	RunsSfclab(f *plan.Function) bool
+}
+
+// ProgramLocator is a node whose file system is not the host's: it says where the sfclab
+// program is inside it (an error when it was not made available there).
+type ProgramLocator interface {
+	SfclabProgram() (string, error)
+}

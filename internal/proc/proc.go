@@ -95,6 +95,52 @@ func GroupRuns(pgid int, marker string) bool {
 	})
 }
 
+// Runs reports whether process pid itself is alive (not a zombie) and its command line contains
+// marker, whatever its group.
+func Runs(pid int, marker string) bool {
+	stat, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/stat")
+	if err != nil {
+		return false
+	}
+	s := string(stat)
+	f := strings.Fields(s[strings.LastIndexByte(s, ')')+1:])
+	if len(f) == 0 || f[0] == "Z" || f[0] == "X" {
+		return false
+	}
+	cmd, _ := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/cmdline")
+	return strings.Contains(string(cmd), marker)
+}
+
+// NSPid is the number host process pid has in its own PID namespace (a container's), from
+// the NSpid line of /proc/PID/status; pid itself when it shares the host's or cannot be read.
+func NSPid(pid int) int {
+	data, err := os.ReadFile("/proc/" + strconv.Itoa(pid) + "/status")
+	if err != nil {
+		return pid
+	}
+	for _, line := range strings.Split(string(data), "\n") {
+		if rest, ok := strings.CutPrefix(line, "NSpid:"); ok {
+			f := strings.Fields(rest)
+			if len(f) == 0 {
+				return pid
+			}
+			if n, err := strconv.Atoi(f[len(f)-1]); err == nil {
+				return n
+			}
+		}
+	}
+	return pid
+}
+
+// LeadGroup makes the calling process the leader of a new session and process group, unless
+// it leads its group already (started by sfclab on netns, or by a shell): a long-running
+// program started with `docker exec` is then stopped and checked by its group like on netns.
+func LeadGroup() {
+	if syscall.Getpgrp() != os.Getpid() {
+		_, _ = syscall.Setsid()
+	}
+}
+
 // anyMember reports whether fn is true for a live (not zombie) member of process group pgid,
 // by its /proc entry; it answers true when /proc cannot be read, so callers err on "alive".
 func anyMember(pgid int, fn func(pid string) bool) bool {

@@ -65,3 +65,52 @@ func TestGroupRuns(t *testing.T) {
 		t.Error("GroupRuns sees a stopped group")
 	}
 }
+
+// A process started without a group of its own (as `docker exec` starts one in a container) is
+// seen by Runs, not by GroupRuns, until it leads a group of its own (setsid, as LeadGroup).
+func TestRuns(t *testing.T) {
+	// The child is not a group leader: it stays in this test's group until it runs setsid
+	// (util-linux setsid without fork, as LeadGroup does, when it leads no group).
+	cmd := exec.Command("sh", "-c", "read x; exec setsid sleep 37")
+	in, err := cmd.StdinPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	pid := cmd.Process.Pid
+	t.Cleanup(func() { syscall.Kill(pid, syscall.SIGKILL); cmd.Wait() })
+	time.Sleep(50 * time.Millisecond)
+	for _, tc := range []struct {
+		name       string
+		runs, grup bool
+		marker     string
+	}{
+		{"before setsid", true, false, "read x"},
+		{"other marker", false, false, "no-such-marker"},
+	} {
+		if got := Runs(pid, tc.marker); got != tc.runs {
+			t.Errorf("%s: Runs = %v, want %v", tc.name, got, tc.runs)
+		}
+		if got := GroupRuns(pid, tc.marker); got != tc.grup {
+			t.Errorf("%s: GroupRuns = %v, want %v", tc.name, got, tc.grup)
+		}
+	}
+	in.Write([]byte("go\n"))
+	time.Sleep(100 * time.Millisecond)
+	if !GroupRuns(pid, "37") || !Runs(pid, "37") {
+		t.Errorf("after setsid: GroupRuns %v, Runs %v; want both", GroupRuns(pid, "37"), Runs(pid, "37"))
+	}
+	if got := NSPid(pid); got != pid {
+		t.Errorf("NSPid of a process in this PID namespace = %d, want %d", got, pid)
+	}
+	syscall.Kill(pid, syscall.SIGKILL)
+	cmd.Wait()
+	if Runs(pid, "37") {
+		t.Error("Runs sees a reaped process")
+	}
+	if got := NSPid(pid); got != pid {
+		t.Errorf("NSPid of a gone process = %d, want the pid itself", got)
+	}
+}

@@ -3,8 +3,13 @@ package docker_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"maps"
 	"os"
+	"slices"
+	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -33,49 +38,194 @@ func dockerPlan(tb testing.TB, yaml string) *plan.Plan {
 	return p
 }
 
-// BenchmarkDockerDeploy deploys and destroys a 6-function chain and a 64-node lab on docker,
-// with containers created and wired 4 at once (the default) and one at a time, interleaved,
-// and reports the times and the serial/concurrent ratio from the same run.
+// stepTimes collects Runtime.Trace reports: how many of each step and their summed time.
+type stepTimes struct {
+	mu  sync.Mutex
+	n   map[string]int
+	sum map[string]time.Duration
+	// busy and total CPU ticks of the host during the deploys
+	busy, total uint64
+}
+
+func newStepTimes() *stepTimes {
+	return &stepTimes{n: map[string]int{}, sum: map[string]time.Duration{}}
+}
+
+func (s *stepTimes) add(step string, d time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.n[step]++
+	s.sum[step] += d
+}
+
+// report logs every step's count, mean and sum over `runs` deploys, and reports the stages'
+// mean wall times as metrics.
+func (s *stepTimes) report(b *testing.B, runs int) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.total > 0 {
+		b.ReportMetric(float64(s.busy)/float64(s.total), "host-busy")
+	}
+	steps := slices.Sorted(maps.Keys(s.n))
+	for _, st := range steps {
+		mean := s.sum[st] / time.Duration(s.n[st])
+		b.Logf("%-18s %5d calls  mean %8s  sum/deploy %8s", st, s.n[st]/runs, mean.Round(100*time.Microsecond), (s.sum[st] / time.Duration(runs)).Round(time.Millisecond))
+		if strings.HasPrefix(st, "stage.") {
+			b.ReportMetric(s.sum[st].Seconds()/float64(runs), strings.TrimPrefix(st, "stage.")+"-s")
+		}
+	}
+}
+
+// deployPhases sums deploy.Timing and the time before it starts (preflight, leftovers).
+type deployPhases struct {
+	pre, nodes, links, routing, functions, total time.Duration
+}
+
+func (d *deployPhases) add(wall time.Duration, t deploy.Timing) {
+	d.pre += wall - t.Total
+	d.nodes += t.Nodes
+	d.links += t.Links
+	d.routing += t.Routing
+	d.functions += t.Functions
+	d.total += wall
+}
+
+func (d *deployPhases) log(b *testing.B, runs int) {
+	n := time.Duration(runs)
+	b.Logf("deploy %s: preflight+leftovers %s, nodes %s, links %s, routing %s, functions %s",
+		(d.total / n).Round(time.Millisecond), (d.pre / n).Round(time.Millisecond), (d.nodes / n).Round(time.Millisecond),
+		(d.links / n).Round(time.Millisecond), (d.routing / n).Round(time.Millisecond), (d.functions / n).Round(time.Millisecond))
+}
+
+// benchLabs are the labs of issue 12's Docker targets: a 6-function chain (8 nodes, 7
+// networks) and a 64-node lab (2 chains of 30 forwarders, 64 networks).
+var benchLabs = []struct{ name, yaml string }{
+	{"chain6", labgen.Big("b-dk6", 1, 6, 0)},
+	{"64nodes", labgen.Big("b-dk64", 2, 30, 0)},
+}
+
+// deployOnce deploys and destroys p on docker with the given bound, tracing into steps, and
+// returns the deploy's wall time and phases and the destroy's wall time.
+func deployOnce(b *testing.B, p *plan.Plan, parallel int, steps *stepTimes) (time.Duration, deploy.Timing, time.Duration) {
+	root := b.TempDir()
+	os.Chmod(root, 0o755)
+	rt := docker.Runtime{StateRoot: root, Parallel: parallel}
+	if steps != nil {
+		rt.Trace = steps.add
+	}
+	d := &deploy.Deployer{Journal: journal.Journal{Root: root},
+		Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": rt}}
+	var m busyMeter
+	m.start(b)
+	t0 := time.Now()
+	timing, err := d.Deploy(context.Background(), p, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	wall := time.Since(t0)
+	if steps != nil {
+		bu, to := m.stop(b)
+		steps.busy, steps.total = steps.busy+bu, steps.total+to
+	}
+	t1 := time.Now()
+	if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
+		b.Fatal(err)
+	}
+	return wall, timing, time.Since(t1)
+}
+
+// BenchmarkDockerDeploy deploys and destroys a 6-function chain and a 64-node lab on docker
+// with the default bound of concurrent engine requests, and logs where the time goes: the
+// deploy's phases, each engine request's count and mean time, and the stages' wall times
+// (networks: until the last network exists; containers: until every container runs).
+// deploy-s is the wall time of Deploy, preflight included, as a user waits for it.
 //
-// Run: flock /tmp/sfclab-suite.lock go test -run '^$' -bench DockerDeploy -benchtime 1x ./runtime/docker/
+// Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerDeploy -benchtime 3x ./runtime/docker/
 func BenchmarkDockerDeploy(b *testing.B) {
 	if skipReason != "" {
 		b.Skip(skipReason)
 	}
-	labs := []struct{ name, yaml string }{
-		{"chain6", labgen.Big("b-dk6", 1, 6, 0)},
-		{"64nodes", labgen.Big("b-dk64", 2, 30, 0)},
-	}
-	for _, l := range labs {
+	for _, l := range benchLabs {
 		b.Run(l.name, func(b *testing.B) {
 			p := dockerPlan(b, l.yaml)
-			var t [2]time.Duration // deploy: concurrent, serial
+			steps := newStepTimes()
+			var ph deployPhases
 			var destroy time.Duration
 			for i := 0; i < b.N; i++ {
-				for k, par := range []int{0, 1} {
-					root := b.TempDir()
-					os.Chmod(root, 0o755)
-					d := &deploy.Deployer{Journal: journal.Journal{Root: root},
-						Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": docker.Runtime{StateRoot: root, Parallel: par}}}
-					t0 := time.Now()
-					if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
-						b.Fatal(err)
-					}
-					t[k] += time.Since(t0)
-					t1 := time.Now()
-					if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
-						b.Fatal(err)
-					}
-					if k == 0 {
-						destroy += time.Since(t1)
-					}
-				}
+				wall, timing, dt := deployOnce(b, p, 0, steps)
+				ph.add(wall, timing)
+				destroy += dt
 			}
+			ph.log(b, b.N)
+			steps.report(b, b.N)
 			n := float64(b.N)
 			b.ReportMetric(float64(len(p.Nodes)), "nodes")
-			b.ReportMetric(t[0].Seconds()/n, "deploy-s")
+			b.ReportMetric(ph.total.Seconds()/n, "deploy-s")
 			b.ReportMetric(destroy.Seconds()/n, "destroy-s")
-			b.ReportMetric(t[1].Seconds()/t[0].Seconds(), "serial/concurrent")
+		})
+	}
+}
+
+// BenchmarkDockerBound deploys both labs with 1, 2, 4, 8 and 16 engine requests in flight
+// (or the bounds in $SFCLAB_BENCH_BOUNDS, e.g. "4,16"), interleaved, to choose DefaultParallel
+// on a machine: the figures of one run, read the ratios.
+//
+// Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerBound -benchtime 2x ./runtime/docker/
+func BenchmarkDockerBound(b *testing.B) {
+	if skipReason != "" {
+		b.Skip(skipReason)
+	}
+	bounds := []int{1, 2, 4, 8, 16}
+	if env := os.Getenv("SFCLAB_BENCH_BOUNDS"); env != "" {
+		bounds = nil
+		for _, f := range strings.Split(env, ",") {
+			n, err := strconv.Atoi(strings.TrimSpace(f))
+			if err != nil || n < 1 {
+				b.Fatalf("SFCLAB_BENCH_BOUNDS=%q: want bounds like 4,16", env)
+			}
+			bounds = append(bounds, n)
+		}
+	}
+	for _, l := range benchLabs {
+		b.Run(l.name, func(b *testing.B) {
+			p := dockerPlan(b, l.yaml)
+			sum := make([]time.Duration, len(bounds))
+			for i := 0; i < b.N; i++ {
+				for k, par := range bounds {
+					wall, _, _ := deployOnce(b, p, par, nil)
+					sum[k] += wall
+				}
+			}
+			for k, par := range bounds {
+				b.ReportMetric(sum[k].Seconds()/float64(b.N), fmt.Sprintf("deploy-s-p%d", par))
+			}
+		})
+	}
+}
+
+// BenchmarkDockerConnect deploys both labs with each container's other networks connected
+// before its start (one start sets up every endpoint) and after it (the engine adds each
+// endpoint to a running container), interleaved, and reports both deploy times.
+//
+// Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerConnect -benchtime 2x ./runtime/docker/
+func BenchmarkDockerConnect(b *testing.B) {
+	if skipReason != "" {
+		b.Skip(skipReason)
+	}
+	defer func(v bool) { *docker.ConnectBeforeStart = v }(*docker.ConnectBeforeStart)
+	for _, l := range benchLabs {
+		b.Run(l.name, func(b *testing.B) {
+			p := dockerPlan(b, l.yaml)
+			var sum [2]time.Duration
+			for i := 0; i < b.N; i++ {
+				for k, before := range []bool{true, false} {
+					*docker.ConnectBeforeStart = before
+					wall, _, _ := deployOnce(b, p, 0, nil)
+					sum[k] += wall
+				}
+			}
+			b.ReportMetric(sum[0].Seconds()/float64(b.N), "deploy-s-before-start")
+			b.ReportMetric(sum[1].Seconds()/float64(b.N), "deploy-s-after-start")
 		})
 	}
 }
@@ -97,4 +247,50 @@ func TestFailureMidwayLeavesNothing(t *testing.T) {
 		t.Errorf("error does not carry the command's stderr: %v", err)
 	}
 	assertClean(t, p.Lab)
+}
+
+// Cancelling a deploy (Ctrl-C) while its containers are being created, connected and started
+// concurrently unwinds everything: containers created or not yet started, networks and
+// DOCKER-USER rules. The cancel comes from the runtime's trace at a given step, so it lands
+// at the same point every run.
+func TestCancelDuringCreate(t *testing.T) {
+	requireEngine(t)
+	for _, tc := range []struct {
+		name, step string
+		nth        int
+	}{
+		{"after the 5th container created", docker.StepCreate, 5},
+		{"after the 3rd container started", docker.StepStart, 3},
+		{"once the networks exist", docker.StageNetworks, 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := dockerPlan(t, labgen.Big("t-dk-cc", 1, 14, 0))
+			root := t.TempDir()
+			os.Chmod(root, 0o755)
+			ctx, cancel := context.WithCancel(context.Background())
+			defer cancel()
+			var mu sync.Mutex
+			seen := 0
+			rt := docker.Runtime{StateRoot: root, Trace: func(step string, _ time.Duration) {
+				mu.Lock()
+				defer mu.Unlock()
+				if step == tc.step {
+					if seen++; seen == tc.nth {
+						cancel()
+					}
+				}
+			}}
+			d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf,
+				Runtimes: map[string]runtime.Runtime{"netns": nsrt.Runtime{}, "docker": rt}}
+			_, err := d.Deploy(ctx, p, "test")
+			if err == nil {
+				d.Destroy(context.Background(), p.Lab)
+				t.Fatal("cancelled deploy succeeded")
+			}
+			if !errors.Is(err, context.Canceled) && !strings.Contains(err.Error(), context.Canceled.Error()) {
+				t.Errorf("error does not say it was cancelled: %v", err)
+			}
+			assertClean(t, p.Lab) // containers, networks and DOCKER-USER rules
+		})
+	}
 }

@@ -34,6 +34,7 @@ type Node struct {
 
 	cli    *client.Client
 	mounts []string // bind mounts at the same path inside and outside
+	sfclab string   // SfclabPath when the sfclab program is mounted there
 
 	cgOnce sync.Once
 	cg     cgroupDir
@@ -355,6 +356,15 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 		return 0, log.ExitedAtOnce(what, fmt.Errorf("exit status %d", st.ExitCode))
 	}
 	return pid, nil
+}
+
+// SfclabProgram is where the container has the sfclab program (vnf.ProgramLocator): mounted
+// at SfclabPath into nodes whose function runs it.
+func (n *Node) SfclabProgram() (string, error) {
+	if n.sfclab == "" {
+		return "", fmt.Errorf("container %s has no sfclab program at %s: deploy mounts it only into nodes whose function runs it (l4lb impl sfclab); destroy and deploy the lab again", n.Container, SfclabPath)
+	}
+	return n.sfclab, nil
 }
 
 // shQuote quotes s for a POSIX shell.

@@ -7,12 +7,16 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"slices"
 	"strings"
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/labgen"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestHostSourceFormats(t *testing.T) {
@@ -104,6 +108,40 @@ func TestSplitQuoted(t *testing.T) {
 	}
 	if _, err := splitQuoted(`a "b`); err == nil {
 		t.Error("unterminated quote accepted")
+	}
+}
+
+// The rules written through iptables-restore read back from `iptables -S` as labRules parses
+// them: what acceptBridges inserts, dropLabRules finds and deletes.
+func TestRestoreInput(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		op    string
+		rules [][]string
+		want  string
+	}{
+		{"insert two bridges", "-I", [][]string{bridgeRule("br-0123", "t-1"), bridgeRule("br-4567", "t-1")},
+			"*filter\n" +
+				`-I DOCKER-USER -i br-0123 -o br-0123 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
+				`-I DOCKER-USER -i br-4567 -o br-4567 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
+				"COMMIT\n"},
+		{"delete quotes and backslashes", "-D", [][]string{{"--comment", `a "b" \c`}},
+			"*filter\n" + `-D DOCKER-USER --comment "a \"b\" \\c"` + "\nCOMMIT\n"},
+		{"empty word", "-D", [][]string{{"-m", ""}}, "*filter\n-D DOCKER-USER -m \"\"\nCOMMIT\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := restoreInput(tc.op, tc.rules); got != tc.want {
+				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+			}
+			// Every rule line splits back into the words it was made of.
+			lines := strings.Split(strings.TrimSpace(restoreInput(tc.op, tc.rules)), "\n")
+			for i, r := range tc.rules {
+				words, err := splitQuoted(lines[i+1])
+				if err != nil || !reflect.DeepEqual(words[2:], r) {
+					t.Errorf("line %q splits into %q, %v; want %q", lines[i+1], words, err, r)
+				}
+			}
+		})
 	}
 }
 
@@ -199,5 +237,115 @@ func TestUnreachableEngine(t *testing.T) {
 	}
 	if err := r.Destroy(ctx, "t-dklab"); !errors.Is(err, ErrUnreachable) {
 		t.Errorf("Destroy of a docker lab without the engine: %v", err)
+	}
+}
+
+// createOrder puts every network once and every container once, each container after every
+// network it needs and right after the last of them.
+func TestCreateOrder(t *testing.T) {
+	defer func(v bool) { connectBeforeStart = v }(connectBeforeStart)
+	for _, tc := range []struct {
+		name   string
+		yaml   string
+		before bool
+	}{
+		{"chain of 6, connect before start", labgen.Big("t-o6", 1, 6, 0), true},
+		{"chain of 6, connect after start", labgen.Big("t-o6", 1, 6, 0), false},
+		{"two chains with fan-out", labgen.Big("t-of", 2, 3, 4), true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			connectBeforeStart = tc.before
+			lab, err := spec.Decode([]byte(tc.yaml), "t.yaml", kinds.Spec())
+			if err != nil {
+				t.Fatal(err)
+			}
+			p, err := plan.Build(lab)
+			if err != nil {
+				t.Fatal(err)
+			}
+			order, err := createOrder(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(order) != len(p.Segments)+len(p.Nodes) {
+				t.Fatalf("%d steps for %d networks and %d containers", len(order), len(p.Segments), len(p.Nodes))
+			}
+			at := map[string]int{}
+			for i, o := range order {
+				switch o := o.(type) {
+				case *plan.Segment:
+					at["seg "+o.Name] = i
+				case *plan.Node:
+					at["node "+o.Name] = i
+				}
+			}
+			if len(at) != len(order) {
+				t.Fatalf("a network or container appears twice: %v", at)
+			}
+			for _, n := range p.Nodes {
+				last := -1
+				for _, seg := range needs(n) {
+					if at["seg "+seg] > at["node "+n.Name] {
+						t.Errorf("container %s at %d before its network %s at %d", n.Name, at["node "+n.Name], seg, at["seg "+seg])
+					}
+					last = max(last, at["seg "+seg])
+				}
+				// Between its last network and it come only other containers.
+				for i := last + 1; i < at["node "+n.Name]; i++ {
+					if _, ok := order[i].(*plan.Segment); ok {
+						t.Errorf("container %s waits behind network %s it does not need", n.Name, order[i].(*plan.Segment).Name)
+					}
+				}
+				if !tc.before && len(needs(n)) != 1 {
+					t.Errorf("container %s needs %v before its start, want its first network only", n.Name, needs(n))
+				}
+			}
+		})
+	}
+}
+
+// renames gives every link its plan name whatever order the engine named them in: applied in
+// order to the links, no step takes a name in use and every link ends with its name.
+func TestRenames(t *testing.T) {
+	for _, tc := range []struct {
+		name  string
+		links []string
+		moves []move
+	}{
+		{"already named", []string{"lo", "eth0", "eth1"}, nil},
+		{"swapped", []string{"lo", "eth0", "eth1"}, []move{{"eth1", "eth0"}, {"eth0", "eth1"}}},
+		{"swapped, listed the other way", []string{"lo", "eth0", "eth1"}, []move{{"eth0", "eth1"}, {"eth1", "eth0"}}},
+		{"three in a cycle", []string{"eth0", "eth1", "eth2"}, []move{{"eth0", "eth1"}, {"eth1", "eth2"}, {"eth2", "eth0"}}},
+		{"chain into a free name", []string{"eth0", "eth1"}, []move{{"eth0", "eth1"}, {"eth1", "in"}}},
+		{"plan names", []string{"eth0", "eth1"}, []move{{"eth0", "out"}, {"eth1", "in"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			current := map[string]bool{}
+			ids := map[string]int{} // name -> link
+			for i, l := range tc.links {
+				current[l], ids[l] = true, i
+			}
+			steps, err := renames(current, tc.moves)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range steps {
+				id, ok := ids[s.from]
+				if !ok {
+					t.Fatalf("step %v renames a link that is not there (%v)", s, ids)
+				}
+				if _, taken := ids[s.to]; taken {
+					t.Fatalf("step %v takes a name in use (%v)", s, ids)
+				}
+				delete(ids, s.from)
+				ids[s.to] = id
+			}
+			for _, m := range tc.moves {
+				want := slices.Index(tc.links, m.from)
+				if ids[m.to] != want {
+					t.Errorf("%s ends on link %d, want link %d (was %s); steps %v", m.to, ids[m.to], want, m.from, steps)
+				}
+			}
+		})
 	}
 }

@@ -18,6 +18,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"time"
 
 	"github.com/moby/moby/api/types/container"
 	"github.com/moby/moby/api/types/network"
@@ -35,6 +37,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -51,8 +54,16 @@ type Runtime struct {
 	StateRoot string
 	// Progress receives the steps of an image build Preflight starts; nil means silent.
 	Progress func(BuildProgress)
-	// Parallel bounds how many containers are created or wired at once (0 = 4).
+	// Parallel bounds how many engine requests (networks and containers created, started,
+	// connected, removed) are in flight at once (0 = DefaultParallel).
 	Parallel int
+	// Executable is the sfclab program bind-mounted read-only at SfclabPath into the
+	// containers of nodes whose function runs sfclab (vnf.SelfRunner: l4lb impl sfclab);
+	// "" = the running executable.
+	Executable string
+	// Trace, when set, receives how long each engine request and stage of a deploy or destroy
+	// took (Step* and Stage* names); benchmarks set it to find where the time goes.
+	Trace func(step string, took time.Duration)
 }
 
 var _ runtime.Runtime = Runtime{}
@@ -119,8 +130,28 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if err != nil {
 		return err
 	}
-	if err := r.checkNames(ctx, cli, p); err != nil {
+	// The image is looked for while the names are checked; a missing one is built or pulled
+	// only once the names are free.
+	ref := Image(p)
+	type found struct {
+		ok  bool
+		err error
+	}
+	fc := make(chan found, 1)
+	go func() {
+		defer r.trace(StepImage, time.Now())
+		ok, err := r.ImageExists(ctx, ref)
+		fc <- found{ok, err}
+	}()
+	t0 := time.Now()
+	err = r.checkNames(ctx, cli, p)
+	f := <-fc
+	if err != nil {
 		return err
+	}
+	r.trace(StepCheckNames, t0)
+	if f.err != nil || f.ok {
+		return f.err
 	}
 	return r.EnsureImage(ctx, p.Image)
 }
@@ -196,7 +227,7 @@ func (l *lockedUndo) Push(what string, fn func() error) {
 func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) error {
 	limit := r.Parallel
 	if limit <= 0 {
-		limit = 4
+		limit = DefaultParallel
 	}
 	sem := make(chan struct{}, limit)
 	var wg sync.WaitGroup
@@ -228,12 +259,145 @@ func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) erro
 	return errors.Join(errs...)
 }
 
+// SfclabPath is where a container finds the sfclab program when its function runs it: the
+// host's executable, bind-mounted read-only (the node image does not contain sfclab; a build
+// of the image per sfclab build would be minutes each time).
+const SfclabPath = "/usr/local/bin/sfclab"
+
+// runsSfclab reports whether a node's function runs the sfclab program in its node.
+func runsSfclab(n *plan.Node) bool {
+	if n.Function == nil {
+		return false
+	}
+	k, err := kinds.Get(n.Function.Kind)
+	if err != nil {
+		return false
+	}
+	sr, ok := k.(vnf.SelfRunner)
+	return ok && sr.RunsSfclab(n.Function)
+}
+
+// executable is the sfclab program to mount into containers.
+func (r Runtime) executable() (string, error) {
+	if r.Executable != "" {
+		return r.Executable, nil
+	}
+	exe, err := os.Executable()
+	if err != nil {
+		return "", fmt.Errorf("find the sfclab program to mount at %s: %w", SfclabPath, err)
+	}
+	return exe, nil
+}
+
+// DefaultParallel is how many engine requests a deploy or destroy keeps in flight when
+// Runtime.Parallel is 0.
+const DefaultParallel = 4
+
+// connectBeforeStart connects a container to its other networks while it is created, not yet
+// started, so that the start sets up every endpoint at once and Link has no engine request
+// left to make.
+var connectBeforeStart = true
+
+// segmentsReady tells a node's container when the networks it needs exist.
+type segmentsReady struct {
+	done map[string]chan struct{} // closed when the segment's network exists or failed
+	mu   sync.Mutex
+	ok   map[string]bool
+	left int // networks not done yet
+}
+
+func newSegmentsReady(p *plan.Plan) *segmentsReady {
+	s := &segmentsReady{done: map[string]chan struct{}{}, ok: map[string]bool{}, left: len(p.Segments)}
+	for _, seg := range p.Segments {
+		s.done[seg.Name] = make(chan struct{})
+	}
+	return s
+}
+
+// finish records a segment's network as created (ok) or failed and reports whether it was the
+// last one.
+func (s *segmentsReady) finish(seg string, ok bool) (last bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.ok[seg] = ok
+	close(s.done[seg])
+	s.left--
+	return s.left == 0
+}
+
+// needs lists the segments whose networks a node's container needs before it is created:
+// its first interface's, or all of them when the others are connected before the start.
+func needs(n *plan.Node) []string {
+	ifcs := n.Interfaces[:1]
+	if connectBeforeStart {
+		ifcs = n.Interfaces
+	}
+	out := make([]string, len(ifcs))
+	for i, ifc := range ifcs {
+		out[i] = ifc.Segment
+	}
+	return out
+}
+
+// wait waits until the networks of segs exist; false when one failed or ctx is done (the
+// cause is reported by the network's own task, or is ctx's).
+func (s *segmentsReady) wait(ctx context.Context, segs []string) bool {
+	for _, seg := range segs {
+		select {
+		case <-s.done[seg]:
+		case <-ctx.Done():
+			return false
+		}
+		s.mu.Lock()
+		ok := s.ok[seg]
+		s.mu.Unlock()
+		if !ok {
+			return false
+		}
+	}
+	return true
+}
+
+// createOrder interleaves a plan's networks and containers for one pool of workers: each
+// container right after the last network it needs, so that containers are created while the
+// engine still creates networks. A container waits only for networks earlier in the order,
+// which the pool has started before it: no worker waits for a network no worker runs.
+func createOrder(p *plan.Plan) ([]any, error) {
+	idx := map[string]int{}
+	for i, s := range p.Segments {
+		idx[s.Name] = i
+	}
+	after := make([][]*plan.Node, len(p.Segments))
+	for _, n := range p.Nodes {
+		last := -1
+		for _, seg := range needs(n) {
+			i, ok := idx[seg]
+			if !ok {
+				return nil, fmt.Errorf("create container %s: no segment %q in the plan", ContainerName(p.Lab, n.Name), seg)
+			}
+			last = max(last, i)
+		}
+		after[last] = append(after[last], n)
+	}
+	order := make([]any, 0, len(p.Segments)+len(p.Nodes))
+	for i, s := range p.Segments {
+		order = append(order, s)
+		for _, n := range after[i] {
+			order = append(order, n)
+		}
+	}
+	return order, nil
+}
+
 // CreateNodes creates a Docker network per segment and a container per node, attached to its
-// first segment's network with its plan address, started, and returns each container's network
-// namespace (/proc/PID/ns/net of its init).
+// segments' networks with its plan addresses, started, and returns each container's network
+// namespace (/proc/PID/ns/net of its init). Networks and containers share one bound of
+// concurrent requests (Runtime.Parallel): a container is created as soon as its networks
+// exist, while the engine still creates others.
 // Equivalent to: docker network create --internal --subnet S --gateway G sfc.LAB.SEG ...;
-// docker run -d --name sfc.LAB.NODE --network sfc.LAB.SEG0 --ip A --cap-add NET_ADMIN
-// --cap-add NET_RAW -v DIR:DIR --init IMAGE sleep infinity
+// docker create --name sfc.LAB.NODE --network sfc.LAB.SEG0 --ip A --cap-add NET_ADMIN
+// --cap-add NET_RAW -v DIR:DIR --init IMAGE sleep infinity;
+// docker network connect --ip A2 sfc.LAB.SEG1 sfc.LAB.NODE ...; docker start sfc.LAB.NODE
 func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
 	cli, err := r.client(ctx)
 	if err != nil {
@@ -244,6 +408,15 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if st, err := os.Stat(nodeDir); err != nil || !st.IsDir() {
 		return nil, fmt.Errorf("find node directory %s to bind-mount (Runtime.StateRoot must be the Deployer's journal root): %w", nodeDir, err)
 	}
+	for _, n := range p.Nodes {
+		if len(n.Interfaces) == 0 {
+			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
+		}
+	}
+	order, err := createOrder(p)
+	if err != nil {
+		return nil, err
+	}
 	// Undone last: whatever the engine created although its request was cancelled (the
 	// container or network exists, its undo was never pushed) is found by label.
 	u.Push("docker objects of lab "+p.Lab, func() error {
@@ -251,26 +424,58 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		defer cancel()
 		return r.Destroy(cctx, p.Lab)
 	})
-	fw := userChainExists(ctx)
-	err = r.parallel(ctx, len(p.Segments), func(i int) error {
-		return r.createNetwork(ctx, cli, p, p.Segments[i], fw, u)
-	})
-	if err != nil {
-		return nil, err
-	}
+	// Whether the engine manages iptables is asked while the first networks are created.
+	fwc := make(chan bool, 1)
+	go func() { fwc <- userChainExists(ctx) }()
+	ready := newSegmentsReady(p)
 	out := map[string]*netdev.NS{}
 	var mu sync.Mutex
+	var bridges []string
 	image := Image(p)
-	err = r.parallel(ctx, len(p.Nodes), func(i int) error {
-		ns, err := r.createContainer(ctx, cli, p, p.Nodes[i], image, nodeDir, u)
+	start := time.Now()
+	err = r.parallel(ctx, len(order), func(i int) error {
+		if s, ok := order[i].(*plan.Segment); ok {
+			br, err := r.createNetwork(ctx, cli, p, s, u)
+			mu.Lock()
+			if err == nil && br != "" {
+				bridges = append(bridges, br)
+			}
+			mu.Unlock()
+			if !ready.finish(s.Name, err == nil) || err != nil {
+				return err
+			}
+			r.trace(StageNetworks, start)
+			// The last network: accept the lab's traffic on every internal bridge while the
+			// containers are being created.
+			mu.Lock()
+			brs := slices.Clone(bridges)
+			mu.Unlock()
+			if len(brs) == 0 || !<-fwc {
+				return nil
+			}
+			t0 := time.Now()
+			u.Push("DOCKER-USER rules of lab "+p.Lab, func() error {
+				cctx, cancel := cleanupCtx()
+				defer cancel()
+				return dropLabRules(cctx, p.Lab)
+			})
+			defer r.trace(StepBridgeRules, t0)
+			return acceptBridges(ctx, brs, p.Lab)
+		}
+		n := order[i].(*plan.Node)
+		if !ready.wait(ctx, needs(n)) {
+			return ctx.Err() // a failed network reports itself
+		}
+		ns, err := r.createContainer(ctx, cli, p, n, image, nodeDir, u)
 		if err != nil {
 			return err
 		}
 		mu.Lock()
-		out[p.Nodes[i].Name] = ns
+		out[n.Name] = ns
 		mu.Unlock()
 		return nil
 	})
+	r.trace(StageContainers, start)
 	if err == nil && p.Image != "" {
 		err = r.checkPrograms(ctx, cli, p)
 	}
@@ -284,10 +489,12 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 }
 
 // createNetwork creates a segment's network: a bridge with the plan's subnet, the segment's
-// gateway address on the host side and the lab's MTU; internal unless a port is published on it.
-func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, fw bool, u runtime.Undo) error {
+// gateway address on the host side and the lab's MTU; internal unless a port is published on
+// it. It returns the host bridge of an internal network ("" otherwise).
+func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, u runtime.Undo) (string, error) {
 	name := NetworkName(p.Lab, s.Name)
 	internal := !published(p, s)
+	t0 := time.Now()
 	res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
 		Driver:   "bridge",
 		Internal: internal,
@@ -298,8 +505,9 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		Labels:  labels(p.Lab, LabelSegment, s.Name, LabelState, r.stateRoot()),
 	})
 	if err != nil {
-		return fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
+		return "", fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
 	}
+	r.trace(StepNetworkCreate, t0)
 	u.Push("network "+name, func() error {
 		cctx, cancel := cleanupCtx()
 		defer cancel()
@@ -308,18 +516,10 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		}
 		return nil
 	})
-	if internal && fw {
-		br := bridgeName(res.ID)
-		if err := acceptBridge(ctx, br, p.Lab); err != nil {
-			return err
-		}
-		u.Push("iptables rule for "+br, func() error {
-			cctx, cancel := cleanupCtx()
-			defer cancel()
-			return dropBridgeRule(cctx, br, p.Lab)
-		})
+	if !internal {
+		return "", nil
 	}
-	return nil
+	return bridgeName(res.ID), nil
 }
 
 // bridgeName is the host bridge the engine makes for a network (br- and 12 hex digits).
@@ -328,9 +528,6 @@ func bridgeName(id string) string { return "br-" + id[:min(12, len(id))] }
 // createContainer creates and starts a node's container on its first segment's network.
 func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *plan.Plan, n *plan.Node, image, nodeDir string, u runtime.Undo) (*netdev.NS, error) {
 	name := ContainerName(p.Lab, n.Name)
-	if len(n.Interfaces) == 0 {
-		return nil, fmt.Errorf("create container %s: node %s has no interface", name, n.Name)
-	}
 	first := n.Interfaces[0]
 	netName := NetworkName(p.Lab, first.Segment)
 	cfg := &container.Config{
@@ -350,6 +547,13 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		Init:          &yes,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
 	}
+	if runsSfclab(n) {
+		exe, err := r.executable()
+		if err != nil {
+			return nil, fmt.Errorf("create container %s: %w", name, err)
+		}
+		hc.Binds = append(hc.Binds, exe+":"+SfclabPath+":ro")
+	}
 	for _, pub := range p.Publish {
 		if pub.Node != n.Name {
 			continue
@@ -368,22 +572,37 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 	nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
 		netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: first.Address.Addr()}},
 	}}
+	t0 := time.Now()
 	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
+	r.trace(StepCreate, t0)
 	u.Push("container "+name, func() error {
 		cctx, cancel := cleanupCtx()
 		defer cancel()
 		return removeContainer(cctx, cli, res.ID, name)
 	})
+	if connectBeforeStart {
+		// The engine of API 1.41 takes one network at create; the others are added before
+		// the start, which then sets up every endpoint in one go.
+		for _, ifc := range n.Interfaces[1:] {
+			if err := r.connect(ctx, cli, p, res.ID, name, ifc); err != nil {
+				return nil, err
+			}
+		}
+	}
+	t0 = time.Now()
 	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("start container %s: %w", name, err)
 	}
+	r.trace(StepStart, t0)
+	t0 = time.Now()
 	insp, err := cli.ContainerInspect(ctx, res.ID, client.ContainerInspectOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("inspect container %s: %w", name, err)
 	}
+	r.trace(StepInspect, t0)
 	st := insp.Container.State
 	if st == nil || !st.Running || st.Pid == 0 {
 		msg := "not running"
@@ -392,7 +611,24 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		}
 		return nil, fmt.Errorf("start container %s: %s", name, msg)
 	}
+	t0 = time.Now()
+	defer r.trace(StepOpenNS, t0)
 	return netdev.OpenNSPath(fmt.Sprintf("/proc/%d/ns/net", st.Pid), name)
+}
+
+// connect attaches a container to the network of one of its node's interfaces, with the
+// interface's plan address.
+// Equivalent to: docker network connect --ip A sfc.LAB.SEG sfc.LAB.NODE
+func (r Runtime) connect(ctx context.Context, cli *client.Client, p *plan.Plan, id, name string, ifc *plan.Interface) error {
+	netName := NetworkName(p.Lab, ifc.Segment)
+	t0 := time.Now()
+	_, err := cli.NetworkConnect(ctx, netName, client.NetworkConnectOptions{Container: id,
+		EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ifc.Address.Addr()}}})
+	if err != nil {
+		return fmt.Errorf("connect container %s to network %s: %w", name, netName, err)
+	}
+	r.trace(StepConnect, t0)
+	return nil
 }
 
 // removeContainer removes a container and whatever runs in it; a missing one is not an error.
@@ -439,32 +675,34 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 	return nil
 }
 
-// Link connects every container to the networks of its other segments with their plan
-// addresses, names every interface as the plan does (matched by address: the engine calls
-// them eth0, eth1, ... in its own order) and deletes every default route in the containers
-// (internal networks still get one on this engine).
-// Equivalent to: docker network connect --ip A sfc.LAB.SEG sfc.LAB.NODE;
-// ip link set ethN name IFNAME; ip route del default
+// Link names every interface as the plan does (matched by address: the engine calls them
+// eth0, eth1, ... in its own order) and deletes every default route in the containers
+// (internal networks still get one on this engine). CreateNodes has connected the containers
+// to all their networks already (see connectBeforeStart); otherwise Link does it first.
+// Equivalent to: ip link set ethN name IFNAME; ip route del default
 func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, _ runtime.Undo) error {
 	cli, err := r.client(ctx)
 	if err != nil {
 		return err
 	}
+	start := time.Now()
+	defer r.trace(StageLink, start)
 	return r.parallel(ctx, len(p.Nodes), func(i int) error {
 		n := p.Nodes[i]
 		name := ContainerName(p.Lab, n.Name)
-		for _, ifc := range n.Interfaces[1:] {
-			netName := NetworkName(p.Lab, ifc.Segment)
-			_, err := cli.NetworkConnect(ctx, netName, client.NetworkConnectOptions{Container: name,
-				EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ifc.Address.Addr()}}})
-			if err != nil {
-				return fmt.Errorf("connect container %s to network %s: %w", name, netName, err)
+		if !connectBeforeStart {
+			for _, ifc := range n.Interfaces[1:] {
+				if err := r.connect(ctx, cli, p, name, name, ifc); err != nil {
+					return err
+				}
 			}
 		}
 		h := ns[n.Name]
 		if h == nil {
 			return fmt.Errorf("link node %s: no namespace handle", n.Name)
 		}
+		t0 := time.Now()
+		defer r.trace(StepRename, t0)
 		if err := nameInterfaces(h, n); err != nil {
 			return err
 		}
@@ -483,7 +721,6 @@ func nameInterfaces(h *netdev.NS, n *plan.Node) error {
 	for _, l := range links {
 		current[l.Name] = true
 	}
-	type move struct{ from, to string }
 	var moves []move
 	for _, ifc := range n.Interfaces {
 		found := ""
@@ -499,22 +736,53 @@ func nameInterfaces(h *netdev.NS, n *plan.Node) error {
 			moves = append(moves, move{found, ifc.Name})
 		}
 	}
-	for i, m := range moves {
-		if current[m.to] {
-			tmp := fmt.Sprintf("sfctmp%d", i)
-			if err := h.RenameLink(m.from, tmp); err != nil {
-				return err
-			}
-			current[m.from], current[tmp] = false, true
-			moves[i].from = tmp
-		}
+	steps, err := renames(current, moves)
+	if err != nil {
+		return fmt.Errorf("name interfaces of node %s: %w", n.Name, err)
 	}
-	for _, m := range moves {
+	for _, m := range steps {
 		if err := h.RenameLink(m.from, m.to); err != nil {
 			return err
 		}
 	}
 	return nil
+}
+
+// move is one link rename.
+type move struct{ from, to string }
+
+// renames orders the renames that carry out moves among links named current (true = taken):
+// a link whose new name is taken moves to a temporary name first, then every link takes its
+// name as soon as that name is free (eth0 and eth1 swapped: eth1 -> sfctmp0, eth0 -> eth1,
+// sfctmp0 -> eth0).
+func renames(current map[string]bool, moves []move) ([]move, error) {
+	current = maps.Clone(current)
+	moves = slices.Clone(moves)
+	var steps []move
+	for i, m := range moves {
+		if current[m.to] {
+			tmp := fmt.Sprintf("sfctmp%d", i)
+			steps = append(steps, move{m.from, tmp})
+			current[m.from], current[tmp] = false, true
+			moves[i].from = tmp
+		}
+	}
+	for len(moves) > 0 {
+		var blocked []move
+		for _, m := range moves {
+			if current[m.to] {
+				blocked = append(blocked, m)
+				continue
+			}
+			steps = append(steps, m)
+			current[m.from], current[m.to] = false, true
+		}
+		if len(blocked) == len(moves) {
+			return nil, fmt.Errorf("names %v stay taken", blocked)
+		}
+		moves = blocked
+	}
+	return steps, nil
 }
 
 // Node returns the running container of a deployed lab's node.
@@ -558,6 +826,9 @@ func (r Runtime) openNode(ctx context.Context, cli *client.Client, lab, name str
 	for _, m := range c.Mounts {
 		if m.Type == "bind" && m.Source == m.Destination {
 			n.mounts = append(n.mounts, m.Destination)
+		}
+		if m.Type == "bind" && m.Destination == SfclabPath {
+			n.sfclab = SfclabPath
 		}
 	}
 	return n, nil
@@ -610,12 +881,20 @@ func (r Runtime) unreachable(lab string, err error) error {
 
 // Leftovers lists a lab's containers, networks and DOCKER-USER rules.
 // Equivalent to: docker ps -a --filter label=sfclab.lab=LAB; docker network ls --filter label=sfclab.lab=LAB
-func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
-	rules, _ := labRules(ctx, lab)
-	var out []string
-	for _, rl := range rules {
-		out = append(out, rl.String())
-	}
+func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err error) {
+	// iptables runs while the engine answers; its rules come first.
+	rc := make(chan []userRule, 1)
+	go func() {
+		rules, _ := labRules(ctx, lab)
+		rc <- rules
+	}()
+	defer func() {
+		var rs []string
+		for _, rl := range <-rc {
+			rs = append(rs, rl.String())
+		}
+		out = append(rs, out...)
+	}()
 	cli, err := r.client(ctx)
 	if err != nil {
 		return out, r.unreachable(lab, err)
@@ -646,6 +925,7 @@ func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 // Equivalent to: docker rm -f $(docker ps -aq --filter label=sfclab.lab=LAB);
 // docker network rm $(docker network ls -q --filter label=sfclab.lab=LAB)
 func (r Runtime) Destroy(ctx context.Context, lab string) error {
+	defer r.trace(StageDestroy, time.Now())
 	var errs []error
 	cli, err := r.client(ctx)
 	if err != nil {
@@ -672,6 +952,7 @@ func (r Runtime) Destroy(ctx context.Context, lab string) error {
 		if len(mine[i].Names) > 0 {
 			name = strings.TrimPrefix(mine[i].Names[0], "/")
 		}
+		defer r.trace(StepRemove, time.Now())
 		return removeContainer(ctx, cli, mine[i].ID, name)
 	}); err != nil {
 		errs = append(errs, err)
@@ -680,13 +961,21 @@ func (r Runtime) Destroy(ctx context.Context, lab string) error {
 	if err != nil {
 		errs = append(errs, fmt.Errorf("list networks: %w", err))
 	}
+	var mynets []network.Summary
 	for _, n := range nets.Items {
-		if !ours(n.Labels, lab) {
-			continue
+		if ours(n.Labels, lab) {
+			mynets = append(mynets, n)
 		}
+	}
+	if err := r.parallel(context.WithoutCancel(ctx), len(mynets), func(i int) error {
+		n := mynets[i]
+		defer r.trace(StepNetworkRemove, time.Now())
 		if _, err := cli.NetworkRemove(ctx, n.ID, client.NetworkRemoveOptions{}); err != nil && !isNotFound(err) {
-			errs = append(errs, fmt.Errorf("remove network %s: %w", n.Name, err))
+			return fmt.Errorf("remove network %s: %w", n.Name, err)
 		}
+		return nil
+	}); err != nil {
+		errs = append(errs, err)
 	}
 	if err := dropLabRules(ctx, lab); err != nil {
 		errs = append(errs, err)

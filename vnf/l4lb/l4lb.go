@@ -45,6 +45,9 @@ func (LB) Requires(f *plan.Function) []string {
 	return []string{"haproxy"}
 }
 
+// RunsSfclab is true for impl sfclab: a container runtime mounts sfclab into the node.
+func (LB) RunsSfclab(f *plan.Function) bool { return params(f).Impl == spec.ImplSfclab }
+
 // Setup starts HAProxy or `sfclab lb` (config checked first, then waited for until it
 // accepts connections) or loads the nftables DNAT ruleset.
 func (LB) Setup(ctx context.Context, env vnf.Env) error {

@@ -14,7 +14,6 @@ import (
 
 	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/lb"
-	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
@@ -25,12 +24,6 @@ var ErrDown = errors.New("load balancer down")
 
 // ErrUnsupported is returned for an implementation the node's runtime cannot run.
 var ErrUnsupported = errors.New("not supported here")
-
-// container is a node of the docker runtime (its namespace has no name), where the sfclab
-// program is not at hand.
-type container interface {
-	OpenNS() (*netdev.NS, error)
-}
 
 // Executable is the program started as `PROGRAM lb --config FILE`: sfclab itself.
 var Executable = os.Executable
@@ -65,10 +58,6 @@ type sfclabEnv struct{ vnf.Env }
 // and waits until it accepts connections.
 func setupSfclab(ctx context.Context, env vnf.Env) error {
 	e := sfclabEnv{env}
-	if _, ok := env.Node.(container); ok {
-		return fmt.Errorf("function %s (%s): impl sfclab runs on the netns runtime; on docker use impl haproxy or nft: %w",
-			env.Plan.Name, env.Plan.Kind, ErrUnsupported)
-	}
 	f := env.Plan.Function
 	cfg := LBConfig(f, e.stats())
 	if err := cfg.Validate(); err != nil {
@@ -81,9 +70,9 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	if err := os.WriteFile(e.config(), append(data, '\n'), 0o644); err != nil {
 		return vnf.Errorf(env, "write sfclab lb config: %v", err)
 	}
-	exe, err := Executable()
+	exe, err := program(env.Node)
 	if err != nil {
-		return vnf.Errorf(env, "find the sfclab program: %v", err)
+		return vnf.Errorf(env, "find the sfclab program: %w", err)
 	}
 	pid, err := env.Node.Daemon([]string{exe, "lb", "--config", e.config()}, e.log())
 	if err != nil {
@@ -98,18 +87,36 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	return nil
 }
 
+// program is where the sfclab program is in a node: the running executable on the host's file
+// system (netns), where the node says inside a container (docker mounts it there).
+func program(n vnf.Node) (string, error) {
+	if l, ok := n.(vnf.ProgramLocator); ok {
+		p, err := l.SfclabProgram()
+		if err != nil {
+			return "", fmt.Errorf("%w: %w", ErrUnsupported, err)
+		}
+		return p, nil
+	}
+	return Executable()
+}
+
 // waitReady waits until the balancer started as pid answers on its stats socket (it binds the
 // service address first), or its process ends (a port in use, say), or ReadyTimeout passes.
 // Asking the process itself, not dialing the service address, cannot mistake another
 // process on the same address for this one.
 func (e sfclabEnv) waitReady(ctx context.Context, pid int) error {
 	deadline := time.Now().Add(ReadyTimeout)
+	// The balancer reports its pid as its own PID namespace numbers it: in a container, not
+	// the host's.
+	want := proc.NSPid(pid)
 	for {
 		st, err := lb.ReadStats(ctx, e.stats())
-		if err == nil && st.Pid == pid {
+		if err == nil && st.Pid == want {
 			return nil
 		}
-		if !proc.GroupRuns(pid, e.config()) {
+		// Until it has made itself a group leader (lb.Main, at its start) a balancer in a
+		// container is only its own process.
+		if !proc.GroupRuns(pid, e.config()) && !proc.Runs(pid, e.config()) {
 			return fmt.Errorf("process %d exited", pid)
 		}
 		if time.Now().After(deadline) {
