@@ -123,7 +123,7 @@ func dockerAddsLittle(r *report.Report) report.ClaimResult {
 	if n == 0 {
 		return report.ClaimResult{Outcome: report.NotShown, Evidence: "no Docker cell with a native baseline in this run"}
 	}
-	lim := fixed2(littleOverhead)
+	lim := fmt.Sprintf("%.2f", littleOverhead)
 	if len(over) > 0 {
 		top := over[0]
 		for _, c := range over[1:] {
@@ -144,8 +144,6 @@ func dockerAddsLittle(r *report.Report) report.ClaimResult {
 		"no Docker cell's 95 %% CI lies wholly above %s× native's time, but %d of %d reach beyond it, so this run cannot tell; the largest estimate: %s, %s; more repetitions narrow the CIs",
 		lim, len(open), n, worst.name, worst.q.Text())}
 }
-
-func fixed2(v float64) string { return fmt.Sprintf("%.2f", v) }
 
 func fix3(v float64) string {
 	if math.IsNaN(v) {

@@ -479,6 +479,13 @@ func contains(xs []string, x string) bool {
 // listenIn accepts and closes TCP connections inside a node until the test ends.
 func listenIn(t *testing.T, n runtime.Node, addr string) {
 	t.Helper()
+	serveIn(t, n, addr, func(net.Conn) {})
+}
+
+// serveIn accepts TCP connections inside a node until the test ends, each handled by handle
+// in its own goroutine and closed when handle returns.
+func serveIn(t *testing.T, n runtime.Node, addr string, handle func(net.Conn)) {
+	t.Helper()
 	var l net.Listener
 	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
 		t.Fatal(err)
@@ -490,7 +497,10 @@ func listenIn(t *testing.T, n runtime.Node, addr string) {
 			if err != nil {
 				return
 			}
-			c.Close()
+			go func() {
+				defer c.Close()
+				handle(c)
+			}()
 		}
 	}()
 }

@@ -119,24 +119,10 @@ chains:
 // its own bytes back.
 func echoIn(t *testing.T, n *docker.Node, addr, name string) {
 	t.Helper()
-	var l net.Listener
-	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				fmt.Fprintf(c, "%-8s", name)
-				_, _ = io.Copy(c, c)
-			}()
-		}
-	}()
+	serveIn(t, n, addr, func(c net.Conn) {
+		fmt.Fprintf(c, "%-8s", name)
+		_, _ = io.Copy(c, c)
+	})
 }
 
 // echoThrough connects from a node, sends size random bytes, checks they come back unchanged

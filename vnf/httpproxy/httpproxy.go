@@ -324,8 +324,8 @@ func HostsText(n *plan.Node) string {
 		if !p.Addr().Is4() || p.Bits() < 22 {
 			return
 		}
-		last := lastAddr(p)
-		for a := p.Addr().Next(); a.IsValid() && a.Less(last) && count < maxHostsEntries; a = a.Next() {
+		// Every address but the network's and the broadcast's.
+		for a := p.Addr().Next(); p.Contains(a.Next()) && count < maxHostsEntries; a = a.Next() {
 			if seen[a] {
 				continue
 			}
@@ -341,14 +341,6 @@ func HostsText(n *plan.Node) string {
 		add(r.Dst)
 	}
 	return b.String()
-}
-
-// lastAddr is a prefix's broadcast address.
-func lastAddr(p netip.Prefix) netip.Addr {
-	a := p.Addr().As4()
-	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
-	v |= 1<<(32-p.Bits()) - 1
-	return netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
 }
 
 // SquidConfig renders squid.conf for an http-proxy function as labs deploy it (Proxy{}): dir
