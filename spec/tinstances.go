@@ -12,7 +12,8 @@ import (
 // that names the function's ports (NAME.IFNAME) stands for every instance: it becomes N port
 // pairs PAIR-1 .. PAIR-N, pair i on instance i's ports, with weight weights[i-1] of the
 // function (or the pair's own weight, or 1), and a group that lists PAIR lists all of them,
-// so flows spread over the instances as over hand-listed pairs.
+// so flows spread over the instances as over hand-listed pairs. A function of one instance
+// with weights: [W] gives its port pairs weight W.
 
 // maxPairWeight is the largest weight of a port pair (package sfc's rule).
 const maxPairWeight = 64
@@ -86,7 +87,12 @@ func (lab *Lab) pairFunction(s *PortPairSpec) *Function {
 func (lab *Lab) expandPair(name string, s *PortPairSpec) []sfc.PortPair {
 	f := lab.pairFunction(s)
 	if f == nil {
-		return []sfc.PortPair{{Name: name, Ingress: s.Ingress, Egress: s.Egress, Weight: s.Weight}}
+		w := s.Weight
+		in, _, _ := cutPort(s.Ingress)
+		if fn := lab.Functions[in]; fn != nil && len(fn.Weights) == 1 {
+			w = fn.Weights[0] // one instance, one weight
+		}
+		return []sfc.PortPair{{Name: name, Ingress: s.Ingress, Egress: s.Egress, Weight: w}}
 	}
 	in, inIf, _ := cutPort(s.Ingress)
 	_, outIf, _ := cutPort(s.Egress)
@@ -115,6 +121,14 @@ func (v *validator) instances() {
 		taken[n] = "function " + n
 	}
 	for _, n := range sortedKeys(lab.Functions) {
+		if f := lab.Functions[n]; f != nil {
+			for _, w := range f.Weights {
+				if w > maxPairWeight {
+					v.bad(f.Pos, "function %q: weight %d: each weight becomes a port pair's, which is 1-%d", n, w, maxPairWeight)
+					break
+				}
+			}
+		}
 		f := lab.instanced(n)
 		if f == nil {
 			continue
@@ -124,12 +138,6 @@ func (v *validator) instances() {
 				v.bad(f.Pos, "function %q: instance %s of its %d instances has the name of %s; rename one of them", n, inst, f.Instances, other)
 			}
 			taken[inst] = "instance " + inst + " of function " + n
-		}
-		for _, w := range f.Weights {
-			if w > maxPairWeight {
-				v.bad(f.Pos, "function %q: weight %d: each weight becomes a port pair's, which is 1-%d", n, w, maxPairWeight)
-				break
-			}
 		}
 		if p, ok := f.Params.(*TapParams); ok && p.Pcap != "" {
 			v.bad(f.Pos, "function %q: %d tap instances would all write pcap %s; give a tap with pcap: one instance, or list the taps one by one with their own files", n, f.Instances, p.Pcap)
@@ -154,6 +162,10 @@ func (v *validator) instances() {
 		port(what, s.Fields["egress"], s.Egress)
 		in, _, _ := cutPort(s.Ingress)
 		out, _, _ := cutPort(s.Egress)
+		if f := lab.Functions[in]; f != nil && f.Instances <= 1 && len(f.Weights) > 0 && s.Weight != 0 {
+			v.bad(s.Fields["weight"], "%s: weight %d and function %s's weights %v both give its weight; keep one",
+				what, s.Weight, in, f.Weights)
+		}
 		fn := in
 		f := lab.instanced(in)
 		if f == nil {

@@ -49,6 +49,15 @@ func TestTransparentInstances(t *testing.T) {
 	if w1, w2 := m.PortPairs[1].Weight, m.PortPairs[2].Weight; w1 != 5 || w2 != 5 {
 		t.Errorf("weights %d, %d; want 5, 5", w1, w2)
 	}
+	// One instance with weights: [W]: its pairs get W.
+	lab = strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: forwarder, weights: [4]}", 1)
+	if l, err = spec.Decode([]byte(lab), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatal(err)
+	}
+	m, _ = l.SFCModel()
+	if pb := m.PortPairs[1]; pb.Name != "pb" || pb.Weight != 4 {
+		t.Errorf("pair %s has weight %d; want pb with 4", pb.Name, pb.Weight)
+	}
 	if got := spec.InstanceNames("fw", 1); len(got) != 1 || got[0] != "fw" {
 		t.Errorf("InstanceNames(fw, 1) = %v", got)
 	}
@@ -83,6 +92,10 @@ func TestTransparentInstancesBadInput(t *testing.T) {
 			"t.yaml:9:6: function \"b\": weight 100: each weight becomes a port pair's, which is 1-64"},
 		{"pair weight above 64, on the file's pair", [][2]string{{"b: {kind: forwarder}", b2}, {"pb: {ingress: b.eth0, egress: b.eth0}", "pb: {ingress: b.eth0, egress: b.eth0, weight: 65}"}},
 			"t.yaml:13:41: port pair pb-1: weight 65: use 1-64"},
+		{"weight and weights, one instance", [][2]string{{"b: {kind: forwarder}", "b: {kind: forwarder, weights: [2]}"}, {"pb: {ingress: b.eth0, egress: b.eth0}", "pb: {ingress: b.eth0, egress: b.eth0, weight: 3}"}},
+			"t.yaml:13:41: port pair pb: weight 3 and function b's weights [2] both give its weight; keep one"},
+		{"weight above a pair's, one instance", [][2]string{{"b: {kind: forwarder}", "b: {kind: forwarder, weights: [65]}"}},
+			"t.yaml:9:6: function \"b\": weight 65: each weight becomes a port pair's, which is 1-64"},
 		{"expanded pair name taken", [][2]string{{"b: {kind: forwarder}", b2 + "\n  c: {kind: forwarder}"}, {"pt: {ingress: t.eth0, egress: t.eth0}", "pt: {ingress: t.eth0, egress: t.eth0}\n  pb-2: {ingress: c.eth0, egress: c.eth0}"}},
 			"t.yaml:14:7: port pair pb: its pair for instance 2 of function b is named pb-2, which another port pair of the file is called"},
 		{"logical source port on an instanced function", [][2]string{{"b: {kind: forwarder}", b2}, {"dns: {protocol: udp, logical_source_port: client.eth0}", "dns: {protocol: udp, logical_source_port: b.eth0}"}},
