@@ -52,6 +52,10 @@ type TNode struct {
 	Run  []string    `json:"run,omitempty"`
 	// Function is what the kind needs to set itself up (its first port pair's ports).
 	Function *Function `json:"function,omitempty"`
+	// Of and Instance say which instance of which lab file function this node is, for a
+	// function with instances: (Of is "" otherwise).
+	Of       string `json:"of,omitempty"`
+	Instance int    `json:"instance,omitempty"`
 }
 
 // TPort is one port: a veth whose host-side end sits on its network's bridge.
@@ -126,7 +130,7 @@ func (b *builder) transparent() {
 		return
 	}
 	portNo := 0
-	addNode := func(name, role, kind, host string, ports map[string]string, run []string) *TNode {
+	addNode := func(name, role, kind, host string, ports map[string]string, run []string, group string, instance, weight int) *TNode {
 		n := &TNode{Name: name, Role: role, Kind: kind, Host: host, Netns: NetnsName(lab.Name, name), Run: run}
 		for _, ifn := range sortedNames(ports) {
 			portNo++
@@ -148,8 +152,8 @@ func (b *builder) transparent() {
 		}
 		t.Nodes = append(t.Nodes, n)
 		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts.
-		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: name, Instance: 1,
-			Weight: 1, Netns: n.Netns, Run: run, Host: host})
+		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: group, Instance: instance,
+			Weight: weight, Netns: n.Netns, Run: run, Host: host})
 		return n
 	}
 	for _, name := range sortedNames(lab.Endpoints) {
@@ -158,41 +162,25 @@ func (b *builder) transparent() {
 		if e.Kind == spec.EndpointClient {
 			role = RoleClient
 		}
-		n := addNode(name, role, e.Kind, e.Host, e.Ports, e.Run)
+		n := addNode(name, role, e.Kind, e.Host, e.Ports, e.Run, name, 1, 1)
 		if e.Kind == spec.EndpointHTTPServer && len(n.Ports) > 0 {
 			n.Function = &Function{Kind: e.Kind, Params: e.HTTP, Ingress: n.Ports[0].Ifname, Egress: n.Ports[0].Ifname,
 				IngressAddr: n.Ports[0].Address.Addr(), EgressAddr: n.Ports[0].Address.Addr()}
 			b.plan.Node(name).Function = n.Function
 		}
 	}
-	for _, name := range sortedNames(lab.Functions) {
-		f := lab.Functions[name]
-		n := addNode(name, RoleFunction, f.Kind, f.Host, f.Ports, nil)
-		for _, pp := range m.PortPairs {
-			in, inIf, _ := strings.Cut(pp.Ingress, ".")
-			_, outIf, _ := strings.Cut(pp.Egress, ".")
-			if in == name && f.Kind != spec.KindTap {
-				n.Ways = append(n.Ways, [2]string{inIf, outIf})
+	for _, fname := range sortedNames(lab.Functions) {
+		f := lab.Functions[fname]
+		for i, name := range spec.InstanceNames(fname, f.Instances) {
+			weight := 1
+			if len(f.Weights) > i {
+				weight = f.Weights[i]
 			}
-		}
-		if len(n.Ways) == 0 && f.Kind != spec.KindTap {
-			n.Ways = defaultWays(n.Ports)
-		}
-		if len(n.Ports) > 0 {
-			in, out := n.Ports[0], n.Ports[len(n.Ports)-1]
-			if len(n.Ways) > 0 {
-				for _, p := range n.Ports {
-					if p.Ifname == n.Ways[0][0] {
-						in = p
-					}
-					if p.Ifname == n.Ways[0][1] {
-						out = p
-					}
-				}
+			n := addNode(name, RoleFunction, f.Kind, f.Host, f.Ports, nil, fname, i+1, weight)
+			if f.Instances > 1 {
+				n.Of, n.Instance = fname, i+1
 			}
-			n.Function = &Function{Kind: f.Kind, Params: f.Params, Ingress: in.Ifname, Egress: out.Ifname,
-				IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
-			b.plan.Node(name).Function = n.Function
+			b.transparentFunction(m, f, n)
 		}
 	}
 	for i := range m.Ports {
@@ -225,6 +213,37 @@ func (b *builder) transparent() {
 			gs = append(gs, groupName[g])
 		}
 		t.Paths = append(t.Paths, TPathShown{ID: p.ID, Chain: p.Chain, Dir: dir, Groups: gs})
+	}
+}
+
+// transparentFunction gives a function instance's node its ways through (from the port pairs
+// on its ports, or defaultWays) and what its kind needs to set itself up.
+func (b *builder) transparentFunction(m *sfc.Model, f *spec.Function, n *TNode) {
+	for _, pp := range m.PortPairs {
+		in, inIf, _ := strings.Cut(pp.Ingress, ".")
+		_, outIf, _ := strings.Cut(pp.Egress, ".")
+		if in == n.Name && f.Kind != spec.KindTap {
+			n.Ways = append(n.Ways, [2]string{inIf, outIf})
+		}
+	}
+	if len(n.Ways) == 0 && f.Kind != spec.KindTap {
+		n.Ways = defaultWays(n.Ports)
+	}
+	if len(n.Ports) > 0 {
+		in, out := n.Ports[0], n.Ports[len(n.Ports)-1]
+		if len(n.Ways) > 0 {
+			for _, p := range n.Ports {
+				if p.Ifname == n.Ways[0][0] {
+					in = p
+				}
+				if p.Ifname == n.Ways[0][1] {
+					out = p
+				}
+			}
+		}
+		n.Function = &Function{Kind: f.Kind, Params: f.Params, Ingress: in.Ifname, Egress: out.Ifname,
+			IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
+		b.plan.Node(n.Name).Function = n.Function
 	}
 }
 
@@ -267,7 +286,11 @@ func (t *Transparent) writeText(w io.Writer, labMTU int) error {
 	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
 	for _, n := range t.Nodes {
-		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\tnetns %s\n", n.Name, n.Role, n.Kind, n.Host, n.Netns)
+		of := ""
+		if n.Of != "" {
+			of = fmt.Sprintf("\tinstance %d of %s", n.Instance, n.Of)
+		}
+		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\tnetns %s%s\n", n.Name, n.Role, n.Kind, n.Host, n.Netns, of)
 		for _, p := range n.Ports {
 			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, p.HostIf)
 		}

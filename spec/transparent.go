@@ -227,10 +227,7 @@ func (v *validator) transparent() {
 	for _, h := range lab.Hosts {
 		hosts[h.Name] = true // names checked by hosts()
 	}
-	node := func(what, name string, p Pos, host *string, ports *map[string]string, instances int) {
-		if instances > 1 {
-			v.bad(p, "%s %q: instances: in transparent steering every instance is its own function with its own port pair; list them one by one", what, name)
-		}
+	node := func(what, name string, p Pos, host *string, ports *map[string]string) {
 		if *host == "" {
 			*host = lab.Hosts[0].Name
 		}
@@ -251,7 +248,10 @@ func (v *validator) transparent() {
 	}
 	for _, name := range sortedKeys(lab.Endpoints) {
 		e := lab.Endpoints[name]
-		node("endpoint", name, e.Pos, &e.Host, &e.Ports, e.Instances)
+		node("endpoint", name, e.Pos, &e.Host, &e.Ports)
+		if e.Instances > 1 {
+			v.bad(e.Pos, "endpoint %q: instances: a transparent endpoint is the one port flow classifiers name (logical_source_port, logical_destination_port); list each endpoint by name (instances: is for functions, whose instances each get a port pair)", name)
+		}
 		if e.Driver != nil {
 			v.bad(e.Pos, "endpoint %q: driver: transparent ports are veths on the host's bridge (steering attaches there); drop driver: or use steering: routed", name)
 		}
@@ -261,12 +261,18 @@ func (v *validator) transparent() {
 		if f == nil {
 			continue
 		}
-		node("function", name, f.Pos, &f.Host, &f.Ports, f.Instances)
+		node("function", name, f.Pos, &f.Host, &f.Ports)
 		if rewritingKinds[f.Kind] {
 			v.bad(f.Pos, "function %q: kind %s rewrites addresses, and a transparent chain forwards packets unchanged (networking-sfc's n-tuple mapping is not supported): use steering: routed", name, f.Kind)
 		}
 		if fw, ok := f.Params.(*FirewallParams); ok && fw.Masquerade {
 			v.bad(f.Pos, "function %q: masquerade rewrites addresses, which a transparent chain cannot carry: drop masquerade or use steering: routed", name)
+		}
+	}
+	v.instances()
+	for _, name := range sortedKeys(lab.FlowClassifiers) {
+		if s := lab.FlowClassifiers[name]; s.Ethertype == "IPv6" {
+			v.bad(s.Fields["ethertype"], "flow classifier %s: ethertype IPv6: the transparent data plane steers IPv4 only (ports get IPv4 addresses, the steering program parses IPv4 headers; docs/lab-file.md says what IPv6 needs); classify IPv4", name)
 		}
 	}
 	if len(v.errs) > 0 {
@@ -330,6 +336,9 @@ func (lab *Lab) posOf(r sfc.Ref) Pos {
 		if s := lab.PortPairs[r.Name]; s != nil {
 			return pick(s.Pos, s.Fields)
 		}
+		if s := lab.PortPairs[lab.pairOf(r.Name)]; s != nil {
+			return pick(s.Pos, s.Fields)
+		}
 	case "port_pair_groups":
 		if s := lab.PortPairGroups[r.Name]; s != nil {
 			return pick(s.Pos, s.Fields)
@@ -348,6 +357,9 @@ func (lab *Lab) posOf(r sfc.Ref) Pos {
 			return e.Pos
 		}
 		if f := lab.Functions[n]; f != nil {
+			return f.Pos
+		}
+		if f := lab.Functions[lab.instanceOf(n)]; f != nil {
 			return f.Pos
 		}
 	}
@@ -374,8 +386,10 @@ func byPos[V any](m map[string]V, posOf func(V) Pos) []string {
 }
 
 // SFCModel returns the networking-sfc model of a transparent lab: a port per node interface
-// (named NODE.IFNAME), and the lab's classifiers, port pairs, groups, chains and graphs in file
-// order. Call it on a validated lab.
+// (named NODE.IFNAME; a function with instances is nodes NAME-1 .. NAME-N), and the lab's
+// classifiers, port pairs (a pair on an instanced function's ports expanded to one per
+// instance, see InstanceNames), groups, chains and graphs in file order. Call it on a
+// validated lab.
 func (lab *Lab) SFCModel() (*sfc.Model, error) {
 	m := &sfc.Model{}
 	addPorts := func(name, host string, ports map[string]string) {
@@ -389,7 +403,9 @@ func (lab *Lab) SFCModel() (*sfc.Model, error) {
 	}
 	for _, n := range sortedKeys(lab.Functions) {
 		f := lab.Functions[n]
-		addPorts(n, f.Host, f.Ports)
+		for _, inst := range InstanceNames(n, f.Instances) {
+			addPorts(inst, f.Host, f.Ports)
+		}
 	}
 	for _, n := range byPos(lab.FlowClassifiers, func(s *FlowClassifierSpec) Pos { return s.Pos }) {
 		s := lab.FlowClassifiers[n]
@@ -417,12 +433,21 @@ func (lab *Lab) SFCModel() (*sfc.Model, error) {
 		m.FlowClassifiers = append(m.FlowClassifiers, fc)
 	}
 	for _, n := range byPos(lab.PortPairs, func(s *PortPairSpec) Pos { return s.Pos }) {
-		s := lab.PortPairs[n]
-		m.PortPairs = append(m.PortPairs, sfc.PortPair{Name: n, Ingress: s.Ingress, Egress: s.Egress, Weight: s.Weight})
+		m.PortPairs = append(m.PortPairs, lab.expandPair(n, lab.PortPairs[n])...)
 	}
 	for _, n := range byPos(lab.PortPairGroups, func(s *PortPairGroupSpec) Pos { return s.Pos }) {
 		s := lab.PortPairGroups[n]
-		m.PortPairGroups = append(m.PortPairGroups, sfc.PortPairGroup{Name: n, PortPairs: s.PortPairs, LBFields: s.LBFields, TapEnabled: s.TapEnabled})
+		var pairs []string
+		for _, pp := range s.PortPairs {
+			if ps := lab.PortPairs[pp]; ps != nil {
+				for _, e := range lab.expandPair(pp, ps) {
+					pairs = append(pairs, e.Name)
+				}
+			} else {
+				pairs = append(pairs, pp) // unknown: sfc's validation names it
+			}
+		}
+		m.PortPairGroups = append(m.PortPairGroups, sfc.PortPairGroup{Name: n, PortPairs: pairs, LBFields: s.LBFields, TapEnabled: s.TapEnabled})
 	}
 	for _, n := range byPos(lab.PortChains, func(s *PortChainSpec) Pos { return s.Pos }) {
 		s := lab.PortChains[n]

@@ -18,7 +18,8 @@
 //   end:           service graph edge (classify again, key GRAPH|path) or delivery to the port
 //                  owning the destination MAC; for a symmetric chain the reverse 5-tuple is
 //                  written into `expect` at the destination port, so replies take the reverse
-//                  path; the reverse path hashes swapped fields, so it picks the same instances.
+//                  path; the reverse path hashes swapped fields (addresses, ports, and the
+//                  flow's end-to-end MACs for eth_src/eth_dst), so it picks the same instances.
 //
 // Flow cache (the fast path): the walk above costs a dozen hash lookups per packet and hop,
 // which on a chain of forwarders cost as much as the kernel's own forwarding. Its outcome
@@ -361,14 +362,17 @@ static __always_inline __u32 fmix(__u32 h)
 	return h;
 }
 
-// lb_hash hashes a group's lb_fields; reverse hashes the swapped fields, so both directions
-// of a symmetric chain pick the same instance. eth_src and eth_dst are the frame's MACs.
+// lb_hash hashes a group's lb_fields; reverse hashes the swapped fields (source for
+// destination: addresses, ports and MACs), so both directions of a symmetric chain pick the
+// same instance (networking-sfc's symmetric hashing). eth_src and eth_dst are the flow's
+// end-to-end MACs (flow_macs), not the MACs of the frame at this hop.
 __noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
 {
 	if (!t)
 		return 0;
 	__u32 src = reverse ? t->dst : t->src, dst = reverse ? t->src : t->dst;
 	__u16 sport = reverse ? t->dport : t->sport, dport = reverse ? t->sport : t->dport;
+	__u64 esrc = reverse ? eth_dst : eth_src, edst = reverse ? eth_src : eth_dst;
 	__u32 h = 0x5fc1ab;
 	if (fields & LB_IP_SRC)
 		h = mix(h, src);
@@ -389,10 +393,51 @@ __noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __
 			h = mix(h, dport);
 	}
 	if (fields & LB_ETH_SRC)
-		h = mix(mix(h, (__u32)eth_src), (__u32)(eth_src >> 32));
+		h = mix(mix(h, (__u32)esrc), (__u32)(esrc >> 32));
 	if (fields & LB_ETH_DST)
-		h = mix(mix(h, (__u32)eth_dst), (__u32)(eth_dst >> 32));
+		h = mix(mix(h, (__u32)edst), (__u32)(edst >> 32));
 	return fmix(h);
+}
+
+// mac_of returns the MAC of the lab port owning IPv4 address ip, 0 if no port does.
+static __always_inline __u64 mac_of(__u32 ip)
+{
+	__u32 *pid = bpf_map_lookup_elem(&ips, &ip);
+	if (!pid)
+		return 0;
+	struct port *p = bpf_map_lookup_elem(&ports, pid);
+	if (!p)
+		return 0;
+	__u64 mac = 0;
+	__builtin_memcpy(&mac, p->mac, ETH_ALEN);
+	return mac;
+}
+
+// flow_macs gives lb_hash the flow's eth_src and eth_dst: the MACs of the ports owning its
+// source and destination address, which is what the frame carried when the source endpoint
+// sent it on their shared network. The frame's own MACs at a later hop are the previous
+// function's and the placeholder neighbour's (functions are L3 forwarders here), and a reply
+// would see other ones, so hashing those could send replies through another instance. An
+// address no lab port owns keeps the frame's MAC. Only looked up when the group hashes a MAC.
+__noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fields, __u64 *esrc, __u64 *edst)
+{
+	if (!skb || !t || !esrc || !edst)
+		return -1;
+	*esrc = 0;
+	*edst = 0;
+	if (!(fields & (LB_ETH_SRC | LB_ETH_DST)))
+		return 0;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ethhdr *eth = data;
+	if ((void *)(eth + 1) > end)
+		return -1;
+	*esrc = mac_of(t->src);
+	*edst = mac_of(t->dst);
+	if (!*esrc)
+		__builtin_memcpy(esrc, eth->h_source, ETH_ALEN);
+	if (!*edst)
+		__builtin_memcpy(edst, eth->h_dest, ETH_ALEN);
+	return 0;
 }
 
 static __always_inline int rule_match(const struct rule *r, const struct tuple *t)
@@ -518,13 +563,9 @@ __noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const stru
 	struct group *g = bpf_map_lookup_elem(&groups, gid);
 	if (!g || g->nslots == 0)
 		return TC_ACT_SHOT;
-	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
-	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > end)
-		return TC_ACT_SHOT;
 	__u64 esrc = 0, edst = 0;
-	__builtin_memcpy(&esrc, eth->h_source, ETH_ALEN);
-	__builtin_memcpy(&edst, eth->h_dest, ETH_ALEN);
+	if (flow_macs(skb, t, g->lb_fields, &esrc, &edst) < 0)
+		return TC_ACT_SHOT;
 	struct slot_key sk = {.group = *gid};
 	sk.slot = lb_hash(t, esrc, edst, g->lb_fields, pa->flags & PATH_REVERSE) % g->nslots;
 	__u32 *ppid = bpf_map_lookup_elem(&slots, &sk);
@@ -629,8 +670,8 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 		int reverse = pa->flags & PATH_REVERSE;
 		struct slot_key sk = {.group = *gid};
 		__u64 esrc = 0, edst = 0;
-		__builtin_memcpy(&esrc, eth->h_source, ETH_ALEN);
-		__builtin_memcpy(&edst, eth->h_dest, ETH_ALEN);
+		if (flow_macs(skb, t, g->lb_fields, &esrc, &edst) < 0)
+			return TC_ACT_SHOT;
 		sk.slot = lb_hash(t, esrc, edst, g->lb_fields, reverse) % g->nslots;
 		__u32 *ppid = bpf_map_lookup_elem(&slots, &sk);
 		if (!ppid)
