@@ -144,6 +144,7 @@ type measurement struct {
 	pfd          []unix.PollFd // the socket, the waker
 	ts           unix.Timespec
 	rawWait      bool // see ppoll
+	sched        bool // the socket still asks for device-layer TX stamps
 
 	nsent, received, errors   int64
 	dups, reordered, txStamps int64
@@ -156,7 +157,8 @@ func newMeasurement(cfg Config, s *sock, wake int) *measurement {
 	n := cfg.Count
 	m := &measurement{cfg: cfg, s: s, id: rand.Uint32(), msgLen: len(message(cfg.Protocol, cfg.Size)),
 		sent: make([]int64, n), txK: make([]int64, n), txS: make([]int64, n), rxK: make([]int64, n), rxU: make([]int64, n),
-		pfd: []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}}}
+		pfd:   []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}},
+		sched: true}
 	b := min(n, maxBatch)
 	if cfg.Rate == Max {
 		b = min(b, cfg.Window)
@@ -382,9 +384,18 @@ func (m *measurement) readTX() {
 			}
 			if sched {
 				m.txS[key] = ns
-			} else if m.txK[key] == 0 {
+				continue
+			}
+			if m.txK[key] == 0 {
 				m.txK[key] = ns
 				m.txStamps++
+			}
+			if m.sched {
+				// The driver stamps: the device layer's stand-in is not needed, and each one
+				// costs a queued message and its read. The key counter goes on (OPT_ID stays).
+				if unix.SetsockoptInt(m.s.fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags&^unix.SOF_TIMESTAMPING_TX_SCHED) == nil {
+					m.sched = false
+				}
 			}
 		}
 		if k < len(m.errq.msgs) {

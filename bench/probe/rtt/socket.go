@@ -29,7 +29,7 @@ const MaxSize = 8972
 // device (TX; taken only by drivers that call skb_tx_timestamp, as veth does and macvlan does
 // not), when the packet entered the device layer (TX_SCHED: the fallback), and when a packet
 // enters the stack (RX); each TX timestamp keyed by a per-socket counter and carrying no copy
-// of the packet.
+// of the packet. The probe stops asking for TX_SCHED once the driver's stamp came.
 const tsFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
 	unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 
