@@ -286,7 +286,7 @@ func wakeCost(n int) time.Duration {
 		for i := 1; i <= n; i++ {
 			for d := time.Duration(i)*time.Millisecond - time.Since(start); d > 0; d = time.Duration(i)*time.Millisecond - time.Since(start) {
 				m.ts = unix.NsecToTimespec(int64(d))
-				_, _ = m.ppoll(fds)
+				_, _ = m.ppoll(fds, &m.ts)
 			}
 		}
 		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r1)
@@ -294,4 +294,26 @@ func wakeCost(n int) time.Duration {
 	}()
 	<-done
 	return per
+}
+
+// BenchmarkRateOneThread: BenchmarkRate's high rates with the reader thread turned off (one
+// thread sends and reads at every rate), to show what the second thread buys.
+func BenchmarkRateOneThread(b *testing.B) {
+	n, dst, _ := benchLab(b, pairLab)
+	defer func(v time.Duration) { splitBelow = v }(splitBelow)
+	splitBelow = 0
+	rates := []float64{50_000, 100_000}
+	got := make([]float64, len(rates))
+	for b.Loop() {
+		for i, rate := range rates {
+			r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: int(rate / 2), Rate: rate})
+			if err != nil {
+				b.Fatal(err)
+			}
+			got[i] += r.Achieved / rate
+		}
+	}
+	for i, rate := range rates {
+		b.ReportMetric(got[i]/float64(b.N), "achieved/requested@"+strconv.Itoa(int(rate)))
+	}
 }

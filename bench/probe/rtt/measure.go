@@ -8,7 +8,9 @@ import (
 	"math/rand/v2"
 	"net/netip"
 	goruntime "runtime"
+	"slices"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -36,6 +38,12 @@ const (
 	// maxTries bounds the attempts to send one echo while the socket's buffer is full.
 	maxTries = 10_000
 )
+
+// splitBelow is the interval below which an ICMP probe reads on a second thread while the
+// first only sends, when the process may use two cores: at such rates one thread cannot both
+// run the round trips inside its send calls and read them (see BenchmarkEchoCost). A
+// variable for BenchmarkRateOneThread.
+var splitBelow = 25 * time.Microsecond
 
 // Measure sends cfg.Count echoes (or as many as fit in cfg.Duration) at cfg.Rate from inside
 // src to dst, and returns every echo's timestamps. For UDP, something must echo at dst (see
@@ -146,6 +154,15 @@ type measurement struct {
 	rawWait      bool // see ppoll
 	sched        bool // the socket still asks for device-layer TX stamps
 
+	// With split, a second thread (readLoop) reads while run only sends; they share these.
+	split      bool
+	start      time.Time
+	rpfd       []unix.PollFd // the reader's own
+	rts        unix.Timespec
+	published  atomic.Int64 // echoes sent so far
+	senderDone atomic.Bool
+	doneAt     atomic.Int64 // when sending ended, ns since start
+
 	nsent, received, errors   int64
 	dups, reordered, txStamps int64
 	maxSeq                    int64
@@ -198,6 +215,16 @@ func (m *measurement) run(ctx context.Context) error {
 		interval = float64(time.Second) / cfg.Rate
 	}
 	start := time.Now()
+	m.start = start
+	if m.split = !flood && cfg.Protocol == ProtoICMP && time.Duration(interval) < splitBelow && twoCores(cfg.CPUs); m.split {
+		m.rpfd = slices.Clone(m.pfd)
+		rdone := make(chan struct{})
+		defer func() { <-rdone }()
+		go func() {
+			defer close(rdone)
+			m.readLoop(ctx)
+		}()
+	}
 	var lastSend time.Duration
 	doneAt := time.Duration(-1) // when sending ended
 	seq, tries := 0, 0
@@ -225,24 +252,28 @@ func (m *measurement) run(ctx context.Context) error {
 					seq += sent
 					lastSend, tries = el, 0
 				case !errAgain(err) || tries >= maxTries:
-					m.nsent = int64(seq)
+					m.endSending(seq, el)
 					return fmt.Errorf("send echo %d: %w", seq, err)
 				default: // the socket's buffer is full: read, wait a little, again
 					m.retries++
 					tries++
-					m.drain(true, true)
+					if !m.split {
+						m.drain(true, true)
+					}
 					m.wait(start, time.Since(start)+10*time.Microsecond)
 					continue
 				}
-				m.nsent = int64(seq)
-				// On a veth path the round trip ran inside the send call: the reply and the
-				// timestamps are queued now.
-				m.drain(true, true)
+				m.published.Store(int64(seq))
+				if !m.split {
+					// On a veth path the round trip ran inside the send call: the reply and
+					// the timestamps are queued now.
+					m.drain(true, true)
+				}
 				continue
 			}
 		}
-		if doneAt >= 0 && (m.received+m.errors >= int64(seq) || el-doneAt >= cfg.Timeout) {
-			break
+		if doneAt >= 0 && (m.split || m.received+m.errors >= int64(seq) || el-doneAt >= cfg.Timeout) {
+			break // (split: the reader waits for the replies)
 		}
 		var until time.Duration
 		switch {
@@ -258,9 +289,62 @@ func (m *measurement) run(ctx context.Context) error {
 		}
 		m.wait(start, until)
 	}
-	m.nsent = int64(seq)
+	if doneAt < 0 {
+		doneAt = time.Since(start)
+	}
+	m.endSending(seq, doneAt)
+	if m.split {
+		return nil // drainTX runs after the reader ended
+	}
 	m.drainTX()
 	return nil
+}
+
+// endSending records that seq echoes were sent and sending ended at doneAt (since start).
+func (m *measurement) endSending(seq int, doneAt time.Duration) {
+	m.nsent = int64(seq)
+	m.published.Store(int64(seq))
+	m.doneAt.Store(int64(doneAt))
+	m.senderDone.Store(true)
+}
+
+// readLoop reads replies and timestamps on a thread of its own while run sends (split), then
+// until every echo came back or Timeout after the last send. While echoes are being sent it
+// looks without sleeping: a sleeping reader would be woken from inside the sender's send call
+// (the round trip runs there on a veth path), on the sender's CPU, for nearly every echo.
+func (m *measurement) readLoop(ctx context.Context) {
+	goruntime.LockOSThread() // never unlocked: see run
+	if pin(m.cfg.CPUs) != nil {
+		return // run's pin failed the same way first
+	}
+	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+	for ctx.Err() == nil {
+		if m.drain(true, true) > 0 || !m.senderDone.Load() {
+			continue
+		}
+		el, doneAt := time.Since(m.start), time.Duration(m.doneAt.Load())
+		if m.received+m.errors >= m.published.Load() || el-doneAt >= m.cfg.Timeout {
+			m.drainTX()
+			return
+		}
+		m.rts = unix.NsecToTimespec(int64(doneAt + m.cfg.Timeout - el))
+		m.rpfd[0].Revents, m.rpfd[1].Revents = 0, 0
+		_, _ = m.ppoll(m.rpfd, &m.rts)
+	}
+	m.drainTX()
+}
+
+// twoCores reports whether the probe may run two threads at once: two Ps for Go, and two
+// cores to run on (cores, or the thread's affinity).
+func twoCores(cores []int) bool {
+	if goruntime.GOMAXPROCS(0) < 2 {
+		return false
+	}
+	if len(cores) > 0 {
+		return len(cores) > 1
+	}
+	var set unix.CPUSet
+	return unix.SchedGetaffinity(0, &set) == nil && set.Count() > 1
 }
 
 // send sends echoes seq..seq+k-1 in one call and returns how many left. Their send time is
@@ -302,7 +386,11 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 		m.ts = unix.NsecToTimespec(int64(d))
 	}
 	m.pfd[0].Revents, m.pfd[1].Revents = 0, 0
-	if n, err := m.ppoll(m.pfd); err != nil || n == 0 {
+	fds := m.pfd
+	if m.split {
+		fds = m.pfd[1:] // the reader reads
+	}
+	if n, err := m.ppoll(fds, &m.ts); err != nil || n == 0 {
 		return // EINTR: the caller looks again
 	}
 	if ev := m.pfd[0].Revents; ev != 0 {
@@ -312,7 +400,7 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 	}
 }
 
-// ppoll waits up to m.ts for events on fds.
+// ppoll waits up to ts for events on fds.
 //
 // It waits without telling Go's scheduler (a raw system call) when the process has another P
 // for the rest of its goroutines: a thread that tells the scheduler (syscall.Syscall) loses
@@ -323,20 +411,22 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 // the same way, so neither waits for the probe.
 //
 // Equivalent to: ppoll(fds, n, &ts, NULL).
-func (m *measurement) ppoll(fds []unix.PollFd) (int, error) {
+func (m *measurement) ppoll(fds []unix.PollFd, ts *unix.Timespec) (int, error) {
 	if !m.rawWait {
-		return unix.Ppoll(fds, &m.ts, nil)
+		return unix.Ppoll(fds, ts, nil)
 	}
 	r, _, e := syscall.RawSyscall6(unix.SYS_PPOLL, uintptr(unsafe.Pointer(&fds[0])), uintptr(len(fds)),
-		uintptr(unsafe.Pointer(&m.ts)), 0, 0, 0)
+		uintptr(unsafe.Pointer(ts)), 0, 0, 0)
 	if e != 0 {
 		return 0, e
 	}
 	return int(r), nil
 }
 
-// drain reads every reply (data) and every TX timestamp (errq) queued on the socket.
-func (m *measurement) drain(data, errq bool) {
+// drain reads every reply (data) and every TX timestamp (errq) queued on the socket, and
+// returns how many messages it read.
+func (m *measurement) drain(data, errq bool) int {
+	got := 0
 	for data {
 		k, _ := m.rx.recv(m.s.fd, 0) // an error (a socket error, as ICMP port unreachable) is consumed
 		if k == 0 {
@@ -346,11 +436,13 @@ func (m *measurement) drain(data, errq bool) {
 		for i := range k {
 			m.reply(m.rx.payload(i), m.rx.oob(i), now)
 		}
+		got += k
 		data = k == len(m.rx.msgs)
 	}
 	if errq {
-		m.readTX()
+		got += m.readTX()
 	}
+	return got
 }
 
 // reply records one received datagram read at now.
@@ -373,10 +465,13 @@ func (m *measurement) reply(b, oob []byte, now int64) {
 	}
 }
 
-// readTX reads every TX timestamp queued on the socket's error queue.
-func (m *measurement) readTX() {
+// readTX reads every TX timestamp queued on the socket's error queue and returns how many
+// messages it read.
+func (m *measurement) readTX() int {
+	got := 0
 	for {
 		k, _ := m.errq.recv(m.s.fd, unix.MSG_ERRQUEUE)
+		got += k
 		for i := range k {
 			key, ns, sched, ok := txStamp(m.errq.oob(i))
 			if !ok || int(key) >= len(m.txK) {
@@ -399,7 +494,7 @@ func (m *measurement) readTX() {
 			}
 		}
 		if k < len(m.errq.msgs) {
-			return
+			return got
 		}
 	}
 }
@@ -410,13 +505,12 @@ func (m *measurement) drainTX() {
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for {
 		m.readTX()
-		if m.txStamps >= m.nsent || m.txStamps == 0 || time.Now().After(deadline) {
+		if m.txStamps >= m.published.Load() || m.txStamps == 0 || time.Now().After(deadline) {
 			return
 		}
-		m.ts = unix.NsecToTimespec(int64(time.Millisecond))
-		pfd := m.pfd[:1]
-		pfd[0].Events = 0 // POLLERR alone: a timestamp queued
-		_, _ = m.ppoll(pfd)
+		ts := unix.NsecToTimespec(int64(time.Millisecond))
+		pfd := []unix.PollFd{{Fd: int32(m.s.fd)}} // POLLERR alone: a timestamp queued
+		_, _ = m.ppoll(pfd, &ts)
 	}
 }
 
