@@ -162,8 +162,8 @@ var pingGap = regexp.MustCompile(`ipg/ewma ([0-9.]+)/`)
 // (two endpoints on a bridge), the floor under the probe's CPU and rate. On one locked thread,
 // in a tight loop of 10,000 echoes each, measured with the thread's own rusage: "bare-us" is
 // sendto + recvmsg of the reply with no timestamps (a veth path runs the whole round trip
-// inside the sendto), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its two
-// TX timestamps; "wake-us" is one ppoll timer wake-up at 1 kHz with nothing sent (1,000 of
+// inside the sendto), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
+// timestamp; "wake-us" is one ppoll timer wake-up at 1 kHz with nothing sent (1,000 of
 // them). Beside them the probe's flood ("probe-flood-us", whole process CPU per echo) and
 // ping -f's CPU per echo and inter-packet gap ("ping-f-us", "ping-f-ipg-us"). At 1 Kpps a
 // sleeping prober cannot use less than (stamped + wake) x 1,000 per second, and one thread
@@ -221,7 +221,8 @@ func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, error) {
 	}
 	defer unix.Close(fd)
 	if stamps {
-		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags); err != nil {
+		// The probe's flags once the driver's TX stamp came (veth stamps; see readTX).
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags&^unix.SOF_TIMESTAMPING_TX_SCHED); err != nil {
 			return 0, err
 		}
 	}
@@ -316,4 +317,42 @@ func BenchmarkRateOneThread(b *testing.B) {
 	for i, rate := range rates {
 		b.ReportMetric(got[i]/float64(b.N), "achieved/requested@"+strconv.Itoa(int(rate)))
 	}
+}
+
+// BenchmarkFloorAsPing: BenchmarkFloor's comparison with the probe's figure computed as iputils
+// ping computes its own: each echo's send time and RX stamp cut to whole microseconds (ping's
+// timeval), their difference summed, and the mean cut to whole microseconds (ping's integer
+// division) — so both sides of the ratio carry the same rounding. Reports ping -f's mean, the
+// probe's mean computed so, and their ratio.
+func BenchmarkFloorAsPing(b *testing.B) {
+	n, dst, netns := benchLab(b, vethLab)
+	var pMean, oMean float64
+	for b.Loop() {
+		out, _ := inNode(b, netns, "ping", "-q", "-n", "-f", "-c", "10000", dst.String())
+		m := pingSummary.FindSubmatch(out)
+		if m == nil {
+			b.Fatalf("ping -f: %s", out)
+		}
+		avg, _ := strconv.ParseFloat(string(m[2]), 64)
+		pMean += avg * 1000
+		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: Max})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sum, k int64
+		for _, p := range r.Packets {
+			if !p.Lost() && p.Stamped() {
+				sum += p.RXKernel/1000 - p.Sent/1000
+				k++
+			}
+		}
+		if k == 0 {
+			b.Fatal("no stamped echo")
+		}
+		oMean += float64(sum / k)
+	}
+	nn := float64(b.N)
+	b.ReportMetric(pMean/nn, "ping-f-mean-us")
+	b.ReportMetric(oMean/nn, "probe-mean-us-as-ping")
+	b.ReportMetric(oMean/pMean, "probe/ping-mean-as-ping")
 }
