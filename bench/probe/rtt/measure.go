@@ -53,9 +53,6 @@ const (
 // variable for BenchmarkRateOneThread.
 var splitBelow = 25 * time.Microsecond
 
-// readerPause is how long the reader waits after finding nothing queued while echoes are sent.
-const readerPause = 5 * time.Microsecond
-
 // Measure sends cfg.Count echoes (or as many as fit in cfg.Duration) at cfg.Rate from inside
 // src to dst, and returns every echo's timestamps. For UDP, something must echo at dst (see
 // StartResponder). It returns an error only when the probe cannot run (no socket, a send that
@@ -362,14 +359,7 @@ func (m *measurement) readLoop(ctx context.Context) {
 	}
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	for ctx.Err() == nil {
-		if m.drain(true, true) > 0 {
-			continue
-		}
-		if !m.senderDone.Load() {
-			// Nothing queued: look again in a few microseconds, watching the clock rather
-			// than the socket, whose queues the sender's round trips are filling.
-			for t := time.Now(); time.Since(t) < readerPause; {
-			}
+		if m.drain(true, true) > 0 || !m.senderDone.Load() {
 			continue
 		}
 		el, doneAt := time.Since(m.start), time.Duration(m.doneAt.Load())
