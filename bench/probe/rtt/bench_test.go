@@ -162,7 +162,8 @@ var pingGap = regexp.MustCompile(`ipg/ewma ([0-9.]+)/`)
 // (two endpoints on a bridge), the floor under the probe's CPU and rate. On one locked thread,
 // in a tight loop of 10,000 echoes each, measured with the thread's own rusage: "bare-us" is
 // sendto + recvmsg of the reply with no timestamps (a veth path runs the whole round trip
-// inside the sendto), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
+// inside the sendto), "stamped-send-us" the sendto alone with timestamps (wall time in the
+// call: a sending thread cannot go faster than one echo per that), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
 // timestamp; "wake-us" is one ppoll timer wake-up at 1 kHz with nothing sent (1,000 of
 // them). Beside them the probe's flood ("probe-flood-us", whole process CPU per echo) and
 // ping -f's CPU per echo and inter-packet gap ("ping-f-us", "ping-f-ipg-us"). At 1 Kpps a
@@ -170,14 +171,14 @@ var pingGap = regexp.MustCompile(`ipg/ewma ([0-9.]+)/`)
 // cannot send faster than 1/stamped.
 func BenchmarkEchoCost(b *testing.B) {
 	n, dst, netns := benchLab(b, pairLab)
-	var bare, stamped, wake, flood, pingCPU, pingIPG float64
+	var bare, stamped, sendOnly, wake, flood, pingCPU, pingIPG float64
 	const echoes = 10_000
 	for b.Loop() {
 		for _, ts := range []bool{false, true} {
-			var per time.Duration
+			var per, send time.Duration
 			err := n.Do(func() error {
 				var err error
-				per, err = loopCost(dst, ts, echoes)
+				per, send, err = loopCost(dst, ts, echoes)
 				return err
 			})
 			if err != nil {
@@ -185,6 +186,7 @@ func BenchmarkEchoCost(b *testing.B) {
 			}
 			if ts {
 				stamped += float64(per.Nanoseconds()) / 1000
+				sendOnly += float64(send.Nanoseconds()) / 1000
 			} else {
 				bare += float64(per.Nanoseconds()) / 1000
 			}
@@ -205,6 +207,7 @@ func BenchmarkEchoCost(b *testing.B) {
 	nn := float64(b.N)
 	b.ReportMetric(bare/nn, "bare-us")
 	b.ReportMetric(stamped/nn, "stamped-us")
+	b.ReportMetric(sendOnly/nn, "stamped-send-us")
 	b.ReportMetric(wake/nn, "wake-us")
 	b.ReportMetric(flood/nn, "probe-flood-us")
 	b.ReportMetric(pingCPU/nn, "ping-f-us")
@@ -213,20 +216,21 @@ func BenchmarkEchoCost(b *testing.B) {
 
 // loopCost sends count ICMP echoes to dst one after another from a locked thread (created in
 // the calling thread's namespace), each followed by the read of its reply (and, with
-// stamps, of its TX timestamps), and returns the thread's CPU per echo.
-func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, error) {
+// stamps, of its TX timestamps), and returns the thread's CPU per echo and the mean time in
+// the sendto call alone (wall clock), which bounds what one sending thread can reach.
+func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, time.Duration, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	defer unix.Close(fd)
 	if stamps {
 		// The probe's flags once the driver's TX stamp came (veth stamps; see readTX).
 		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags&^unix.SOF_TIMESTAMPING_TX_SCHED); err != nil {
-			return 0, err
+			return 0, 0, err
 		}
 	}
-	var per time.Duration
+	var per, inSend time.Duration
 	done := make(chan error, 1)
 	go func() {
 		goruntime.LockOSThread() // not unlocked: the thread ends with the goroutine
@@ -238,10 +242,12 @@ func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, error) {
 		got := 0
 		for seq := range count {
 			encode(msg, ProtoICMP, 1, uint64(seq))
+			t := time.Now()
 			if err := unix.Sendto(fd, msg, 0, sa); err != nil {
 				done <- err
 				return
 			}
+			inSend += time.Since(t)
 			for try := 0; try < 1000; try++ { // the reply is there at once on a veth path
 				if _, _, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT); err == nil {
 					got++
@@ -256,13 +262,15 @@ func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, error) {
 		}
 		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r1)
 		per = time.Duration((r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()) / int64(count))
+		inSend /= time.Duration(count)
 		if got < count*9/10 {
 			done <- fmt.Errorf("%d replies of %d", got, count)
 			return
 		}
 		done <- nil
 	}()
-	return per, <-done
+	err = <-done
+	return per, inSend, err
 }
 
 // wakeCost is the CPU of one ppoll timer wake-up of a locked thread with no timer slack,
