@@ -162,8 +162,8 @@ var pingGap = regexp.MustCompile(`ipg/ewma ([0-9.]+)/`)
 // (two endpoints on a bridge), the floor under the probe's CPU and rate. On one locked thread,
 // in a tight loop of 10,000 echoes each, measured with the thread's own rusage: "bare-us" is
 // sendto + recvmsg of the reply with no timestamps (a veth path runs the whole round trip
-// inside the sendto), "stamped-send-us" the sendto alone with timestamps (wall time in the
-// call: a sending thread cannot go faster than one echo per that), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
+// inside the sendto), "stamped-send-us" the CPU of the sendto alone with timestamps (a
+// sending thread cannot go faster than one echo per that), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
 // timestamp; "wake-us" is one ppoll timer wake-up at 1 kHz with nothing sent (1,000 of
 // them). Beside them the probe's flood ("probe-flood-us", whole process CPU per echo) and
 // ping -f's CPU per echo and inter-packet gap ("ping-f-us", "ping-f-ipg-us"). At 1 Kpps a
@@ -216,8 +216,9 @@ func BenchmarkEchoCost(b *testing.B) {
 
 // loopCost sends count ICMP echoes to dst one after another from a locked thread (created in
 // the calling thread's namespace), each followed by the read of its reply (and, with
-// stamps, of its TX timestamps), and returns the thread's CPU per echo and the mean time in
-// the sendto call alone (wall clock), which bounds what one sending thread can reach.
+// stamps, of its TX timestamps), and returns the thread's CPU per echo and the mean CPU of
+// the sendto call alone (the thread's CPU clock read around it, so it includes about one
+// clock read), which bounds what one sending thread can reach.
 func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, time.Duration, error) {
 	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
 	if err != nil {
@@ -242,12 +243,14 @@ func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, time.Durat
 		got := 0
 		for seq := range count {
 			encode(msg, ProtoICMP, 1, uint64(seq))
-			t := time.Now()
+			var c0, c1 unix.Timespec
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c0)
 			if err := unix.Sendto(fd, msg, 0, sa); err != nil {
 				done <- err
 				return
 			}
-			inSend += time.Since(t)
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c1)
+			inSend += time.Duration(c1.Nano() - c0.Nano())
 			for try := 0; try < 1000; try++ { // the reply is there at once on a veth path
 				if _, _, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT); err == nil {
 					got++
