@@ -308,28 +308,6 @@ func wakeCost(n int) time.Duration {
 	return per
 }
 
-// BenchmarkRateOneThread: BenchmarkRate's high rates with the reader thread turned off (one
-// thread sends and reads at every rate), to show what the second thread buys.
-func BenchmarkRateOneThread(b *testing.B) {
-	n, dst, _ := benchLab(b, pairLab)
-	defer func(v time.Duration) { splitBelow = v }(splitBelow)
-	splitBelow = 0
-	rates := []float64{50_000, 100_000}
-	got := make([]float64, len(rates))
-	for b.Loop() {
-		for i, rate := range rates {
-			r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: int(rate / 2), Rate: rate})
-			if err != nil {
-				b.Fatal(err)
-			}
-			got[i] += r.Achieved / rate
-		}
-	}
-	for i, rate := range rates {
-		b.ReportMetric(got[i]/float64(b.N), "achieved/requested@"+strconv.Itoa(int(rate)))
-	}
-}
-
 // BenchmarkFloorAsPing: BenchmarkFloor's comparison with the probe's figure computed as iputils
 // ping computes its own: each echo's send time and RX stamp cut to whole microseconds (ping's
 // timeval), their difference summed, and the mean cut to whole microseconds (ping's integer

@@ -9,9 +9,7 @@ import (
 	"net/netip"
 	"os"
 	goruntime "runtime"
-	"slices"
 	"sync"
-	"sync/atomic"
 	"syscall"
 	"time"
 	"unsafe"
@@ -46,12 +44,6 @@ const (
 	parkAbove = 30 * time.Millisecond
 	parkLead  = 1500 * time.Microsecond
 )
-
-// splitBelow is the interval below which an ICMP probe reads on a second thread while the
-// first only sends, when the process may use two cores: at such rates one thread cannot both
-// run the round trips inside its send calls and read them (see BenchmarkEchoCost). A
-// variable for BenchmarkRateOneThread.
-var splitBelow = 25 * time.Microsecond
 
 // Measure sends cfg.Count echoes (or as many as fit in cfg.Duration) at cfg.Rate from inside
 // src to dst, and returns every echo's timestamps. For UDP, something must echo at dst (see
@@ -194,15 +186,6 @@ type measurement struct {
 	rawWait      bool // see ppoll
 	sched        bool // the socket still asks for device-layer TX stamps
 
-	// With split, a second thread (readLoop) reads while run only sends; they share these.
-	split      bool
-	start      time.Time
-	rpfd       []unix.PollFd // the reader's own
-	rts        unix.Timespec
-	published  atomic.Int64 // echoes sent so far
-	senderDone atomic.Bool
-	doneAt     atomic.Int64 // when sending ended, ns since start
-
 	nsent, received, errors   int64
 	dups, reordered, txStamps int64
 	maxSeq                    int64
@@ -255,16 +238,6 @@ func (m *measurement) run(ctx context.Context) error {
 		interval = float64(time.Second) / cfg.Rate
 	}
 	start := time.Now()
-	m.start = start
-	if m.split = !flood && cfg.Protocol == ProtoICMP && time.Duration(interval) < splitBelow && twoCores(cfg.CPUs); m.split {
-		m.rpfd = slices.Clone(m.pfd)
-		rdone := make(chan struct{})
-		defer func() { <-rdone }()
-		go func() {
-			defer close(rdone)
-			m.readLoop(ctx)
-		}()
-	}
 	var lastSend time.Duration
 	doneAt := time.Duration(-1) // when sending ended
 	seq, tries := 0, 0
@@ -292,28 +265,24 @@ func (m *measurement) run(ctx context.Context) error {
 					seq += sent
 					lastSend, tries = el, 0
 				case !errAgain(err) || tries >= maxTries:
-					m.endSending(seq, el)
+					m.nsent = int64(seq)
 					return fmt.Errorf("send echo %d: %w", seq, err)
 				default: // the socket's buffer is full: read, wait a little, again
 					m.retries++
 					tries++
-					if !m.split {
-						m.drain(true, true)
-					}
+					m.drain(true, true)
 					m.wait(start, time.Since(start)+10*time.Microsecond)
 					continue
 				}
-				m.published.Store(int64(seq))
-				if !m.split {
-					// On a veth path the round trip ran inside the send call: the reply and
-					// the timestamps are queued now.
-					m.drain(true, true)
-				}
+				m.nsent = int64(seq)
+				// On a veth path the round trip ran inside the send call: the reply and the
+				// timestamps are queued now.
+				m.drain(true, true)
 				continue
 			}
 		}
-		if doneAt >= 0 && (m.split || m.received+m.errors >= int64(seq) || el-doneAt >= cfg.Timeout) {
-			break // (split: the reader waits for the replies)
+		if doneAt >= 0 && (m.received+m.errors >= int64(seq) || el-doneAt >= cfg.Timeout) {
+			break
 		}
 		var until time.Duration
 		switch {
@@ -329,62 +298,9 @@ func (m *measurement) run(ctx context.Context) error {
 		}
 		m.wait(start, until)
 	}
-	if doneAt < 0 {
-		doneAt = time.Since(start)
-	}
-	m.endSending(seq, doneAt)
-	if m.split {
-		return nil // drainTX runs after the reader ended
-	}
+	m.nsent = int64(seq)
 	m.drainTX()
 	return nil
-}
-
-// endSending records that seq echoes were sent and sending ended at doneAt (since start).
-func (m *measurement) endSending(seq int, doneAt time.Duration) {
-	m.nsent = int64(seq)
-	m.published.Store(int64(seq))
-	m.doneAt.Store(int64(doneAt))
-	m.senderDone.Store(true)
-}
-
-// readLoop reads replies and timestamps on a thread of its own while run sends (split), then
-// until every echo came back or Timeout after the last send. While echoes are being sent it
-// looks without sleeping: a sleeping reader would be woken from inside the sender's send call
-// (the round trip runs there on a veth path), on the sender's CPU, for nearly every echo.
-func (m *measurement) readLoop(ctx context.Context) {
-	goruntime.LockOSThread() // never unlocked: see run
-	if pin(m.cfg.CPUs) != nil {
-		return // run's pin failed the same way first
-	}
-	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
-	for ctx.Err() == nil {
-		if m.drain(true, true) > 0 || !m.senderDone.Load() {
-			continue
-		}
-		el, doneAt := time.Since(m.start), time.Duration(m.doneAt.Load())
-		if m.received+m.errors >= m.published.Load() || el-doneAt >= m.cfg.Timeout {
-			m.drainTX()
-			return
-		}
-		m.rts = unix.NsecToTimespec(int64(doneAt + m.cfg.Timeout - el))
-		m.rpfd[0].Revents, m.rpfd[1].Revents = 0, 0
-		_, _ = m.ppoll(m.rpfd, &m.rts)
-	}
-	m.drainTX()
-}
-
-// twoCores reports whether the probe may run two threads at once: two Ps for Go, and two
-// cores to run on (cores, or the thread's affinity).
-func twoCores(cores []int) bool {
-	if goruntime.GOMAXPROCS(0) < 2 {
-		return false
-	}
-	if len(cores) > 0 {
-		return len(cores) > 1
-	}
-	var set unix.CPUSet
-	return unix.SchedGetaffinity(0, &set) == nil && set.Count() > 1
 }
 
 // send sends echoes seq..seq+k-1 in one call and returns how many left. Their send time is
@@ -416,7 +332,7 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 	if d <= 0 {
 		return
 	}
-	if d > parkAbove && !m.cfg.Busy && !m.split {
+	if d > parkAbove && !m.cfg.Busy {
 		if m.park(d - parkLead) {
 			return
 		}
@@ -434,11 +350,7 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 		m.ts = unix.NsecToTimespec(int64(d))
 	}
 	m.pfd[0].Revents, m.pfd[1].Revents = 0, 0
-	fds := m.pfd
-	if m.split {
-		fds = m.pfd[1:] // the reader reads
-	}
-	if n, err := m.ppoll(fds, &m.ts); err != nil || n == 0 {
+	if n, err := m.ppoll(m.pfd, &m.ts); err != nil || n == 0 {
 		return // EINTR: the caller looks again
 	}
 	if ev := m.pfd[0].Revents; ev != 0 {
@@ -577,7 +489,7 @@ func (m *measurement) drainTX() {
 	deadline := time.Now().Add(20 * time.Millisecond)
 	for {
 		m.readTX()
-		if m.txStamps >= m.published.Load() || m.txStamps == 0 || time.Now().After(deadline) {
+		if m.txStamps >= m.nsent || m.txStamps == 0 || time.Now().After(deadline) {
 			return
 		}
 		ts := unix.NsecToTimespec(int64(time.Millisecond))
