@@ -54,7 +54,7 @@ const (
 // timestamp is queued (ppoll with no timer slack), sends the echoes due (one sendmmsg when it
 // is behind), and reads what is queued (recvmmsg, replies and the error queue's TX timestamps
 // separately). So an echo costs one wake-up at most, and on a veth path, where the whole round
-// trip runs inside the send call, none: the reply and both timestamps are read right after it.
+// trip runs inside the send call, none: the reply and its timestamps are read right after it.
 //
 // Equivalent to (icmp, Rate 1000): ping -n -i 0.001 -s SIZE-8 -c COUNT DST, with
 // SO_TIMESTAMPING in place of ping's SO_TIMESTAMP.
@@ -364,8 +364,9 @@ func (m *measurement) wait(start time.Time, until time.Duration) {
 // registered for this wait only: registered all along, every reply would wake the poller's
 // thread), and reads what came; it reports whether anything did. Parked, the goroutine leaves
 // its P, so the runtime neither preempts it every 10 ms nor keeps its monitor awake, which a
-// thread sleeping in ppoll for a long wait costs (see parkAbove). The poller's timer is only as precise as a millisecond, so a wait parks until parkLead
-// before the due time and sleeps the rest in ppoll.
+// thread sleeping in ppoll for a long wait costs (see parkAbove). The poller's timer is only
+// as precise as a millisecond, so a wait parks until parkLead before the due time and sleeps
+// the rest in ppoll.
 func (m *measurement) park(d time.Duration) bool {
 	f := m.w.watch(m.s.fd)
 	if f == nil {
@@ -389,8 +390,8 @@ func (m *measurement) park(d time.Duration) bool {
 // It waits without telling Go's scheduler (a raw system call) when the process has another P
 // for the rest of its goroutines: a thread that tells the scheduler (syscall.Syscall) loses
 // its P to the runtime's monitor every 10 ms, and the monitor then polls every 20 µs for the
-// next millisecond, which cost 3x the CPU of the wait itself (measured: 1,000 ppoll wake-ups a
-// second, 8 % of a core vs 2.6-3.8 %). A raw wait keeps the P; the monitor still preempts
+// next millisecond, which cost 2-3x the CPU of the wait itself (an ad-hoc program on this VM:
+// 1,000 ppoll wake-ups a second, 7.9-8.3 % of a core vs 2.6-3.8 %). A raw wait keeps the P; the monitor still preempts
 // the thread every 10 ms (a signal: ppoll returns EINTR), and garbage collection interrupts it
 // the same way, so neither waits for the probe.
 //
