@@ -2,14 +2,18 @@ package rtt
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os"
 	"os/exec"
 	"regexp"
+	goruntime "runtime"
 	"strconv"
 	"syscall"
 	"testing"
 	"time"
+
+	"golang.org/x/sys/unix"
 
 	"github.com/sfclab/sfclab/bench/probe"
 	"github.com/sfclab/sfclab/deploy"
@@ -150,4 +154,194 @@ func BenchmarkFloor(b *testing.B) {
 	b.ReportMetric(oMean/nn, "probe-mean-us")
 	b.ReportMetric(oMin/pMin, "probe/ping-min")
 	b.ReportMetric(oMean/pMean, "probe/ping-mean")
+}
+
+var pingGap = regexp.MustCompile(`ipg/ewma ([0-9.]+)/`)
+
+// BenchmarkEchoCost: what one echo costs this machine's kernel on the lab of BenchmarkCPU1Kpps
+// (two endpoints on a bridge), the floor under the probe's CPU and rate. On one locked thread,
+// in a tight loop of 10,000 echoes each, measured with the thread's own rusage: "bare-us" is
+// sendto + recvmsg of the reply with no timestamps (a veth path runs the whole round trip
+// inside the sendto), "stamped-send-us" the CPU of the sendto alone with timestamps (a
+// sending thread cannot go faster than one echo per that), "stamped-us" adds the probe's SO_TIMESTAMPING and the read of its TX
+// timestamp; "wake-us" is one ppoll timer wake-up at 1 kHz with nothing sent (1,000 of
+// them). Beside them the probe's flood ("probe-flood-us", whole process CPU per echo) and
+// ping -f's CPU per echo and inter-packet gap ("ping-f-us", "ping-f-ipg-us"). At 1 Kpps a
+// sleeping prober cannot use less than (stamped + wake) x 1,000 per second, and one thread
+// cannot send faster than 1/stamped.
+func BenchmarkEchoCost(b *testing.B) {
+	n, dst, netns := benchLab(b, pairLab)
+	var bare, stamped, sendOnly, wake, flood, pingCPU, pingIPG float64
+	const echoes = 10_000
+	for b.Loop() {
+		for _, ts := range []bool{false, true} {
+			var per, send time.Duration
+			err := n.Do(func() error {
+				var err error
+				per, send, err = loopCost(dst, ts, echoes)
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+			if ts {
+				stamped += float64(per.Nanoseconds()) / 1000
+				sendOnly += float64(send.Nanoseconds()) / 1000
+			} else {
+				bare += float64(per.Nanoseconds()) / 1000
+			}
+		}
+		wake += float64(wakeCost(1000).Nanoseconds()) / 1000
+		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: echoes, Rate: Max})
+		if err != nil {
+			b.Fatal(err)
+		}
+		flood += float64(r.CPU.Nanoseconds()) / 1000 / float64(r.Sent)
+		out, c := inNode(b, netns, "ping", "-q", "-n", "-f", "-c", strconv.Itoa(echoes), dst.String())
+		pingCPU += float64(c.Nanoseconds()) / 1000 / echoes
+		if m := pingGap.FindSubmatch(out); m != nil {
+			ipg, _ := strconv.ParseFloat(string(m[1]), 64)
+			pingIPG += ipg * 1000
+		}
+	}
+	nn := float64(b.N)
+	b.ReportMetric(bare/nn, "bare-us")
+	b.ReportMetric(stamped/nn, "stamped-us")
+	b.ReportMetric(sendOnly/nn, "stamped-send-us")
+	b.ReportMetric(wake/nn, "wake-us")
+	b.ReportMetric(flood/nn, "probe-flood-us")
+	b.ReportMetric(pingCPU/nn, "ping-f-us")
+	b.ReportMetric(pingIPG/nn, "ping-f-ipg-us")
+}
+
+// loopCost sends count ICMP echoes to dst one after another from a locked thread (created in
+// the calling thread's namespace), each followed by the read of its reply (and, with
+// stamps, of its TX timestamps), and returns the thread's CPU per echo and the mean CPU of
+// the sendto call alone (the thread's CPU clock read around it, so it includes about one
+// clock read), which bounds what one sending thread can reach.
+func loopCost(dst netip.Addr, stamps bool, count int) (time.Duration, time.Duration, error) {
+	fd, err := unix.Socket(unix.AF_INET, unix.SOCK_RAW|unix.SOCK_NONBLOCK|unix.SOCK_CLOEXEC, unix.IPPROTO_ICMP)
+	if err != nil {
+		return 0, 0, err
+	}
+	defer unix.Close(fd)
+	if stamps {
+		// The probe's flags once the driver's TX stamp came (veth stamps; see readTX).
+		if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_TIMESTAMPING, tsFlags&^unix.SOF_TIMESTAMPING_TX_SCHED); err != nil {
+			return 0, 0, err
+		}
+	}
+	var per, inSend time.Duration
+	done := make(chan error, 1)
+	go func() {
+		goruntime.LockOSThread() // not unlocked: the thread ends with the goroutine
+		sa := &unix.SockaddrInet4{Addr: dst.As4()}
+		msg := message(ProtoICMP, 64)
+		buf, oob := make([]byte, 256), make([]byte, 512)
+		var r0, r1 unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+		got := 0
+		for seq := range count {
+			encode(msg, ProtoICMP, 1, uint64(seq))
+			var c0, c1 unix.Timespec
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c0)
+			if err := unix.Sendto(fd, msg, 0, sa); err != nil {
+				done <- err
+				return
+			}
+			_ = unix.ClockGettime(unix.CLOCK_THREAD_CPUTIME_ID, &c1)
+			inSend += time.Duration(c1.Nano() - c0.Nano())
+			for try := 0; try < 1000; try++ { // the reply is there at once on a veth path
+				if _, _, _, _, err := unix.Recvmsg(fd, buf, oob, unix.MSG_DONTWAIT); err == nil {
+					got++
+					break
+				}
+			}
+			for stamps {
+				if _, _, _, _, err := unix.Recvmsg(fd, buf[:1], oob, unix.MSG_ERRQUEUE|unix.MSG_DONTWAIT); err != nil {
+					break
+				}
+			}
+		}
+		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r1)
+		per = time.Duration((r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()) / int64(count))
+		inSend /= time.Duration(count)
+		if got < count*9/10 {
+			done <- fmt.Errorf("%d replies of %d", got, count)
+			return
+		}
+		done <- nil
+	}()
+	err = <-done
+	return per, inSend, err
+}
+
+// wakeCost is the CPU of one ppoll timer wake-up of a locked thread with no timer slack,
+// waking n times 1 ms apart.
+func wakeCost(n int) time.Duration {
+	var per time.Duration
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		goruntime.LockOSThread()
+		_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
+		m := &measurement{rawWait: goruntime.GOMAXPROCS(0) > 1}
+		efd, err := unix.Eventfd(0, unix.EFD_NONBLOCK|unix.EFD_CLOEXEC)
+		if err != nil {
+			return
+		}
+		defer unix.Close(efd)
+		fds := []unix.PollFd{{Fd: int32(efd), Events: unix.POLLIN}}
+		var r0, r1 unix.Rusage
+		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r0)
+		start := time.Now()
+		for i := 1; i <= n; i++ {
+			for d := time.Duration(i)*time.Millisecond - time.Since(start); d > 0; d = time.Duration(i)*time.Millisecond - time.Since(start) {
+				m.ts = unix.NsecToTimespec(int64(d))
+				_, _ = m.ppoll(fds, &m.ts)
+			}
+		}
+		_ = unix.Getrusage(unix.RUSAGE_THREAD, &r1)
+		per = time.Duration((r1.Utime.Nano() + r1.Stime.Nano() - r0.Utime.Nano() - r0.Stime.Nano()) / int64(n))
+	}()
+	<-done
+	return per
+}
+
+// BenchmarkFloorAsPing: BenchmarkFloor's comparison with the probe's figure computed as iputils
+// ping computes its own: each echo's send time and RX stamp cut to whole microseconds (ping's
+// timeval), their difference summed, and the mean cut to whole microseconds (ping's integer
+// division) — so both sides of the ratio carry the same rounding. Reports ping -f's mean, the
+// probe's mean computed so, and their ratio.
+func BenchmarkFloorAsPing(b *testing.B) {
+	n, dst, netns := benchLab(b, vethLab)
+	var pMean, oMean float64
+	for b.Loop() {
+		out, _ := inNode(b, netns, "ping", "-q", "-n", "-f", "-c", "10000", dst.String())
+		m := pingSummary.FindSubmatch(out)
+		if m == nil {
+			b.Fatalf("ping -f: %s", out)
+		}
+		avg, _ := strconv.ParseFloat(string(m[2]), 64)
+		pMean += avg * 1000
+		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: Max})
+		if err != nil {
+			b.Fatal(err)
+		}
+		var sum, k int64
+		for _, p := range r.Packets {
+			if !p.Lost() && p.Stamped() {
+				sum += p.RXKernel/1000 - p.Sent/1000
+				k++
+			}
+		}
+		if k == 0 {
+			b.Fatal("no stamped echo")
+		}
+		oMean += float64(sum / k)
+	}
+	nn := float64(b.N)
+	b.ReportMetric(pMean/nn, "ping-f-mean-us")
+	b.ReportMetric(oMean/nn, "probe-mean-us-as-ping")
+	b.ReportMetric(oMean/pMean, "probe/ping-mean-as-ping")
 }

@@ -76,9 +76,9 @@ type Config struct {
 	Window int
 	// Port is the UDP responder's port; 0 means DefaultPort.
 	Port uint16
-	// Busy makes the sender spin between echoes instead of sleeping, as ping does at short
-	// intervals: the sender's CPU stays awake, which takes ~5 µs off stack_tx on this machine
-	// kind, at the cost of a whole core.
+	// Busy makes the probe's thread look for replies between echoes without ever sleeping,
+	// as ping does at short intervals: its CPU stays awake, which shortens stack_tx, at the
+	// cost of a whole core.
 	Busy bool
 	// CPUs, when set, confine the probe's sender and receiver threads to these cores: the
 	// source node's emulated host's own (the runner sets them from the plan), so the probe

@@ -2,11 +2,8 @@ package rtt
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
-	"syscall"
 	"unsafe"
 
 	"golang.org/x/sys/unix"
@@ -32,7 +29,7 @@ const MaxSize = 8972
 // device (TX; taken only by drivers that call skb_tx_timestamp, as veth does and macvlan does
 // not), when the packet entered the device layer (TX_SCHED: the fallback), and when a packet
 // enters the stack (RX); each TX timestamp keyed by a per-socket counter and carrying no copy
-// of the packet.
+// of the packet. The probe stops asking for TX_SCHED once the driver's stamp came.
 const tsFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCHED | unix.SOF_TIMESTAMPING_RX_SOFTWARE |
 	unix.SOF_TIMESTAMPING_SOFTWARE | unix.SOF_TIMESTAMPING_OPT_ID | unix.SOF_TIMESTAMPING_OPT_TSONLY
 
@@ -40,14 +37,16 @@ const tsFlags = unix.SOF_TIMESTAMPING_TX_SOFTWARE | unix.SOF_TIMESTAMPING_TX_SCH
 const rcvBuf = 8 << 20
 
 // sock is the probe's socket: a raw ICMP socket or a connected UDP socket, non-blocking,
-// created inside the source node's namespace.
+// created inside the source node's namespace. It is deliberately not registered with Go's
+// poller: the probe's own thread waits on it (ppoll), and a registered socket would wake the
+// runtime's poller thread for every reply and timestamp as well.
 type sock struct {
 	fd    int
-	file  *os.File        // registers fd with Go's poller
-	raw   syscall.RawConn // waits for readability (replies, timestamps) without a thread per wait
 	proto string
-	dst   unix.Sockaddr
-	v6    bool
+	// name is the destination of an unconnected (ICMP) socket as sendmmsg takes it; nil for
+	// a connected one.
+	name *unix.RawSockaddrInet4
+	v6   bool
 }
 
 // openSocket opens the probe's socket. Call it inside the source node's Do: the socket belongs
@@ -55,7 +54,7 @@ type sock struct {
 //
 // Equivalent to (icmp): socket(AF_INET, SOCK_RAW, IPPROTO_ICMP), as ping does as root;
 // (udp): socket(AF_INET, SOCK_DGRAM, 0) + connect(DST:PORT). Both with
-// setsockopt(SO_TIMESTAMPING, TX_SOFTWARE|RX_SOFTWARE|SOFTWARE|OPT_ID|OPT_TSONLY).
+// setsockopt(SO_TIMESTAMPING, TX_SOFTWARE|TX_SCHED|RX_SOFTWARE|SOFTWARE|OPT_ID|OPT_TSONLY).
 func openSocket(proto string, dst netip.AddrPort) (*sock, error) {
 	s := &sock{proto: proto, v6: dst.Addr().Is6() && !dst.Addr().Is4In6()}
 	family := unix.AF_INET
@@ -79,14 +78,6 @@ func openSocket(proto string, dst netip.AddrPort) (*sock, error) {
 		return nil, fmt.Errorf("open %s socket: %w", proto, err)
 	}
 	s.fd = fd
-	if s.v6 {
-		s.dst = &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}
-	} else {
-		s.dst = &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}
-	}
-	if proto == ProtoICMP {
-		s.dst = &unix.SockaddrInet4{Addr: dst.Addr().Unmap().As4()}
-	}
 	fail := func(what string, err error) (*sock, error) {
 		unix.Close(fd)
 		return nil, fmt.Errorf("%s on %s socket: %w", what, proto, err)
@@ -102,33 +93,23 @@ func openSocket(proto string, dst netip.AddrPort) (*sock, error) {
 	if err := unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUFFORCE, rcvBuf); err != nil {
 		_ = unix.SetsockoptInt(fd, unix.SOL_SOCKET, unix.SO_SNDBUF, rcvBuf)
 	}
-	if proto == ProtoUDP {
-		if err := unix.Connect(fd, s.dst); err != nil {
+	switch {
+	case proto == ProtoICMP:
+		s.name = &unix.RawSockaddrInet4{Family: unix.AF_INET, Addr: dst.Addr().Unmap().As4()}
+	case s.v6:
+		if err := unix.Connect(fd, &unix.SockaddrInet6{Port: int(dst.Port()), Addr: dst.Addr().As16()}); err != nil {
 			return fail("connect", err)
 		}
-	}
-	s.file = os.NewFile(uintptr(fd), "rtt-"+proto)
-	s.raw, err = s.file.SyscallConn()
-	if err != nil {
-		s.file.Close()
-		return nil, fmt.Errorf("register %s socket: %w", proto, err)
+	default:
+		if err := unix.Connect(fd, &unix.SockaddrInet4{Port: int(dst.Port()), Addr: dst.Addr().Unmap().As4()}); err != nil {
+			return fail("connect", err)
+		}
 	}
 	return s, nil
 }
 
 // Close closes the socket.
-func (s *sock) Close() error { return s.file.Close() }
-
-// send sends one echo message on the non-blocking socket directly (not through the poller's
-// fd lock: the sender is the socket's only writer, and Close waits for it). It returns
-// unix.EAGAIN when the socket's send buffer is full.
-func (s *sock) send(msg []byte) error {
-	if s.proto == ProtoUDP {
-		_, err := unix.Write(s.fd, msg)
-		return err
-	}
-	return unix.Sendto(s.fd, msg, 0, s.dst)
-}
+func (s *sock) Close() error { return unix.Close(s.fd) }
 
 // message returns the buffer for echoes of size bytes above IP: ICMP header and payload for
 // icmp, the payload alone for udp (the kernel adds the UDP header).
@@ -233,13 +214,9 @@ func ours(p []byte, id uint32) (uint64, bool) {
 // rxStamp returns the software RX timestamp (ns since the epoch) in a received message's
 // control data, or 0.
 func rxStamp(oob []byte) int64 {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0
-	}
-	for _, m := range msgs {
-		if m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING {
-			if ts, ok := timestamping(m.Data); ok {
+	for c, rest, ok := nextCmsg(oob); ok; c, rest, ok = nextCmsg(rest) {
+		if c.level == unix.SOL_SOCKET && c.typ == unix.SCM_TIMESTAMPING {
+			if ts, ok := timestamping(c.data); ok {
 				return ts
 			}
 		}
@@ -251,21 +228,17 @@ func rxStamp(oob []byte) int64 {
 // the send on this socket, counted from 0) and whether it is the device-layer (SCHED) stamp
 // rather than the driver's. ok is false for anything else.
 func txStamp(oob []byte) (key uint32, ns int64, sched, ok bool) {
-	msgs, err := unix.ParseSocketControlMessage(oob)
-	if err != nil {
-		return 0, 0, false, false
-	}
 	var haveKey bool
-	for _, m := range msgs {
+	for c, rest, more := nextCmsg(oob); more; c, rest, more = nextCmsg(rest) {
 		switch {
-		case m.Header.Level == unix.SOL_SOCKET && m.Header.Type == unix.SCM_TIMESTAMPING:
-			ns, ok = timestamping(m.Data)
-		case (m.Header.Level == unix.SOL_IP && m.Header.Type == unix.IP_RECVERR) ||
-			(m.Header.Level == unix.SOL_IPV6 && m.Header.Type == unix.IPV6_RECVERR):
-			if len(m.Data) < int(unsafe.Sizeof(unix.SockExtendedErr{})) {
+		case c.level == unix.SOL_SOCKET && c.typ == unix.SCM_TIMESTAMPING:
+			ns, ok = timestamping(c.data)
+		case (c.level == unix.SOL_IP && c.typ == unix.IP_RECVERR) ||
+			(c.level == unix.SOL_IPV6 && c.typ == unix.IPV6_RECVERR):
+			if len(c.data) < int(unsafe.Sizeof(unix.SockExtendedErr{})) {
 				continue
 			}
-			ee := (*unix.SockExtendedErr)(unsafe.Pointer(&m.Data[0]))
+			ee := (*unix.SockExtendedErr)(unsafe.Pointer(&c.data[0]))
 			if ee.Origin == unix.SO_EE_ORIGIN_TIMESTAMPING && ee.Errno == uint32(unix.ENOMSG) &&
 				(ee.Info == unix.SCM_TSTAMP_SND || ee.Info == unix.SCM_TSTAMP_SCHED) {
 				key, sched, haveKey = ee.Data, ee.Info == unix.SCM_TSTAMP_SCHED, true
@@ -283,9 +256,4 @@ func timestamping(b []byte) (int64, bool) {
 	ts := (*unix.ScmTimestamping)(unsafe.Pointer(&b[0]))
 	ns := ts.Ts[0].Nano()
 	return ns, ns != 0
-}
-
-// errAgain reports whether err means "try again later".
-func errAgain(err error) bool {
-	return errors.Is(err, unix.EAGAIN) || errors.Is(err, unix.ENOBUFS)
 }
