@@ -53,6 +53,14 @@ type Runtime interface {
 	Destroy(ctx context.Context, lab string) error
 }
 
+// SysctlsAtCreate is a runtime that writes every node's sysctls (plan.Node.Sysctls) in
+// CreateNodes, before any interface of the node exists: deploy does not write them again, and
+// the node's interfaces take its namespace's defaults (net.ipv4.conf.default.*,
+// net.ipv6.conf.default.*) when they are created.
+type SysctlsAtCreate interface {
+	SysctlsAtCreate() bool
+}
+
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the
 // engine refuses overlapping networks), so that a new lab's subnets are allocated around the
 // ones it holds already.
