@@ -211,9 +211,6 @@ func (b *build) nodes(ctx context.Context) error {
 		return err
 	}
 	b.ns = ns
-	if b.sysctlsAtCreate() {
-		return nil
-	}
 	return eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
 		kvs := make([][2]string, len(n.Sysctls))
 		for i, s := range n.Sysctls {
@@ -226,11 +223,11 @@ func (b *build) nodes(ctx context.Context) error {
 	})
 }
 
-// sysctlsAtCreate reports whether the runtime wrote the nodes' sysctls as it created them,
-// before their interfaces (runtime.SysctlsAtCreate).
-func (b *build) sysctlsAtCreate() bool {
-	s, ok := b.rt.(runtime.SysctlsAtCreate)
-	return ok && s.SysctlsAtCreate()
+// freshInterfaces reports whether the runtime creates every interface after the nodes'
+// sysctls are written (runtime.FreshInterfaces).
+func (b *build) freshInterfaces() bool {
+	f, ok := b.rt.(runtime.FreshInterfaces)
+	return ok && f.InterfacesAfterSysctls()
 }
 
 // takesDefaults reports whether a node's own sysctls make the namespace defaults what links
@@ -261,7 +258,7 @@ func (b *build) links(ctx context.Context) error {
 		}
 		return b.shapeHosts()
 	}
-	fresh := b.sysctlsAtCreate()
+	fresh := b.freshInterfaces()
 	err := eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
 		if fresh && takesDefaults(n) {
 			return nil // its interfaces took these values from the namespace's defaults

@@ -29,85 +29,56 @@ const NetnsDir = "/run/netns"
 //
 // Equivalent to: ip netns add NAME && ip -n NAME link set lo up
 func CreateNetns(name string) error {
-	_, err := CreateNetnsWith(name, nil)
-	return err
-}
-
-// CreateNetnsWith creates the named network namespace as CreateNetns does, writes the sysctls
-// kvs in it and returns it open, all on the thread that created it, before it switches back:
-// no further switch into the namespace, and its netlink socket is opened there.
-//
-// Writing a network sysctl costs time in proportion to the namespaces that wrote the same
-// key before (the kernel keeps one cached entry per namespace under one shared /proc/sys
-// directory and compares them one by one), so a lab of N nodes that writes them once all
-// namespaces exist pays N per key, where writing them as each namespace is created pays on
-// average N/2.
-//
-// Equivalent to: ip netns add NAME && ip -n NAME link set lo up && ip netns exec NAME sysctl -w K=V ...
-func CreateNetnsWith(name string, kvs [][2]string) (*NS, error) {
 	if err := checkNetnsName(name); err != nil {
-		return nil, fmt.Errorf("create netns %q: %w", name, err)
-	}
-	paths := make([]string, len(kvs))
-	for i, kv := range kvs {
-		p, err := sysctlPath(kv[0])
-		if err != nil {
-			return nil, fmt.Errorf("create netns %s: set sysctl %s=%s: %w", name, kv[0], kv[1], err)
-		}
-		paths[i] = p
+		return fmt.Errorf("create netns %q: %w", name, err)
 	}
 	if err := prepareNetnsDir(); err != nil {
-		return nil, fmt.Errorf("create netns %s: %w", name, err)
+		return fmt.Errorf("create netns %s: %w", name, err)
 	}
 	path := filepath.Join(NetnsDir, name)
 	if _, err := os.Lstat(path); err == nil {
-		return nil, fmt.Errorf("create netns %s: %w", name, os.ErrExist)
+		return fmt.Errorf("create netns %s: %w", name, os.ErrExist)
 	}
+
 	var created netns.NsHandle = netns.None()
-	var h *netlink.Handle
 	err := onLockedThread(netns.None(), func() error {
-		// NewNamed unshares the calling thread into the new namespace; onLockedThread
-		// switches it back afterwards.
-		var err error
-		if created, err = netns.NewNamed(name); err != nil {
-			return err
-		}
-		// Inside the new namespace: its netlink socket, lo up, its sysctls.
-		if h, err = netlink.NewHandle(unix.NETLINK_ROUTE); err != nil {
-			return fmt.Errorf("open netlink: %w", err)
-		}
-		lo, err := h.LinkByName("lo")
-		if err != nil {
-			return fmt.Errorf("set lo up: %w", err)
-		}
-		if err := h.LinkSetUp(lo); err != nil {
-			return fmt.Errorf("set lo up: %w", err)
-		}
-		for i, kv := range kvs {
-			if err := writeSysctl(paths[i], kv[1]); err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					err = fmt.Errorf("%w: %w", ErrNotFound, err)
-				}
-				return fmt.Errorf("set sysctl %s=%s: %w", kv[0], kv[1], err)
-			}
-		}
-		return nil
+		// NewNamed unshares the calling thread into the new namespace;
+		// onLockedThread switches it back afterwards.
+		h, err := netns.NewNamed(name)
+		created = h
+		return err
 	})
 	if err != nil {
-		if h != nil {
-			h.Close()
-		}
-		if created.IsOpen() {
-			created.Close()
-			_ = DeleteNetns(name)
-		} else if !errors.Is(err, fs.ErrExist) {
+		if !errors.Is(err, fs.ErrExist) {
 			// NewNamed may have left an empty mount target behind.
 			_ = unix.Unmount(path, unix.MNT_DETACH)
 			_ = os.Remove(path)
 		}
-		return nil, fmt.Errorf("create netns %s: %w", name, err)
+		if created.IsOpen() {
+			created.Close()
+		}
+		return fmt.Errorf("create netns %s: %w", name, err)
 	}
-	return &NS{name: name, fd: created, h: h}, nil
+	defer created.Close()
+
+	if err := setLoUp(created); err != nil {
+		_ = DeleteNetns(name)
+		return fmt.Errorf("create netns %s: set lo up: %w", name, err)
+	}
+	return nil
+}
+
+func setLoUp(ns netns.NsHandle) error {
+	h, err := netlink.NewHandleAt(ns, unix.NETLINK_ROUTE)
+	if err != nil {
+		return err
+	}
+	defer h.Close()
+	lo, err := h.LinkByName("lo")
+	if err != nil {
+		return err
+	}
+	return h.LinkSetUp(lo)
 }
 
 // DeleteNetns removes the named network namespace. A missing namespace is

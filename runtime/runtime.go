@@ -53,12 +53,12 @@ type Runtime interface {
 	Destroy(ctx context.Context, lab string) error
 }
 
-// SysctlsAtCreate is a runtime that writes every node's sysctls (plan.Node.Sysctls) in
-// CreateNodes, before any interface of the node exists: deploy does not write them again, and
-// the node's interfaces take its namespace's defaults (net.ipv4.conf.default.*,
-// net.ipv6.conf.default.*) when they are created.
-type SysctlsAtCreate interface {
-	SysctlsAtCreate() bool
+// FreshInterfaces is a runtime that creates every interface of a node in Link, after deploy
+// has written the node's sysctls: an interface then takes its namespace's defaults
+// (net.ipv4.conf.default.*, net.ipv6.conf.default.*) and needs no sysctls of its own when
+// those defaults are the values deploy would give it.
+type FreshInterfaces interface {
+	InterfacesAfterSysctls() bool
 }
 
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the

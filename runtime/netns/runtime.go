@@ -94,24 +94,19 @@ func (Runtime) Leftovers(_ context.Context, lab string) ([]string, error) {
 
 func cgroupRel(lab, node string) string { return "labs/" + lab + "/" + node }
 
-// SysctlsAtCreate is true: CreateNodes writes each node's sysctls as it creates its
-// namespace (runtime.SysctlsAtCreate).
-func (Runtime) SysctlsAtCreate() bool { return true }
+// InterfacesAfterSysctls is true: Link creates every interface (runtime.FreshInterfaces).
+func (Runtime) InterfacesAfterSysctls() bool { return true }
 
 // CreateNodes creates the fabric namespace (when the lab has bridges), every node's
-// namespace with its sysctls, and its cgroup.
-// Equivalent to: ip netns add sfc.LAB.NODE; ip netns exec sfc.LAB.NODE sysctl -w ... (for each node)
+// namespace and cgroup.
+// Equivalent to: ip netns add sfc.LAB.NODE (for each node)
 func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
 	names := map[string]string{}
 	if p.Fabric != "" {
 		names[""] = p.Fabric
 	}
-	sysctls := map[string][][2]string{}
 	for _, n := range p.Nodes {
 		names[n.Name] = n.Netns
-		for _, s := range n.Sysctls {
-			sysctls[n.Name] = append(sysctls[n.Name], [2]string{s.Key, s.Value})
-		}
 	}
 	keys := make([]string, 0, len(names))
 	for k := range names {
@@ -131,12 +126,17 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 	err := parallel(ctx, len(keys), createWorkers, func(i int) error {
 		node := keys[i]
 		nsName := names[node]
-		ns, err := netdev.CreateNetnsWith(nsName, sysctls[node])
-		if err != nil {
-			return fmt.Errorf("create node %s: %w", node, err)
+		if err := netdev.CreateNetns(nsName); err != nil {
+			return fmt.Errorf("create namespace: %w", err)
 		}
 		mu.Lock()
 		undo.Push("namespace "+nsName, func() error { return netdev.DeleteNetns(nsName) })
+		mu.Unlock()
+		ns, err := netdev.OpenNS(nsName)
+		if err != nil {
+			return err
+		}
+		mu.Lock()
 		out[node] = ns
 		mu.Unlock()
 		if node == "" {
