@@ -72,7 +72,7 @@ func BenchmarkChainCores(b *testing.B) {
 	sums := map[string]*coreFigures{}
 	for i := 0; i < b.N; i++ {
 		for _, sc := range scenarios {
-			f := measureCores(b, sc)
+			f := measureCores(b, sc, 1)
 			s := sums[sc.name]
 			if s == nil {
 				s = &coreFigures{nodes: map[string]float64{}}
@@ -107,9 +107,9 @@ func BenchmarkChainCores(b *testing.B) {
 	b.ReportMetric((hspl.busy/hspl.gbits)/(base.busy/base.gbits), "haproxy-splice/baseline-cores-per-Gbit")
 }
 
-// measureCores deploys one scenario and runs one iperf3 stream for 5 s, with the host's and
-// the nodes' CPU read around the client's run.
-func measureCores(b *testing.B, sc chainScenario) (f coreFigures) {
+// measureCores deploys one scenario and runs iperf3 with streams streams for 5 s, with the
+// host's and the nodes' CPU read around the client's run.
+func measureCores(b *testing.B, sc chainScenario, streams int) (f coreFigures) {
 	b.Helper()
 	p := labtest.Plan(b, chainLab(sc.lab, sc.params))
 	d := &deploy.Deployer{Journal: journal.Journal{Root: b.TempDir()}}
@@ -145,7 +145,7 @@ func measureCores(b *testing.B, sc chainScenario) (f coreFigures) {
 		f.all = float64(h1.total-h0.total) / wall
 		return err
 	}
-	err := iperf3.New(iperf3.Config{Duration: 5 * time.Second, Streams: 1, Around: around}).Run(ctx, env, func(s results.Sample) {
+	err := iperf3.New(iperf3.Config{Duration: 5 * time.Second, Streams: streams, Around: around}).Run(ctx, env, func(s results.Sample) {
 		if s.Metric == "throughput" && s.Labels["side"] == "receiver" {
 			f.gbits = s.Value / 1e9
 		}
@@ -162,4 +162,31 @@ func measureCores(b *testing.B, sc chainScenario) (f coreFigures) {
 		}
 	}
 	return f
+}
+
+// BenchmarkChainCoresP100 is BenchmarkChainCores with 100 parallel streams, baseline and
+// sfclab's balancer interleaved.
+//
+// Run: flock /tmp/sfclab-suite.lock go test -run '^$' -bench ChainCoresP100 -benchtime 2x ./vnf/l4lb/
+func BenchmarkChainCoresP100(b *testing.B) {
+	labtest.RequireRoot(b)
+	labtest.Exclusive(b)
+	var base, sfc coreFigures
+	for i := 0; i < b.N; i++ {
+		for _, sc := range []chainScenario{chainScenarios[0], chainScenarios[3]} {
+			f := measureCores(b, sc, 100)
+			b.Logf("trial %d %-9s -P 100 %.2f Gbit/s; host busy %.2f of %.2f cores (softirq %.2f, steal %.2f); client %.2f, server %.2f, lb %.2f; %.3f busy cores per Gbit/s",
+				i+1, sc.name, f.gbits, f.busy, f.all, f.softirq, f.steal, f.nodes["client"], f.nodes["server"], f.nodes["lb"], f.busy/f.gbits)
+			t := &base
+			if sc.name == "sfclab" {
+				t = &sfc
+			}
+			t.gbits += f.gbits
+			t.busy += f.busy
+		}
+	}
+	b.ReportMetric(sfc.gbits/base.gbits, "sfclab/baseline-P100")
+	b.ReportMetric(base.busy/float64(b.N), "baseline-busy-cores")
+	b.ReportMetric(sfc.busy/float64(b.N), "sfclab-busy-cores")
+	b.ReportMetric((sfc.busy/sfc.gbits)/(base.busy/base.gbits), "sfclab/baseline-cores-per-Gbit")
 }
