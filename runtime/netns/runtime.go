@@ -94,7 +94,9 @@ func (Runtime) Leftovers(_ context.Context, lab string) ([]string, error) {
 
 func cgroupRel(lab, node string) string { return "labs/" + lab + "/" + node }
 
-// InterfacesAfterSysctls is true: Link creates every interface (runtime.FreshInterfaces).
+// InterfacesAfterSysctls is true (runtime.FreshInterfaces): Link creates every interface, or
+// moves it in (attachment drivers), and a device moved into a namespace is registered there
+// anew, with the namespace's defaults.
 func (Runtime) InterfacesAfterSysctls() bool { return true }
 
 // CreateNodes creates the fabric namespace (when the lab has bridges), every node's
