@@ -223,6 +223,29 @@ func (b *build) nodes(ctx context.Context) error {
 	})
 }
 
+// freshInterfaces reports whether the runtime creates every interface after the nodes'
+// sysctls are written (runtime.FreshInterfaces).
+func (b *build) freshInterfaces() bool {
+	f, ok := b.rt.(runtime.FreshInterfaces)
+	return ok && f.InterfacesAfterSysctls()
+}
+
+// takesDefaults reports whether a node's own sysctls make the namespace defaults what links
+// sets on every interface (rp_filter 0, IPv6 off), so that interfaces created after them
+// need nothing more.
+func takesDefaults(n *plan.Node) bool {
+	var rp, v6 bool
+	for _, s := range n.Sysctls {
+		switch s.Key {
+		case "net.ipv4.conf.default.rp_filter":
+			rp = s.Value == "0"
+		case "net.ipv6.conf.default.disable_ipv6":
+			v6 = s.Value == "1"
+		}
+	}
+	return rp && v6
+}
+
 // links wires the segments, then turns off reverse-path filtering and IPv6 on every interface
 // (interfaces a runtime attached before the defaults were set keep their own values).
 func (b *build) links(ctx context.Context) error {
@@ -235,7 +258,11 @@ func (b *build) links(ctx context.Context) error {
 		}
 		return b.shapeHosts()
 	}
+	fresh := b.freshInterfaces()
 	err := eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
+		if fresh && takesDefaults(n) {
+			return nil // its interfaces took these values from the namespace's defaults
+		}
 		var kvs [][2]string
 		for _, i := range n.Interfaces {
 			kvs = append(kvs, [2]string{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, [2]string{"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"})
@@ -256,17 +283,20 @@ func (b *build) links(ctx context.Context) error {
 	return b.shaping()
 }
 
+// routing adds every node's routes and policy rules, nodes in parallel (eachNode): a node's
+// routes go in one batch that looks each device up once.
 func (b *build) routing(ctx context.Context) error {
-	for _, n := range b.p.Nodes {
+	return eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
 		ns := b.ns[n.Name]
-		for _, r := range n.Routes {
-			nr := netdev.Route{Dst: r.Dst, Table: r.Table}
+		rs := make([]netdev.Route, len(n.Routes))
+		for i, r := range n.Routes {
+			rs[i] = netdev.Route{Dst: r.Dst, Table: r.Table}
 			for _, h := range r.NextHops {
-				nr.NextHops = append(nr.NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
+				rs[i].NextHops = append(rs[i].NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
 			}
-			if err := ns.AddRoute(nr); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
+		}
+		if err := ns.AddRoutes(rs); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
 		}
 		for _, r := range n.Rules {
 			nr := netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
@@ -277,8 +307,8 @@ func (b *build) routing(ctx context.Context) error {
 				return fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
 func ipproto(p string) uint8 {

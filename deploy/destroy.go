@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"slices"
+	"sync"
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
@@ -23,16 +24,9 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	}
 	p, planErr := d.Journal.ReadPlan(lab)
 	_, dirErr := os.Stat(d.Journal.Dir(lab))
-	leftovers := false
-	for _, rt := range d.runtimes() {
-		if l, _ := rt.Leftovers(ctx, lab); len(l) > 0 {
-			leftovers = true
-		}
-	}
-	if pinned, _ := steer.Pinned(); slices.Contains(pinned, lab) {
-		leftovers = true
-	}
-	if planErr != nil && errors.Is(dirErr, os.ErrNotExist) && !leftovers {
+	// Without a journal only the owner tags tell whether the lab is there (asking every
+	// runtime: an engine round trip for docker, so not when the journal answers).
+	if planErr != nil && errors.Is(dirErr, os.ErrNotExist) && !d.leftovers(ctx, lab) {
 		return fmt.Errorf("destroy lab %q: %w", lab, journal.ErrNotDeployed)
 	}
 	if st, err := d.Journal.ReadState(lab); err == nil {
@@ -42,9 +36,27 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	if p != nil {
 		d.teardownFunctions(ctx, p)
 	}
+	// Every runtime removes what carries the lab's tag, at the same time: a netns lab's
+	// namespaces go while the docker runtime asks its engine whether it holds anything.
+	rts := d.runtimes()
+	names := make([]string, 0, len(rts))
+	for name := range rts {
+		names = append(names, name)
+	}
+	slices.Sort(names)
+	rtErrs := make([]error, len(names))
+	var wg sync.WaitGroup
+	for i, name := range names {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			rtErrs[i] = rts[name].Destroy(ctx, lab)
+		}()
+	}
+	wg.Wait()
 	var errs []error
-	for _, rt := range d.runtimes() {
-		if err := rt.Destroy(ctx, lab); err != nil {
+	for _, err := range rtErrs {
+		if err != nil {
 			errs = append(errs, err)
 		}
 	}
@@ -56,6 +68,18 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 		return fmt.Errorf("destroy lab %q: %w", lab, errors.Join(errs...))
 	}
 	return d.Journal.Remove(lab)
+}
+
+// leftovers reports whether any runtime holds something tagged with the lab, or its steering
+// maps are pinned.
+func (d *Deployer) leftovers(ctx context.Context, lab string) bool {
+	for _, rt := range d.runtimes() {
+		if l, _ := rt.Leftovers(ctx, lab); len(l) > 0 {
+			return true
+		}
+	}
+	pinned, _ := steer.Pinned()
+	return slices.Contains(pinned, lab)
 }
 
 // teardownFunctions runs every function's teardown while its node exists (custom teardown

@@ -349,6 +349,36 @@ func (n *NS) AddAddr(link string, p netip.Prefix) error {
 	return nil
 }
 
+// AddAddrsUp adds the addresses ps to link (as AddAddr) and sets it up, looking the link up
+// once: a deploy does this for every interface, and AddAddr then SetUp ask the kernel for the
+// link twice.
+//
+// Equivalent to: ip -n NS addr add P dev LINK; ip -n NS link set LINK up
+func (n *NS) AddAddrsUp(link string, ps ...netip.Prefix) error {
+	h, l, err := n.link(link)
+	if err != nil {
+		return fmt.Errorf("set up %s: %w", n.where(link), err)
+	}
+	for _, p := range ps {
+		what := fmt.Sprintf("add addr %s to %s", p, n.where(link))
+		p, err := normPrefix(p)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		addr := &netlink.Addr{IPNet: ipNet(p)}
+		if p.Addr().Is6() {
+			addr.Flags = unix.IFA_F_NODAD
+		}
+		if err := h.AddrAdd(l, addr); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+	}
+	if err := h.LinkSetUp(l); err != nil {
+		return fmt.Errorf("set up %s: %w", n.where(link), err)
+	}
+	return nil
+}
+
 // LinkInfo describes one network device.
 type LinkInfo struct {
 	Name   string

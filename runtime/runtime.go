@@ -53,6 +53,14 @@ type Runtime interface {
 	Destroy(ctx context.Context, lab string) error
 }
 
+// FreshInterfaces is a runtime that creates every interface of a node in Link, after deploy
+// has written the node's sysctls: an interface then takes its namespace's defaults
+// (net.ipv4.conf.default.*, net.ipv6.conf.default.*) and needs no sysctls of its own when
+// those defaults are the values deploy would give it.
+type FreshInterfaces interface {
+	InterfacesAfterSysctls() bool
+}
+
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the
 // engine refuses overlapping networks), so that a new lab's subnets are allocated around the
 // ones it holds already.

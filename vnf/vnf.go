@@ -174,9 +174,31 @@ type ComposeStep struct {
 
 // Composer is a kind that can set itself up in a plain container started from a compose file
 // (`sfclab export --format compose`): the steps that configure it and the command the node's
-// script ends in ("" = sleep forever, the function lives in the kernel).
+// script ends in ("" = sleep forever, the function lives in the kernel). An instance that runs
+// sfclab itself (SelfRunner) finds the program in its steps as "$SFCLAB" (ComposeProgramVar):
+// the export mounts the host's sfclab executable into its container.
 type Composer interface {
 	Compose(f *plan.Function) (steps []ComposeStep, final string, err error)
+}
+
+// ComposeProgramVar is the shell variable holding the path of the sfclab program in an
+// exported node whose function runs it (see SelfRunner).
+const ComposeProgramVar = "SFCLAB"
+
+// ComposeFile is a file an exported node reads that is not part of its script: the export
+// writes Data beside the compose file (named after the lab, the node and Name) and mounts it
+// read-only at Path inside the node's container.
+type ComposeFile struct {
+	Name string // the file's name beside the compose file, after "LAB.NODE."
+	Path string // absolute path inside the container
+	Data []byte
+}
+
+// ComposeFiler is a Composer whose exported instances read files of their own (the
+// configuration of `sfclab lb`), written beside the compose file rather than inlined in the
+// script.
+type ComposeFiler interface {
+	ComposeFiles(f *plan.Function) ([]ComposeFile, error)
 }
 
 // ImagePackager is a kind whose instances need Debian packages in a container image.

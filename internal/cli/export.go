@@ -2,7 +2,7 @@ package cli
 
 import (
 	"fmt"
-	"os"
+	"path/filepath"
 
 	"github.com/spf13/cobra"
 
@@ -21,7 +21,10 @@ func newExport() *cobra.Command {
 docker compose v2): one service per node with the plan's image, addresses and sysctls, and a
 generated shell script that adds the plan's routes and policy rules and loads each function's
 rules or HAProxy configuration; one network per segment with the plan's subnet and gateway.
-The lab runs as its docker runtime would lay it out, whatever runtime the file names.`,
+The lab runs as its docker runtime would lay it out, whatever runtime the file names.
+An l4lb with impl: sfclab runs this sfclab executable, bind-mounted read-only into its
+container, with its configuration written beside the compose file (LAB.NODE.lb.json): such a
+lab needs -o FILE.`,
 		Args: cobra.ExactArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if format != "compose" {
@@ -42,16 +45,15 @@ The lab runs as its docker runtime would lay it out, whatever runtime the file n
 			if output == "" || output == "-" {
 				return docker.Compose(cmd.OutOrStdout(), p)
 			}
-			f, err := os.Create(output)
+			e, err := docker.ComposeExport(p, docker.ComposeOptions{})
 			if err != nil {
-				return fmt.Errorf("create %s: %w", output, err)
-			}
-			if err := docker.Compose(f, p); err != nil {
-				f.Close()
 				return err
 			}
-			if err := f.Close(); err != nil {
-				return fmt.Errorf("write %s: %w", output, err)
+			if err := e.Write(output); err != nil {
+				return err
+			}
+			for _, f := range e.Files {
+				fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s\n", filepath.Join(filepath.Dir(output), f.Name))
 			}
 			fmt.Fprintf(cmd.ErrOrStderr(), "wrote %s: docker-compose -p %s -f %s up -d\n", output, p.Lab, output)
 			return nil

@@ -2,8 +2,11 @@ package docker
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"io"
+	"os"
+	"path/filepath"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -37,6 +40,7 @@ type composeService struct {
 	Sysctls  map[string]string          `yaml:"sysctls,omitempty"`
 	Networks map[string]composeEndpoint `yaml:"networks"`
 	Ports    []string                   `yaml:"ports,omitempty"`
+	Volumes  []string                   `yaml:"volumes,omitempty"`
 	Command  []string                   `yaml:"command"`
 }
 
@@ -60,33 +64,99 @@ type composeSubnet struct {
 	Gateway string `yaml:"gateway"`
 }
 
-// Compose writes a docker-compose file that brings the plan up with plain Docker tools, as
-// study A's authors worked: a service per node (the plan's image, NET_ADMIN and NET_RAW, the
-// node's sysctls, one network per segment with the plan's address) whose command is a shell
-// script generated from the plan (NodeScript): it finds its interfaces by address (it renames
-// nothing), deletes the default route, adds the plan's routes and policy rules, loads the
-// function's configuration and then runs `sleep infinity` or the function's daemon. Networks
-// have the plan's subnet and gateway. In routed mode they are plain bridges without
+// ComposeOptions is what an export needs beyond the plan.
+type ComposeOptions struct {
+	// Executable is the host's sfclab program, bind-mounted read-only at SfclabPath into the
+	// containers whose function runs it (l4lb impl sfclab); "" is the running executable.
+	Executable string
+}
+
+// Export is a lab exported for plain Docker tools: the compose file and the files beside it
+// that its services mount (an sfclab balancer's configuration).
+type Export struct {
+	Compose []byte
+	Files   []ExportFile
+}
+
+// ExportFile is a file written beside the compose file; Name has no directory.
+type ExportFile struct {
+	Name string
+	Data []byte
+}
+
+// Write writes the compose file at path and its files beside it, in the same directory (the
+// compose file mounts them by paths relative to its own directory).
+// Equivalent to: sfclab export --format compose -o PATH LAB.yaml
+func (e *Export) Write(path string) error {
+	dir := filepath.Dir(path)
+	for _, f := range e.Files {
+		name := filepath.Join(dir, f.Name)
+		if err := os.WriteFile(name, f.Data, 0o644); err != nil {
+			return fmt.Errorf("write %s: %w", name, err)
+		}
+	}
+	if err := os.WriteFile(path, e.Compose, 0o644); err != nil {
+		return fmt.Errorf("write %s: %w", path, err)
+	}
+	return nil
+}
+
+// Compose writes the lab's compose file to w (see ComposeExport). A lab whose nodes read files
+// beside the compose file (l4lb impl sfclab) is refused: write it with Export.Write.
+func Compose(w io.Writer, p *plan.Plan) error {
+	e, err := ComposeExport(p, ComposeOptions{})
+	if err != nil {
+		return err
+	}
+	if len(e.Files) > 0 {
+		names := make([]string, len(e.Files))
+		for i, f := range e.Files {
+			names[i] = f.Name
+		}
+		return fmt.Errorf("export lab %s: %w (%s): write it to a file with -o FILE", p.Lab, ErrNeedsDir, strings.Join(names, ", "))
+	}
+	if _, err := w.Write(e.Compose); err != nil {
+		return fmt.Errorf("write compose file: %w", err)
+	}
+	return nil
+}
+
+// ErrNeedsDir is returned when an export has files beside the compose file but was asked for
+// the compose file alone.
+var ErrNeedsDir = errors.New("its nodes read files written beside the compose file")
+
+// ComposeExport renders a docker-compose file that brings the plan up with plain Docker tools,
+// as study A's authors worked: a service per node (the plan's image, NET_ADMIN and NET_RAW,
+// the node's sysctls, one network per segment with the plan's address) whose command is a
+// shell script generated from the plan (NodeScript): it finds its interfaces by address (it
+// renames nothing), deletes the default route, adds the plan's routes and policy rules, loads
+// the function's configuration and then runs `sleep infinity` or the function's daemon.
+// Networks have the plan's subnet and gateway. In routed mode they are plain bridges without
 // masquerading, not internal: a compose file cannot add the DOCKER-USER rule that lets a
 // chain's traffic cross an internal network's bridge (see hostfw.go). In nat mode the
 // published ports are published on the source's network, which masquerades as the engine's
-// default does.
-// Equivalent to: sfclab export --format compose LAB.yaml > compose.yaml; docker-compose -f compose.yaml up -d
-func Compose(w io.Writer, p *plan.Plan) error {
+// default does. A node whose function runs sfclab itself (l4lb impl sfclab) gets the host's
+// sfclab executable bind-mounted read-only at SfclabPath, as deploy does, and the files its
+// kind asks for (vnf.ComposeFiler: the balancer's configuration), which the export writes
+// beside the compose file as LAB.NODE.NAME and the service mounts read-only.
+// Equivalent to: sfclab export --format compose -o compose.yaml LAB.yaml; docker-compose -f compose.yaml up -d
+func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
 	lbl := map[string]string{LabelExported: p.Lab}
 	for _, s := range p.Segments {
-		opts := map[string]string{"com.docker.network.driver.mtu": fmt.Sprint(mtu(p))}
+		drv := map[string]string{"com.docker.network.driver.mtu": fmt.Sprint(mtu(p))}
 		if !published(p, s) {
-			opts["com.docker.network.bridge.enable_ip_masquerade"] = "false"
+			drv["com.docker.network.bridge.enable_ip_masquerade"] = "false"
 		}
-		f.Networks[s.Name] = composeNetwork{Driver: "bridge", DriverOpts: opts, Labels: lbl,
+		f.Networks[s.Name] = composeNetwork{Driver: "bridge", DriverOpts: drv, Labels: lbl,
 			IPAM: composeIPAM{Config: []composeSubnet{{Subnet: s.Subnet.Masked().String(), Gateway: s.Gateway.String()}}}}
 	}
+	e := &Export{}
+	var selfRunners []string
 	for _, n := range p.Nodes {
 		script, err := NodeScript(p, n)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		svc := composeService{
 			Image: Image(p), Hostname: n.Name, Init: true, CapAdd: []string{"NET_ADMIN", "NET_RAW"},
@@ -107,28 +177,76 @@ func Compose(w io.Writer, p *plan.Plan) error {
 				svc.Ports = append(svc.Ports, fmt.Sprintf("%s:%d:%d/%s", pub.HostIP, pub.HostPort, pub.Port, pub.Protocol))
 			}
 		}
+		if runsSfclab(n) {
+			exe, err := Runtime{Executable: opts.Executable}.executable()
+			if err != nil {
+				return nil, err
+			}
+			if strings.ContainsAny(exe, ":,") {
+				return nil, fmt.Errorf("export node %s: the sfclab program %s cannot be a compose volume (its path has ':' or ',')", n.Name, exe)
+			}
+			svc.Volumes = append(svc.Volumes, exe+":"+SfclabPath+":ro")
+			selfRunners = append(selfRunners, n.Name)
+		}
+		files, err := composeFiles(p, n)
+		if err != nil {
+			return nil, err
+		}
+		for _, cf := range files {
+			svc.Volumes = append(svc.Volumes, "./"+cf.Name+":"+cf.Path+":ro")
+			e.Files = append(e.Files, ExportFile{Name: cf.Name, Data: cf.Data})
+		}
 		f.Services[n.Name] = svc
 	}
 	var data bytes.Buffer
-	enc := yaml.NewEncoder(&data)
-	enc.SetIndent(2)
-	if err := enc.Encode(f); err != nil {
-		return fmt.Errorf("encode compose file: %w", err)
-	}
-	if err := enc.Close(); err != nil {
-		return fmt.Errorf("encode compose file: %w", err)
-	}
-	header := fmt.Sprintf("# Lab %s exported by sfclab (attach %s): bring it up with plain Docker tools.\n"+
+	fmt.Fprintf(&data, "# Lab %s exported by sfclab (attach %s): bring it up with plain Docker tools.\n"+
 		"#   docker-compose -p %s -f THIS_FILE up -d; docker-compose -p %s -f THIS_FILE down\n"+
 		"# Image %s: build it with `sfclab images build`, or use any image with\n# %s.\n",
 		p.Lab, attach(p), p.Lab, p.Lab, Image(p), strings.Join(Packages(), ", "))
-	if _, err := io.WriteString(w, header); err != nil {
-		return fmt.Errorf("write compose file: %w", err)
+	if len(selfRunners) > 0 {
+		fmt.Fprintf(&data, "# Run the host's sfclab program, mounted read-only (see their volumes): %s.\n"+
+			"# It must be at that path and run in the image (same libc, or built with CGO_ENABLED=0).\n", strings.Join(selfRunners, ", "))
 	}
-	if _, err := w.Write(data.Bytes()); err != nil {
-		return fmt.Errorf("write compose file: %w", err)
+	for _, ef := range e.Files {
+		fmt.Fprintf(&data, "# Reads ./%s, written beside this file.\n", ef.Name)
 	}
-	return nil
+	enc := yaml.NewEncoder(&data)
+	enc.SetIndent(2)
+	if err := enc.Encode(f); err != nil {
+		return nil, fmt.Errorf("encode compose file: %w", err)
+	}
+	if err := enc.Close(); err != nil {
+		return nil, fmt.Errorf("encode compose file: %w", err)
+	}
+	e.Compose = data.Bytes()
+	return e, nil
+}
+
+// composeFiles are the files a node's function reads in an exported container, named
+// LAB.NODE.NAME beside the compose file.
+func composeFiles(p *plan.Plan, n *plan.Node) ([]vnf.ComposeFile, error) {
+	if n.Function == nil {
+		return nil, nil
+	}
+	k, err := kinds.Get(n.Function.Kind)
+	if err != nil {
+		return nil, err
+	}
+	cf, ok := k.(vnf.ComposeFiler)
+	if !ok {
+		return nil, nil
+	}
+	files, err := cf.ComposeFiles(n.Function)
+	if err != nil {
+		return nil, fmt.Errorf("export node %s: %w", n.Name, err)
+	}
+	for i := range files {
+		if files[i].Name == "" || strings.ContainsAny(files[i].Name, "/:,") || !filepath.IsAbs(files[i].Path) {
+			return nil, fmt.Errorf("export node %s: kind %s asks for file %q at %q: want a plain name and an absolute path", n.Name, n.Function.Kind, files[i].Name, files[i].Path)
+		}
+		files[i].Name = p.Lab + "." + n.Name + "." + files[i].Name
+	}
+	return files, nil
 }
 
 func attach(p *plan.Plan) string {
@@ -181,6 +299,9 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 	b.WriteString(`wait_if() { i=0; until [ -n "$(ifname "$1")" ]; do i=$((i+1)); [ "$i" -lt 100 ] || { echo "no interface has $1" >&2; exit 1; }; sleep 0.1; done; ifname "$1"; }` + "\n")
 	for _, i := range n.Interfaces {
 		fmt.Fprintf(&b, "%s=$(wait_if %s)  # plan: %s on segment %s\n", ifVar(i.Name), i.Address, i.Name, i.Segment)
+	}
+	if runsSfclab(n) {
+		fmt.Fprintf(&b, "%s=%s  # the host's sfclab, mounted read-only\n", vnf.ComposeProgramVar, SfclabPath)
 	}
 	b.WriteString("while ip route del default 2>/dev/null; do :; done  # lab traffic never leaves the lab\n")
 	for _, r := range n.Routes {

@@ -2,18 +2,25 @@ package docker_test
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
-	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
 
+	"go.yaml.in/yaml/v3"
+
+	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/l4lb"
 )
 
 // TestComposeExportRuns exports examples/fw.yaml as a compose file, brings it up with the
@@ -112,12 +119,13 @@ func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, 
 	if err != nil {
 		t.Skip("SKIPPED LOUDLY: docker-compose is not installed (apt-get install docker-compose)")
 	}
-	var buf bytes.Buffer
-	if err := docker.Compose(&buf, p); err != nil {
+	e, err := docker.ComposeExport(p, docker.ComposeOptions{})
+	if err != nil {
 		t.Fatal(err)
 	}
+	buf := bytes.NewBuffer(e.Compose)
 	file := filepath.Join(t.TempDir(), "compose.yaml")
-	if err := os.WriteFile(file, buf.Bytes(), 0o644); err != nil {
+	if err := e.Write(file); err != nil {
 		t.Fatal(err)
 	}
 	project := "sfcx-" + p.Lab
@@ -156,7 +164,7 @@ func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, 
 		out, err := exec.Command("docker", append([]string{"exec"}, args...)...).CombinedOutput()
 		return string(out), err
 	}
-	return &buf, id, dockerExec
+	return buf, id, dockerExec
 }
 
 // TestComposeExportHTTP exports study B's chain (client -> Squid with its cache on -> Apache
@@ -197,4 +205,136 @@ func TestComposeExportHTTP(t *testing.T) {
 	if !strings.Contains(head, "200 OK") || !strings.Contains(head, "X-Cache: HIT") {
 		t.Errorf("third request through the exported proxy with its cache on is no cache hit:\n%s", head)
 	}
+}
+
+const sfclbLab = `name: %s
+runtime: docker
+endpoints:
+  client: {kind: client}
+  web: {kind: server, instances: 2}
+functions:
+  lb: {kind: l4lb, params: {impl: sfclab, port: 7000, balance: roundrobin, check_interval: 100ms, rise: 1, fall: 2}}
+chains:
+  - {name: web, from: client, to: web, hops: [lb]}
+`
+
+// TestComposeExportSfclabFiles checks the export of l4lb impl sfclab without an engine: the
+// service mounts the sfclab program read-only at SfclabPath and its configuration from beside
+// the compose file, its script runs `"$SFCLAB" lb --config`, the configuration is the
+// function's, and the compose file alone (stdout) is refused with the reason.
+func TestComposeExportSfclabFiles(t *testing.T) {
+	p := decodeLab(t, fmt.Sprintf(sfclbLab, "t-cmplb"))
+	e, err := docker.ComposeExport(p, docker.ComposeOptions{Executable: "/opt/sfclab/bin/sfclab"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(e.Files) != 1 || e.Files[0].Name != "t-cmplb.lb.lb.json" {
+		t.Fatalf("export files %+v, want one t-cmplb.lb.lb.json", e.Files)
+	}
+	var cfg lb.Config
+	if err := json.Unmarshal(e.Files[0].Data, &cfg); err != nil {
+		t.Fatalf("exported balancer config: %v\n%s", err, e.Files[0].Data)
+	}
+	f := p.Node("lb").Function
+	if cfg.Listen.Addr() != f.IngressAddr || cfg.Listen.Port() != f.Port || len(cfg.Backends) != 2 || cfg.Stats != l4lb.ComposeLBStatsPath {
+		t.Errorf("exported balancer config %+v does not match the function (listen %s:%d, 2 backends)", cfg, f.IngressAddr, f.Port)
+	}
+	var file struct {
+		Services map[string]struct {
+			Volumes []string `yaml:"volumes"`
+			Command []string `yaml:"command"`
+		} `yaml:"services"`
+	}
+	if err := yaml.Unmarshal(e.Compose, &file); err != nil {
+		t.Fatal(err)
+	}
+	svc := file.Services["lb"]
+	want := []string{"/opt/sfclab/bin/sfclab:" + docker.SfclabPath + ":ro", "./t-cmplb.lb.lb.json:" + l4lb.ComposeLBConfigPath + ":ro"}
+	if !slices.Equal(svc.Volumes, want) {
+		t.Errorf("lb volumes %q, want %q", svc.Volumes, want)
+	}
+	if v := file.Services["client"].Volumes; len(v) != 0 {
+		t.Errorf("client mounts %q, want nothing", v)
+	}
+	script := svc.Command[len(svc.Command)-1]
+	for _, want := range []string{"SFCLAB=" + docker.SfclabPath, `exec "$$SFCLAB" lb --config ` + l4lb.ComposeLBConfigPath} {
+		if !strings.Contains(script, want) {
+			t.Errorf("lb script lacks %q:\n%s", want, script)
+		}
+	}
+	var out bytes.Buffer
+	if err := docker.Compose(&out, p); !errors.Is(err, docker.ErrNeedsDir) || !strings.Contains(err.Error(), "-o FILE") {
+		t.Errorf("compose file alone of a lab with an sfclab balancer: %v, want %v naming -o FILE", err, docker.ErrNeedsDir)
+	}
+}
+
+// TestComposeExportSfclabLB exports a lab whose l4lb runs sfclab's own balancer and brings it
+// up with docker-compose: the balancer runs in the lb container as the host's program (this
+// test binary stands in for sfclab) mounted read-only at SfclabPath, with its configuration
+// mounted from beside the compose file; 1 MiB each way through it comes back unchanged from
+// both backends, its counters agree, and docker-compose down leaves nothing.
+func TestComposeExportSfclabLB(t *testing.T) {
+	p := decodeLab(t, fmt.Sprintf(sfclbLab, "t-dk-cmplb"))
+	buf, id, dockerExec := composeUp(t, p)
+	f := p.Node("lb").Function
+	for _, be := range f.Backends {
+		echoIn(t, composeNode(t, id(be.Name)), fmt.Sprintf("%s:%d", be.Addr, be.Port), be.Name)
+	}
+	lbID := id("lb")
+	// The stats socket inside the lb container, reached through its init's root.
+	stats := fmt.Sprintf("/proc/%d/root%s", composeNode(t, lbID).PID, l4lb.ComposeLBStatsPath)
+	var before *lb.Stats
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		st, err := lb.ReadStats(context.Background(), stats)
+		if err == nil && len(st.Backends) == 2 && st.Backends[0].Up && st.Backends[1].Up {
+			before = st
+			break
+		}
+		if time.Now().After(deadline) {
+			logs, _ := exec.Command("docker", "logs", lbID).CombinedOutput()
+			t.Fatalf("exported balancer not ready with both backends up: %+v, %v\nlogs:\n%s\n%s", st, err, logs, buf.String())
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	out, err := dockerExec(lbID, "sh", "-c", fmt.Sprintf("readlink /proc/%d/exe; test -x %s && ! test -w %s && echo read-only", before.Pid, docker.SfclabPath, docker.SfclabPath))
+	if err != nil || out != docker.SfclabPath+"\nread-only\n" {
+		t.Errorf("balancer pid %d in the lb container: %q, %v; want it running %s, read-only", before.Pid, out, err, docker.SfclabPath)
+	}
+	client := composeNode(t, id("client"))
+	addr := fmt.Sprintf("%s:%d", f.IngressAddr, f.Port)
+	const size = 1 << 20
+	seen := map[string]bool{}
+	for range 2 * len(f.Backends) {
+		seen[echoThrough(t, client, addr, size)] = true
+	}
+	for _, be := range f.Backends {
+		if !seen[be.Name] {
+			t.Errorf("backend %s answered no connection of %d (roundrobin): %v", be.Name, 2*len(f.Backends), seen)
+		}
+	}
+	after, err := lb.ReadStats(context.Background(), stats)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i, be := range after.Backends {
+		if in := be.BytesIn - before.Backends[i].BytesIn; in != 2*size {
+			t.Errorf("backend %s: %d bytes in through the exported balancer, want %d", be.Name, in, 2*size)
+		}
+	}
+}
+
+// composeNode is a container brought up by docker-compose, as a node whose network namespace
+// the test can enter (by its init's PID).
+func composeNode(t *testing.T, id string) *docker.Node {
+	t.Helper()
+	out, err := exec.Command("docker", "inspect", "-f", "{{.State.Pid}}", id).Output()
+	if err != nil {
+		t.Fatalf("docker inspect %s: %v", id, err)
+	}
+	pid, err := strconv.Atoi(strings.TrimSpace(string(out)))
+	if err != nil || pid == 0 {
+		t.Fatalf("container %s has no pid: %q", id, out)
+	}
+	return &docker.Node{Container: id, PID: pid}
 }

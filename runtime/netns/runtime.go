@@ -7,6 +7,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	goruntime "runtime"
 	"sort"
 	"strconv"
 	"strings"
@@ -92,6 +93,11 @@ func (Runtime) Leftovers(_ context.Context, lab string) ([]string, error) {
 }
 
 func cgroupRel(lab, node string) string { return "labs/" + lab + "/" + node }
+
+// InterfacesAfterSysctls is true (runtime.FreshInterfaces): Link creates every interface, or
+// moves it in (attachment drivers), and a device moved into a namespace is registered there
+// anew, with the namespace's defaults.
+func (Runtime) InterfacesAfterSysctls() bool { return true }
 
 // CreateNodes creates the fabric namespace (when the lab has bridges), every node's
 // namespace and cgroup.
@@ -205,6 +211,10 @@ func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
 const fabricKey = "#fabric"
 
 // Link creates the veth pairs and bridges of every segment and addresses the interfaces.
+// Bridged segments (few: fan-out groups) are wired one by one; the veth pairs between two
+// nodes, most of a big lab, and then every node's addresses go through linkWorkers at once:
+// the kernel serializes the changes under its rtnl lock, but the netlink round trips around
+// them overlap.
 // Equivalent to: ip link add A netns X type veth peer name B netns Y; ip link add brN type bridge; ...
 func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
 	if len(p.Hosts) > 0 {
@@ -217,13 +227,10 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 			host.Close()
 		}
 	}()
+	var pairs []*plan.Segment
 	for _, s := range p.Segments {
 		if s.Bridge == "" {
-			a, ai := splitMember(s.Members[0])
-			z, zi := splitMember(s.Members[1])
-			if err := ns[a].AddVeth(ai, ns[z], zi, p.MTU); err != nil {
-				return fmt.Errorf("segment %s: %w", s.Name, err)
-			}
+			pairs = append(pairs, s)
 			continue
 		}
 		if err := fabric.AddBridge(s.Bridge); err != nil {
@@ -246,7 +253,7 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 					return fmt.Errorf("segment %s: %w", s.Name, err)
 				}
 				nsName := pn.Netns
-				undo.Push("give back the devices of "+node, func() error { return giveBack(p.Lab, nsName) })
+				undo.Push("give back the devices of "+node, func() error { return giveBack(p.Lab, nsName, nil) })
 				continue
 			}
 			if err := ns[node].AddVeth(ifname, fabric, port, p.MTU); err != nil {
@@ -260,21 +267,35 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 			}
 		}
 	}
-	for _, n := range p.Nodes {
+	err := parallel(ctx, len(pairs), linkWorkers, func(i int) error {
+		s := pairs[i]
+		a, ai := splitMember(s.Members[0])
+		z, zi := splitMember(s.Members[1])
+		if err := ns[a].AddVeth(ai, ns[z], zi, p.MTU); err != nil {
+			return fmt.Errorf("segment %s: %w", s.Name, err)
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	return parallel(ctx, len(p.Nodes), linkWorkers, func(i int) error {
+		n := p.Nodes[i]
 		for _, i := range n.Interfaces {
-			if err := ns[n.Name].AddAddr(i.Name, i.Address); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-			if err := ns[n.Name].SetUp(i.Name); err != nil {
+			if err := ns[n.Name].AddAddrsUp(i.Name, i.Address); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
 }
 
-// giveBack returns the host devices the lab moved into namespace name (see attach.GiveBack).
-func giveBack(lab, name string) error {
+// linkWorkers is how many netlink changes Link has in flight.
+var linkWorkers = goruntime.NumCPU()
+
+// giveBack returns the host devices the lab moved into namespace name (see attach.GiveBack);
+// host is the host's namespace, nil to open it here.
+func giveBack(lab, name string, host *netdev.NS) error {
 	// A deploy killed between creating /run/netns/NAME and bind-mounting the namespace on it
 	// leaves a plain file: no namespace, so no device to give back (deleting removes the file).
 	var st unix.Statfs_t
@@ -289,11 +310,12 @@ func giveBack(lab, name string) error {
 		return err
 	}
 	defer ns.Close()
-	host, err := netdev.OpenNS("")
-	if err != nil {
-		return err
+	if host == nil {
+		if host, err = netdev.OpenNS(""); err != nil {
+			return err
+		}
+		defer host.Close()
 	}
-	defer host.Close()
 	return attach.GiveBack(lab, ns, host)
 }
 
@@ -316,18 +338,12 @@ func (Runtime) Node(_ context.Context, p *plan.Plan, name string) (runtime.Node,
 }
 
 // Destroy kills the lab's processes (by cgroup, then by namespace), deletes its namespaces
-// (by the sfc.LAB. prefix) and its cgroups.
+// (by the sfc.LAB. prefix) and its cgroups. The lab's cgroup goes as one subtree (one kill,
+// then every node's group, deepest first); processes are found in the lab's namespaces with
+// one pass over /proc; namespaces are given back their devices and deleted destroyWorkers at
+// once.
 func (Runtime) Destroy(ctx context.Context, lab string) error {
 	var errs []error
-	if groups, err := cgroup.List("labs/" + lab); err == nil {
-		for _, g := range groups {
-			if cg, err := cgroup.Open(cgroupRel(lab, g)); err == nil {
-				if err := cg.Remove(); err != nil {
-					errs = append(errs, fmt.Errorf("remove cgroup of %s: %w", g, err))
-				}
-			}
-		}
-	}
 	if err := removeLabCgroup(lab); err != nil {
 		errs = append(errs, err)
 	}
@@ -335,21 +351,51 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 	if err != nil {
 		return err
 	}
-	for _, name := range nsNames {
-		if err := killInNetns(name); err != nil {
-			errs = append(errs, err)
-		}
+	if err := killInNetns(nsNames); err != nil {
+		errs = append(errs, err)
 	}
-	for _, name := range nsNames {
-		if err := giveBack(lab, name); err != nil {
-			errs = append(errs, err)
-		}
+	host, err := netdev.OpenNS("")
+	if err != nil {
+		return errors.Join(append(errs, err)...)
 	}
-	for _, name := range nsNames {
-		if err := netdev.DeleteNetns(name); err != nil {
-			errs = append(errs, err)
-		}
+	defer host.Close()
+	errs = append(errs, forEach(len(nsNames), destroyWorkers, func(i int) error {
+		name := nsNames[i]
+		return errors.Join(giveBack(lab, name, host), netdev.DeleteNetns(name))
+	}))
+	return errors.Join(errs...)
+}
+
+// destroyWorkers is how many namespaces Destroy deletes at once.
+var destroyWorkers = goruntime.NumCPU()
+
+// forEach runs fn(0..n-1) with at most workers at once, all of them whatever fails, and
+// returns every error.
+func forEach(n, workers int, fn func(i int) error) error {
+	var (
+		mu   sync.Mutex
+		errs []error
+		wg   sync.WaitGroup
+	)
+	next := make(chan int)
+	for range min(workers, n) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range next {
+				if err := fn(i); err != nil {
+					mu.Lock()
+					errs = append(errs, err)
+					mu.Unlock()
+				}
+			}
+		}()
 	}
+	for i := range n {
+		next <- i
+	}
+	close(next)
+	wg.Wait()
 	return errors.Join(errs...)
 }
 
@@ -387,43 +433,63 @@ func labNamespaces(lab string) ([]string, error) {
 	return nodes, nil
 }
 
-// killInNetns kills every process whose network namespace is the named one, so that deleting
-// the name really frees the namespace.
-func killInNetns(name string) error {
-	var want syscall.Stat_t
-	if err := syscall.Stat(filepath.Join(netdev.NetnsDir, name), &want); err != nil {
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+// killInNetns kills every process whose network namespace is one of the named ones, so that
+// deleting the names really frees the namespaces; /proc is read once per round for all of
+// them.
+func killInNetns(names []string) error {
+	want := map[nsID]string{}
+	for _, name := range names {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join(netdev.NetnsDir, name), &st); err != nil {
+			if errors.Is(err, os.ErrNotExist) {
+				continue
+			}
+			return fmt.Errorf("stat namespace %s: %w", name, err)
 		}
-		return fmt.Errorf("stat namespace %s: %w", name, err)
+		want[nsID{st.Dev, st.Ino}] = name
+	}
+	if len(want) == 0 {
+		return nil
 	}
 	deadline := time.Now().Add(KillTimeout)
 	for {
-		pids := pidsInNetns(want.Dev, want.Ino)
+		pids := pidsInNetns(want)
 		if len(pids) == 0 {
 			return nil
 		}
 		if time.Now().After(deadline) {
-			return fmt.Errorf("kill processes in namespace %s: still running: %v", name, pids)
+			var left []string
+			for pid, name := range pids {
+				left = append(left, fmt.Sprintf("%d (%s)", pid, name))
+			}
+			sort.Strings(left)
+			return fmt.Errorf("kill processes in the lab's namespaces: still running: %s", strings.Join(left, ", "))
 		}
-		for _, pid := range pids {
+		for pid := range pids {
 			_ = syscall.Kill(pid, syscall.SIGKILL)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-func pidsInNetns(dev, ino uint64) []int {
+// nsID identifies a namespace by the device and inode of its file.
+type nsID struct{ dev, ino uint64 }
+
+// pidsInNetns maps every process in one of the namespaces to that namespace's name.
+func pidsInNetns(want map[nsID]string) map[int]string {
 	ents, _ := os.ReadDir("/proc")
-	var out []int
+	out := map[int]string{}
 	for _, e := range ents {
 		pid, err := strconv.Atoi(e.Name())
 		if err != nil || pid == os.Getpid() {
 			continue
 		}
 		var st syscall.Stat_t
-		if syscall.Stat(filepath.Join("/proc", e.Name(), "ns/net"), &st) == nil && st.Ino == ino && st.Dev == dev {
-			out = append(out, pid)
+		if syscall.Stat(filepath.Join("/proc", e.Name(), "ns/net"), &st) != nil {
+			continue
+		}
+		if name, ok := want[nsID{st.Dev, st.Ino}]; ok {
+			out[pid] = name
 		}
 	}
 	return out

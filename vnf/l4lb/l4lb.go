@@ -212,19 +212,40 @@ func NftRuleset(f *plan.Function) string {
 // ComposeConfigPath is where an exported l4lb node writes its HAProxy configuration.
 const ComposeConfigPath = "/etc/haproxy/sfclab.cfg"
 
-// Compose loads the nft balancer, or writes, checks and runs HAProxy's configuration, in an
+// Where an exported sfclab balancer finds its configuration (mounted read-only from beside the
+// compose file) and serves its counters.
+const (
+	ComposeLBConfigPath = "/etc/sfclab/lb.json"
+	ComposeLBStatsPath  = "/run/sfclab-lb.sock"
+)
+
+// Compose loads the nft balancer, writes, checks and runs HAProxy's configuration, or runs
+// `sfclab lb` (the program mounted by the export, its configuration from ComposeFiles) in an
 // exported container (vnf.Composer).
 func (LB) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
-	if params(f).Impl == spec.ImplSfclab {
-		return nil, "", fmt.Errorf("export l4lb impl sfclab: %w: the sfclab program is not in the node image; use impl haproxy or nft", ErrUnsupported)
-	}
-	if params(f).Impl == spec.ImplNft {
+	switch params(f).Impl {
+	case spec.ImplSfclab:
+		return nil, fmt.Sprintf(`exec "$%s" lb --config %s`, vnf.ComposeProgramVar, ComposeLBConfigPath), nil
+	case spec.ImplNft:
 		return []vnf.ComposeStep{{Cmd: "nft -f -", Stdin: NftRuleset(f)}}, "", nil
 	}
 	return []vnf.ComposeStep{
 		{Cmd: "cat >" + ComposeConfigPath, Stdin: HAProxyConfig(f)},
 		{Cmd: "haproxy -c -q -f " + ComposeConfigPath},
 	}, "exec haproxy -db -f " + ComposeConfigPath, nil
+}
+
+// ComposeFiles is the configuration of `sfclab lb` for impl sfclab, none for the others
+// (vnf.ComposeFiler).
+func (LB) ComposeFiles(f *plan.Function) ([]vnf.ComposeFile, error) {
+	if params(f).Impl != spec.ImplSfclab {
+		return nil, nil
+	}
+	data, err := renderLBConfig(f, ComposeLBStatsPath)
+	if err != nil {
+		return nil, fmt.Errorf("export l4lb impl sfclab: %w", err)
+	}
+	return []vnf.ComposeFile{{Name: "lb.json", Path: ComposeLBConfigPath, Data: data}}, nil
 }
 
 // ImagePackages are HAProxy and nftables (vnf.ImagePackager).

@@ -47,6 +47,19 @@ func LBConfig(f *plan.Function, stats string) lb.Config {
 	return c
 }
 
+// renderLBConfig checks and renders the configuration file of `sfclab lb` for a function.
+func renderLBConfig(f *plan.Function, stats string) ([]byte, error) {
+	cfg := LBConfig(f, stats)
+	if err := cfg.Validate(); err != nil {
+		return nil, fmt.Errorf("check sfclab lb config: %w", err)
+	}
+	data, err := json.MarshalIndent(cfg, "", "  ")
+	if err != nil {
+		return nil, fmt.Errorf("render sfclab lb config: %w", err)
+	}
+	return append(data, '\n'), nil
+}
+
 func (e sfclabEnv) config() string  { return e.Path(".lb.json") }
 func (e sfclabEnv) pidFile() string { return e.Path(".lb.pid") }
 func (e sfclabEnv) log() string     { return e.Path(".lb.log") }
@@ -60,14 +73,11 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	e := sfclabEnv{env}
 	f := env.Plan.Function
 	cfg := LBConfig(f, e.stats())
-	if err := cfg.Validate(); err != nil {
-		return vnf.Errorf(env, "check sfclab lb config: %v", err)
-	}
-	data, err := json.MarshalIndent(cfg, "", "  ")
+	data, err := renderLBConfig(f, e.stats())
 	if err != nil {
-		return vnf.Errorf(env, "render sfclab lb config: %v", err)
+		return vnf.Errorf(env, "%v", err)
 	}
-	if err := os.WriteFile(e.config(), append(data, '\n'), 0o644); err != nil {
+	if err := os.WriteFile(e.config(), data, 0o644); err != nil {
 		return vnf.Errorf(env, "write sfclab lb config: %v", err)
 	}
 	exe, err := program(env.Node)
