@@ -70,7 +70,10 @@ type composeSubnet struct {
 // masquerading, not internal: a compose file cannot add the DOCKER-USER rule that lets a
 // chain's traffic cross an internal network's bridge (see hostfw.go). In nat mode the
 // published ports are published on the source's network, which masquerades as the engine's
-// default does.
+// default does; a compose file cannot add sfclab's nat PREROUTING rule either, so there the
+// source's connections to the published port go through the engine's userland proxy
+// (docker-proxy, the target sees the gateway as their source) where `sfclab deploy` sends
+// them through the kernel's DNAT (see hostfw.go).
 // Equivalent to: sfclab export --format compose LAB.yaml > compose.yaml; docker-compose -f compose.yaml up -d
 func Compose(w io.Writer, p *plan.Plan) error {
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
@@ -122,6 +125,12 @@ func Compose(w io.Writer, p *plan.Plan) error {
 		"#   docker-compose -p %s -f THIS_FILE up -d; docker-compose -p %s -f THIS_FILE down\n"+
 		"# Image %s: build it with `sfclab images build`, or use any image with\n# %s.\n",
 		p.Lab, attach(p), p.Lab, p.Lab, Image(p), strings.Join(Packages(), ", "))
+	if len(p.Publish) > 0 {
+		header += "# Published ports: the chain's source sits on the same bridge as the published address,\n" +
+			"# so here the engine's userland proxy (docker-proxy) carries its connections and the target\n" +
+			"# sees the gateway as their source; `sfclab deploy` adds a host nat rule (a compose file\n" +
+			"# cannot) so that the kernel's DNAT carries them, as for a client outside the host.\n"
+	}
 	if _, err := io.WriteString(w, header); err != nil {
 		return fmt.Errorf("write compose file: %w", err)
 	}
