@@ -41,7 +41,7 @@ import (
 // UserChain is the engine's chain for its users' own forwarding rules.
 const UserChain = "DOCKER-USER"
 
-// ruleComment tags a lab's DOCKER-USER rules.
+// ruleComment tags a lab's host rules (DOCKER-USER and nat PREROUTING).
 func ruleComment(lab string) string { return "sfclab lab=" + lab }
 
 // bridgeRule is a lab's DOCKER-USER rule for one internal bridge.
@@ -95,12 +95,12 @@ func (r hostRule) String() string {
 	return "iptables " + r.chain + " rule for " + r.bridge
 }
 
-// acceptBridges lets traffic that enters and leaves the same lab bridge through, for every
+// addHostRules lets traffic that enters and leaves the same lab bridge through, for every
 // bridge, and adds the nat rules (natRules) in one iptables-restore (one process, one commit,
 // instead of one per rule).
 // Equivalent to: iptables -I DOCKER-USER -i BR -o BR -m comment --comment "sfclab lab=LAB" -j ACCEPT
 // for each internal BR, and iptables -t nat -I PREROUTING RULE for each nat rule
-func acceptBridges(ctx context.Context, bridges []string, nat [][]string, lab string) error {
+func addHostRules(ctx context.Context, bridges []string, nat [][]string, lab string) error {
 	var rules []hostRule
 	for _, br := range bridges {
 		rules = append(rules, hostRule{table: tableFilter, chain: UserChain, bridge: br, args: bridgeRule(br, lab)})

@@ -113,7 +113,7 @@ func TestSplitQuoted(t *testing.T) {
 }
 
 // The rules written through iptables-restore read back from `iptables -S` as labRules parses
-// them: what acceptBridges inserts, dropLabRules finds and deletes.
+// them: what addHostRules inserts, dropLabRules finds and deletes.
 func TestRestoreInput(t *testing.T) {
 	user := func(args ...string) hostRule { return hostRule{table: tableFilter, chain: UserChain, args: args} }
 	pub := plan.Publish{Node: "proxy", Protocol: "tcp", Port: 3128, HostIP: netip.MustParseAddr("198.18.0.254"), HostPort: 3128}

@@ -468,7 +468,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 				return dropLabRules(cctx, p.Lab)
 			})
 			defer r.trace(StepBridgeRules, t0)
-			return acceptBridges(ctx, brs, nat, p.Lab)
+			return addHostRules(ctx, brs, nat, p.Lab)
 		}
 		n := order[i].(*plan.Node)
 		if !ready.wait(ctx, needs(n)) {
