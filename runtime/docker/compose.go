@@ -135,10 +135,14 @@ var ErrNeedsDir = errors.New("its nodes read files written beside the compose fi
 // masquerading, not internal: a compose file cannot add the DOCKER-USER rule that lets a
 // chain's traffic cross an internal network's bridge (see hostfw.go). In nat mode the
 // published ports are published on the source's network, which masquerades as the engine's
-// default does. A node whose function runs sfclab itself (l4lb impl sfclab) gets the host's
-// sfclab executable bind-mounted read-only at SfclabPath, as deploy does, and the files its
-// kind asks for (vnf.ComposeFiler: the balancer's configuration), which the export writes
-// beside the compose file as LAB.NODE.NAME and the service mounts read-only.
+// default does; a compose file cannot add sfclab's nat PREROUTING rule either, so there the
+// source's connections to the published port go through the engine's userland proxy
+// (docker-proxy, the target sees the gateway as their source) where `sfclab deploy` sends
+// them through the kernel's DNAT (see hostfw.go). A node whose function runs sfclab itself
+// (l4lb impl sfclab) gets the host's sfclab executable bind-mounted read-only at SfclabPath, as
+// deploy does, and the files its kind asks for (vnf.ComposeFiler: the balancer's
+// configuration), which the export writes beside the compose file as LAB.NODE.NAME and the
+// service mounts read-only.
 // Equivalent to: sfclab export --format compose -o compose.yaml LAB.yaml; docker-compose -f compose.yaml up -d
 func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
@@ -206,6 +210,12 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	if len(selfRunners) > 0 {
 		fmt.Fprintf(&data, "# Run the host's sfclab program, mounted read-only (see their volumes): %s.\n"+
 			"# It must be at that path and run in the image (same libc, or built with CGO_ENABLED=0).\n", strings.Join(selfRunners, ", "))
+	}
+	if len(p.Publish) > 0 {
+		data.WriteString("# Published ports: the chain's source sits on the same bridge as the published address,\n" +
+			"# so here the engine's userland proxy (docker-proxy) carries its connections and the target\n" +
+			"# sees the gateway as their source; `sfclab deploy` adds a host nat rule (a compose file\n" +
+			"# cannot) so that the kernel's DNAT carries them, as for a client outside the host.\n")
 	}
 	for _, ef := range e.Files {
 		fmt.Fprintf(&data, "# Reads ./%s, written beside this file.\n", ef.Name)

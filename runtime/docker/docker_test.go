@@ -11,6 +11,8 @@ import (
 	"os/exec"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -548,8 +550,11 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 }
 
 // TestNATPublishedPort deploys client -> server with attach nat: the server's port 5201 is
-// published on the host address of their network and iperf3 goes to that address. It reports
-// how the engine carried it (userland proxy or hairpin NAT).
+// published on the host address of their network and iperf3 goes to that address. The
+// kernel's DNAT must carry it, as it carries an external client's connection to a published
+// port: sfclab's nat PREROUTING rule counts the connection, the server sees the client's own
+// address (not the gateway, as through the userland proxy), docker-proxy reads and writes no
+// byte, and destroy leaves no "sfclab lab=" rule in the host's tables.
 func TestNATPublishedPort(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
@@ -567,6 +572,12 @@ chains:
 		t.Fatalf("plan publishes %v", p.Publish)
 	}
 	pub := p.Publish[0]
+	t.Cleanup(func() {
+		// Registered before deployLab's cleanup, so it runs after the destroy.
+		if lines := taggedHostRules(t, p.Lab); len(lines) > 0 {
+			t.Errorf("destroy left host rules:\n%s", strings.Join(lines, "\n"))
+		}
+	})
 	deployLab(t, d, p)
 	c := p.Chains[0]
 	if c.Target != pub.HostIP {
@@ -588,21 +599,59 @@ chains:
 			}
 		}
 	}
+	proxy := dockerProxy(pub.HostIP.String(), pub.HostPort)
+	io0 := procIO(t, proxy)
 	res, serverLog := iperf3(t, d, p, c, 1)
+	io1 := procIO(t, proxy)
 	bps := res.End.SumReceived.BitsPerSecond
 	if bps <= 0 {
 		t.Fatal("no throughput through the published port")
 	}
-	via := "hairpin NAT (server saw the client's own address)"
-	if strings.Contains(serverLog, "Accepted connection from "+pub.HostIP.String()) {
-		via = "the userland proxy (server saw the gateway " + pub.HostIP.String() + " as source)"
+	client := p.Node("client").Interfaces[0].Address.Addr()
+	if !strings.Contains(serverLog, "Accepted connection from "+client.String()) {
+		t.Errorf("server did not see the client's own address %s: the userland proxy carried it?\n%s", client, serverLog)
 	}
-	proxy := dockerProxy(pub.HostIP.String(), pub.HostPort)
-	t.Logf("nat: iperf3 %.2f Gbit/s to %s:%d, carried by %s; docker-proxy process: %q", bps/1e9, pub.HostIP, pub.HostPort, via, proxy)
+	if proxy.pid != 0 && io1-io0 > 4096 {
+		t.Errorf("docker-proxy (pid %d) read and wrote %d bytes during the test: it carried the traffic", proxy.pid, io1-io0)
+	}
+	var dnat []string
+	for _, l := range taggedHostRules(t, p.Lab) {
+		if strings.Contains(l, "-A PREROUTING") && strings.Contains(l, "DNAT") && !strings.HasPrefix(l, "[0:") {
+			dnat = append(dnat, l)
+		}
+	}
+	if len(dnat) != 1 {
+		t.Errorf("sfclab's DNAT rule counted no packet (or is not there): %q", taggedHostRules(t, p.Lab))
+	}
+	t.Logf("nat: iperf3 %.2f Gbit/s to %s:%d, carried by the kernel's DNAT (%s); server saw %s; docker-proxy %q moved %d bytes",
+		bps/1e9, pub.HostIP, pub.HostPort, strings.Join(dnat, ""), client, proxy.cmd, io1-io0)
 }
 
-// dockerProxy returns the command line of the engine's userland proxy for a published port.
-func dockerProxy(hostIP string, port uint16) string {
+// taggedHostRules returns the lines of iptables-save -c (every table, with counters) that
+// carry the lab's comment.
+func taggedHostRules(t *testing.T, lab string) []string {
+	t.Helper()
+	out, err := exec.Command("iptables-save", "-c").Output()
+	if err != nil {
+		t.Fatalf("iptables-save: %v", err)
+	}
+	var lines []string
+	for _, l := range strings.Split(string(out), "\n") {
+		if strings.Contains(l, `"sfclab lab=`+lab+`"`) {
+			lines = append(lines, l)
+		}
+	}
+	return lines
+}
+
+// userlandProxy is the engine's userland proxy process for a published port.
+type userlandProxy struct {
+	pid int
+	cmd string
+}
+
+// dockerProxy finds the engine's userland proxy for a published port (pid 0 when none runs).
+func dockerProxy(hostIP string, port uint16) userlandProxy {
 	ents, _ := os.ReadDir("/proc")
 	for _, e := range ents {
 		data, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
@@ -611,10 +660,68 @@ func dockerProxy(hostIP string, port uint16) string {
 		}
 		cmd := strings.ReplaceAll(strings.TrimRight(string(data), "\x00"), "\x00", " ")
 		if strings.Contains(cmd, "docker-proxy") && strings.Contains(cmd, "-host-ip "+hostIP) && strings.Contains(cmd, fmt.Sprintf("-host-port %d", port)) {
-			return cmd
+			pid, _ := strconv.Atoi(e.Name())
+			return userlandProxy{pid, cmd}
 		}
 	}
-	return ""
+	return userlandProxy{}
+}
+
+// procIO is how many bytes a process has read and written so far (rchar + wchar of
+// /proc/PID/io); 0 for no process.
+func procIO(t *testing.T, p userlandProxy) int64 {
+	t.Helper()
+	if p.pid == 0 {
+		return 0
+	}
+	data, err := os.ReadFile(fmt.Sprintf("/proc/%d/io", p.pid))
+	if err != nil {
+		t.Fatalf("read docker-proxy's io: %v", err)
+	}
+	var sum int64
+	for _, l := range strings.Split(string(data), "\n") {
+		k, v, _ := strings.Cut(l, ": ")
+		if k == "rchar" || k == "wchar" {
+			n, _ := strconv.ParseInt(v, 10, 64)
+			sum += n
+		}
+	}
+	return sum
+}
+
+// TestOrphanRulesFound leaves a tagged nat rule whose bridge is gone, as a crash between the
+// removal of a lab's networks and of its rules would: the runtime's Labs (what destroy --all
+// asks) still lists the lab, with no journal, container or network of it, and Destroy
+// removes the rule.
+func TestOrphanRulesFound(t *testing.T) {
+	requireEngine(t)
+	const lab = "t-dk-orphan"
+	rule := []string{"PREROUTING", "-i", "br-0rphan00000", "-d", "198.18.0.254/32", "-p", "tcp", "-m", "tcp", "--dport", "5201",
+		"-m", "comment", "--comment", "sfclab lab=" + lab, "-j", "DNAT", "--to-destination", "198.18.0.2:5201"}
+	if out, err := exec.Command("iptables", append([]string{"-w", "-t", "nat", "-I"}, rule...)...).CombinedOutput(); err != nil {
+		t.Fatalf("insert orphan rule: %v: %s", err, out)
+	}
+	t.Cleanup(func() {
+		for len(taggedHostRules(t, lab)) > 0 {
+			if exec.Command("iptables", append([]string{"-w", "-t", "nat", "-D"}, rule...)...).Run() != nil {
+				break
+			}
+		}
+	})
+	rt := docker.Runtime{StateRoot: t.TempDir()}
+	labs, err := rt.Labs(context.Background())
+	if err != nil || !slices.Contains(labs, lab) {
+		t.Errorf("Labs = %v, %v; want %s among them", labs, err, lab)
+	}
+	if left, _ := rt.Leftovers(context.Background(), lab); len(left) != 1 {
+		t.Errorf("Leftovers = %q, want the nat rule", left)
+	}
+	if err := rt.Destroy(context.Background(), lab); err != nil {
+		t.Errorf("destroy: %v", err)
+	}
+	if left := taggedHostRules(t, lab); len(left) > 0 {
+		t.Errorf("orphan rule left: %q", left)
+	}
 }
 
 // TestCancelUnwinds cancels a deploy (Ctrl-C) while a custom function's setup runs: deploy

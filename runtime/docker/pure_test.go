@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -112,36 +113,80 @@ func TestSplitQuoted(t *testing.T) {
 }
 
 // The rules written through iptables-restore read back from `iptables -S` as labRules parses
-// them: what acceptBridges inserts, dropLabRules finds and deletes.
+// them: what addHostRules inserts, dropLabRules finds and deletes.
 func TestRestoreInput(t *testing.T) {
+	user := func(args ...string) hostRule { return hostRule{table: tableFilter, chain: UserChain, args: args} }
+	pub := plan.Publish{Node: "proxy", Protocol: "tcp", Port: 3128, HostIP: netip.MustParseAddr("198.18.0.254"), HostPort: 3128}
 	for _, tc := range []struct {
 		name  string
 		op    string
-		rules [][]string
+		rules []hostRule
 		want  string
 	}{
-		{"insert two bridges", "-I", [][]string{bridgeRule("br-0123", "t-1"), bridgeRule("br-4567", "t-1")},
+		{"insert two bridges", "-I", []hostRule{user(bridgeRule("br-0123", "t-1")...), user(bridgeRule("br-4567", "t-1")...)},
 			"*filter\n" +
 				`-I DOCKER-USER -i br-0123 -o br-0123 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
 				`-I DOCKER-USER -i br-4567 -o br-4567 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
 				"COMMIT\n"},
-		{"delete quotes and backslashes", "-D", [][]string{{"--comment", `a "b" \c`}},
+		{"nat after filter", "-I", []hostRule{
+			{table: tableNAT, chain: PreroutingChain, args: natRule("br-0123", pub, netip.MustParseAddr("198.18.0.2"), "t-1")},
+			user(bridgeRule("br-4567", "t-1")...)},
+			"*filter\n" +
+				`-I DOCKER-USER -i br-4567 -o br-4567 -m comment --comment "sfclab lab=t-1" -j ACCEPT` + "\n" +
+				"COMMIT\n*nat\n" +
+				`-I PREROUTING -i br-0123 -d 198.18.0.254/32 -p tcp -m tcp --dport 3128 -m comment --comment "sfclab lab=t-1" -j DNAT --to-destination 198.18.0.2:3128` + "\n" +
+				"COMMIT\n"},
+		{"delete quotes and backslashes", "-D", []hostRule{user("--comment", `a "b" \c`)},
 			"*filter\n" + `-D DOCKER-USER --comment "a \"b\" \\c"` + "\nCOMMIT\n"},
-		{"empty word", "-D", [][]string{{"-m", ""}}, "*filter\n-D DOCKER-USER -m \"\"\nCOMMIT\n"},
+		{"empty word", "-D", []hostRule{user("-m", "")}, "*filter\n-D DOCKER-USER -m \"\"\nCOMMIT\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			if got := restoreInput(tc.op, tc.rules); got != tc.want {
+			got := restoreInput(tc.op, tc.rules)
+			if got != tc.want {
 				t.Errorf("got\n%s\nwant\n%s", got, tc.want)
 			}
 			// Every rule line splits back into the words it was made of.
-			lines := strings.Split(strings.TrimSpace(restoreInput(tc.op, tc.rules)), "\n")
-			for i, r := range tc.rules {
-				words, err := splitQuoted(lines[i+1])
-				if err != nil || !reflect.DeepEqual(words[2:], r) {
-					t.Errorf("line %q splits into %q, %v; want %q", lines[i+1], words, err, r)
+			words := map[string][]string{}
+			for _, line := range strings.Split(got, "\n") {
+				if w, err := splitQuoted(line); err == nil && len(w) > 2 && w[0] == tc.op {
+					words[strings.Join(w[2:], "\x00")] = w
+				}
+			}
+			for _, r := range tc.rules {
+				if words[strings.Join(r.args, "\x00")] == nil {
+					t.Errorf("no line of\n%s\nsplits into %q", got, r.args)
 				}
 			}
 		})
+	}
+}
+
+// natRules DNATs every published port, on the bridge of the network whose gateway publishes
+// it, to the target's own address on that network.
+func TestNATRules(t *testing.T) {
+	p := &plan.Plan{Lab: "t-1",
+		Segments: []*plan.Segment{
+			{Name: "web.0", Gateway: netip.MustParseAddr("198.18.0.254")},
+			{Name: "web.1", Gateway: netip.MustParseAddr("198.18.1.254")},
+		},
+		Nodes: []*plan.Node{{Name: "proxy", Interfaces: []*plan.Interface{
+			{Name: "eth1", Segment: "web.1", Address: netip.MustParsePrefix("198.18.1.1/24")},
+			{Name: "eth0", Segment: "web.0", Address: netip.MustParsePrefix("198.18.0.2/24")},
+		}}},
+		Publish: []plan.Publish{{Node: "proxy", Protocol: "tcp", Port: 3128, HostIP: netip.MustParseAddr("198.18.0.254"), HostPort: 8080}},
+	}
+	got, err := natRules(p, map[string]string{"web.0": "br-0", "web.1": "br-1"})
+	want := [][]string{{"-i", "br-0", "-d", "198.18.0.254/32", "-p", "tcp", "-m", "tcp", "--dport", "8080",
+		"-m", "comment", "--comment", "sfclab lab=t-1", "-j", "DNAT", "--to-destination", "198.18.0.2:3128"}}
+	if err != nil || !reflect.DeepEqual(got, want) {
+		t.Errorf("natRules = %q, %v; want %q", got, err, want)
+	}
+	if _, err := natRules(p, map[string]string{"web.1": "br-1"}); err == nil {
+		t.Error("no bridge for the published network accepted")
+	}
+	p.Publish[0].Node = "ghost"
+	if _, err := natRules(p, map[string]string{"web.0": "br-0"}); err == nil {
+		t.Error("unknown node accepted")
 	}
 }
 

@@ -430,37 +430,45 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	ready := newSegmentsReady(p)
 	out := map[string]*netdev.NS{}
 	var mu sync.Mutex
-	var bridges []string
+	var internal []string          // bridges of internal networks
+	bridges := map[string]string{} // segment -> bridge
 	image := Image(p)
 	start := time.Now()
 	err = r.parallel(ctx, len(order), func(i int) error {
 		if s, ok := order[i].(*plan.Segment); ok {
-			br, err := r.createNetwork(ctx, cli, p, s, u)
+			br, isInternal, err := r.createNetwork(ctx, cli, p, s, u)
 			mu.Lock()
-			if err == nil && br != "" {
-				bridges = append(bridges, br)
+			if err == nil {
+				bridges[s.Name] = br
+				if isInternal {
+					internal = append(internal, br)
+				}
 			}
 			mu.Unlock()
 			if !ready.finish(s.Name, err == nil) || err != nil {
 				return err
 			}
 			r.trace(StageNetworks, start)
-			// The last network: accept the lab's traffic on every internal bridge while the
-			// containers are being created.
+			// The last network: accept the lab's traffic on every internal bridge and DNAT the
+			// source's connections to published ports while the containers are being created.
 			mu.Lock()
-			brs := slices.Clone(bridges)
+			brs := slices.Clone(internal)
+			nat, err := natRules(p, bridges)
 			mu.Unlock()
-			if len(brs) == 0 || !<-fwc {
+			if err != nil {
+				return err
+			}
+			if len(brs)+len(nat) == 0 || !<-fwc {
 				return nil
 			}
 			t0 := time.Now()
-			u.Push("DOCKER-USER rules of lab "+p.Lab, func() error {
+			u.Push("host iptables rules of lab "+p.Lab, func() error {
 				cctx, cancel := cleanupCtx()
 				defer cancel()
 				return dropLabRules(cctx, p.Lab)
 			})
 			defer r.trace(StepBridgeRules, t0)
-			return acceptBridges(ctx, brs, p.Lab)
+			return addHostRules(ctx, brs, nat, p.Lab)
 		}
 		n := order[i].(*plan.Node)
 		if !ready.wait(ctx, needs(n)) {
@@ -490,8 +498,8 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 
 // createNetwork creates a segment's network: a bridge with the plan's subnet, the segment's
 // gateway address on the host side and the lab's MTU; internal unless a port is published on
-// it. It returns the host bridge of an internal network ("" otherwise).
-func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, u runtime.Undo) (string, error) {
+// it. It returns the network's host bridge and whether the network is internal.
+func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, u runtime.Undo) (string, bool, error) {
 	name := NetworkName(p.Lab, s.Name)
 	internal := !published(p, s)
 	t0 := time.Now()
@@ -505,7 +513,7 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		Labels:  labels(p.Lab, LabelSegment, s.Name, LabelState, r.stateRoot()),
 	})
 	if err != nil {
-		return "", fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
+		return "", false, fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
 	}
 	r.trace(StepNetworkCreate, t0)
 	u.Push("network "+name, func() error {
@@ -516,10 +524,7 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		}
 		return nil
 	})
-	if !internal {
-		return "", nil
-	}
-	return bridgeName(res.ID), nil
+	return bridgeName(res.ID), internal, nil
 }
 
 // bridgeName is the host bridge the engine makes for a network (br- and 12 hex digits).
@@ -835,12 +840,14 @@ func (r Runtime) openNode(ctx context.Context, cli *client.Client, lab, name str
 }
 
 // Labs lists the labs of this runtime's journal root that have containers or networks in the
-// engine (found by label), for `sfclab destroy --all` after a crash that lost the journal.
+// engine (found by label), and the labs whose host iptables rules name a bridge that is gone
+// (orphanLabs), for `sfclab destroy --all` after a crash that lost the journal.
 // Equivalent to: docker ps -a --filter label=sfclab.managed=true --filter label=sfclab.state=ROOT --format '{{.Label "sfclab.lab"}}'
 func (r Runtime) Labs(ctx context.Context) ([]string, error) {
+	orphans := orphanLabs(ctx)
 	cli, err := r.client(ctx)
 	if err != nil {
-		return nil, err
+		return orphans, err
 	}
 	f := make(client.Filters).Add("label", LabelManaged+"=true").Add("label", LabelState+"="+r.stateRoot())
 	cs, err := cli.ContainerList(ctx, client.ContainerListOptions{All: true, Filters: f})
@@ -851,7 +858,7 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list networks: %w", err)
 	}
-	var labs []string
+	labs := orphans
 	for _, c := range cs.Items {
 		labs = append(labs, c.Labels[LabelLab])
 	}
@@ -879,11 +886,11 @@ func (r Runtime) unreachable(lab string, err error) error {
 	return err
 }
 
-// Leftovers lists a lab's containers, networks and DOCKER-USER rules.
+// Leftovers lists a lab's containers, networks and host iptables rules (DOCKER-USER, nat).
 // Equivalent to: docker ps -a --filter label=sfclab.lab=LAB; docker network ls --filter label=sfclab.lab=LAB
 func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err error) {
 	// iptables runs while the engine answers; its rules come first.
-	rc := make(chan []userRule, 1)
+	rc := make(chan []hostRule, 1)
 	go func() {
 		rules, _ := labRules(ctx, lab)
 		rc <- rules
@@ -921,7 +928,7 @@ func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err e
 }
 
 // Destroy removes the lab's containers (with everything running in them), then its networks,
-// then its DOCKER-USER rules: only objects labelled sfclab.managed=true and sfclab.lab=LAB.
+// then its host iptables rules (DOCKER-USER and nat PREROUTING): only objects labelled sfclab.managed=true and sfclab.lab=LAB.
 // Equivalent to: docker rm -f $(docker ps -aq --filter label=sfclab.lab=LAB);
 // docker network rm $(docker network ls -q --filter label=sfclab.lab=LAB)
 func (r Runtime) Destroy(ctx context.Context, lab string) error {

@@ -9,7 +9,7 @@ const (
 	StepCheckNames    = "check-names"       // container and network lists of Preflight
 	StepImage         = "image"             // image inspect (and build or pull)
 	StepNetworkCreate = "network-create"    // one network
-	StepBridgeRules   = "bridge-rules"      // the lab's DOCKER-USER rules, one iptables-restore
+	StepBridgeRules   = "bridge-rules"      // the lab's DOCKER-USER and nat rules, one iptables-restore
 	StepCreate        = "container-create"  // one container
 	StepConnect       = "network-connect"   // one extra network of one container
 	StepStart         = "container-start"   // one container
