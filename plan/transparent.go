@@ -108,8 +108,19 @@ func (b *builder) transparent() {
 	if len(lab.Hosts) > 1 {
 		t.Underlay = NetnsName(lab.Name, "underlay")
 	}
+	docker := lab.Runtime == spec.RuntimeDocker
+	if docker {
+		// The one host is the machine itself: the Docker networks' bridges and the host-side
+		// ends of the containers' veths are in its namespace.
+		for _, h := range t.Hosts {
+			h.Netns = ""
+		}
+	}
 	pool, _ := spec.ParsePrefix(lab.Addressing.Pool)
 	b.alloc = &allocator{pool: pool, bits: lab.Addressing.Prefix}
+	if docker {
+		b.alloc.pinned = b.taken // the engine refuses overlapping networks
+	}
 	next := map[string]netip.Addr{}
 	for i, n := range lab.Networks {
 		subnet, err := b.alloc.next()
@@ -124,6 +135,11 @@ func (b *builder) transparent() {
 	if err != nil {
 		b.bad(spec.Pos{}, "%v", err)
 		return
+	}
+	if docker {
+		for _, n := range t.Networks {
+			b.plan.Segments = append(b.plan.Segments, &Segment{Name: n.Name, Subnet: n.Subnet, Gateway: lastHost(n.Subnet)})
+		}
 	}
 	portNo := 0
 	addNode := func(name, role, kind, host string, ports map[string]string, run []string) *TNode {
@@ -147,9 +163,19 @@ func (b *builder) transparent() {
 				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits())})
 		}
 		t.Nodes = append(t.Nodes, n)
-		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts.
-		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: name, Instance: 1,
-			Weight: 1, Netns: n.Netns, Run: run, Host: host})
+		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts,
+		// or on docker from the runtime: a container per node on a Docker network per network
+		// (the plan's segments), an interface per port.
+		pn := &Node{Name: name, Role: role, Kind: kind, Group: name, Instance: 1,
+			Weight: 1, Netns: n.Netns, Run: run, Host: host}
+		if docker {
+			for _, pt := range n.Ports {
+				pn.Interfaces = append(pn.Interfaces, &Interface{Name: pt.Ifname, Segment: pt.Network, Address: pt.Address})
+				seg := b.plan.Segment(pt.Network)
+				seg.Members = append(seg.Members, name+"/"+pt.Ifname)
+			}
+		}
+		b.plan.Nodes = append(b.plan.Nodes, pn)
 		return n
 	}
 	for _, name := range sortedNames(lab.Endpoints) {
