@@ -312,6 +312,26 @@ func (v *validator) dockerTransparent() {
 			v.bad(h.Pos, "host %q: cpus: on the docker runtime the host is the machine itself and its nodes are containers, which this build does not confine to a host's cores; drop cpus: or use runtime: netns", h.Name)
 		}
 	}
+	twice := func(what, name string, p Pos, ports map[string]string) {
+		on := map[string]string{}
+		for _, ifn := range sortedKeys(ports) {
+			if other, ok := on[ports[ifn]]; ok {
+				v.bad(p, "%s %q: ports %s and %s are both on network %s, and Docker connects a container to a network once: put them on two networks, or give the function one port (one-armed: ingress and egress the same), or use runtime: netns", what, name, other, ifn, ports[ifn])
+				continue
+			}
+			on[ports[ifn]] = ifn
+		}
+	}
+	for _, name := range sortedKeys(lab.Endpoints) {
+		if e := lab.Endpoints[name]; e != nil {
+			twice("endpoint", name, e.Pos, e.Ports)
+		}
+	}
+	for _, name := range sortedKeys(lab.Functions) {
+		if f := lab.Functions[name]; f != nil {
+			twice("function", name, f.Pos, f.Ports)
+		}
+	}
 	if lab.Docker.Attach == AttachNAT {
 		v.bad(Pos{}, "docker attach nat publishes a routed chain's service port; a transparent lab's endpoints talk over their own networks: drop docker.attach or use steering: routed")
 	}

@@ -87,7 +87,8 @@ func TestPortPairAcrossHosts(t *testing.T) {
 // TestTransparentDocker: a one-host transparent lab is accepted on docker; what docker cannot
 // do is refused with its line.
 func TestTransparentDocker(t *testing.T) {
-	base := strings.Replace(transparentBase, "hosts: [h1, h2]", "runtime: docker\nhosts: [h1]", 1)
+	base := strings.Replace(transparentBase, "hosts: [h1, h2]", "runtime: docker\nhosts: [h1]\nnetworks: [net, net2]", 1)
+	base = strings.Replace(base, "a: {kind: forwarder, ports: {in: net, out: net}}", "a: {kind: forwarder, ports: {in: net, out: net2}}", 1)
 	if _, err := spec.Decode([]byte(base), "t.yaml", kinds.Spec()); err != nil {
 		t.Fatalf("one-host docker lab refused: %v", err)
 	}
@@ -98,6 +99,8 @@ func TestTransparentDocker(t *testing.T) {
 			"t.yaml:4:9: host \"h1\": cpus: on the docker runtime"},
 		{"attach nat", "hosts: [h1]", "hosts: [h1]\ndocker: {attach: nat}",
 			"docker attach nat publishes a routed chain's service port"},
+		{"two ports on one network", "ports: {in: net, out: net2}", "ports: {in: net, out: net}",
+			"t.yaml:10:6: function \"a\": ports in and out are both on network net, and Docker connects a container to a network once"},
 		{"tap pcap", "t: {kind: tap}", "t: {kind: tap, params: {pcap: t.pcap}}",
 			"function \"t\": pcap: needs tcpdump"},
 	} {

@@ -13,19 +13,66 @@ import (
 	"github.com/vishvananda/netlink"
 
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// TestTransparentOnDocker deploys examples/transparent-fw.yaml (a two-armed forwarder, a tap
-// and a stateful nft firewall, symmetric chains) on docker: steering programs sit on the
-// host-side ends of the containers' veths, on the Docker networks' bridges. Ping crosses the
-// firewall both ways (TTL 63 back), iperf3 crosses the web chain, every hop's counter rose in
-// both directions, the tap got copies; destroy leaves no container, network, DOCKER-USER rule,
+// transparentLab is a one-host transparent lab for docker: a forwarder shared by two chains, a
+// tap, a second forwarder and a stateful nft firewall, both chains symmetric.
+const transparentLab = `name: t-dk-tp
+runtime: docker
+steering: transparent
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  f1: {kind: forwarder}
+  f2: {kind: forwarder}
+  fw:
+    kind: firewall
+    params:
+      policy: drop
+      rules:
+        - {action: allow, protocol: tcp, port: 5201}
+        - {action: allow, protocol: icmp}
+  mon: {kind: tap}
+port_pairs:
+  p1: {ingress: f1.eth0, egress: f1.eth0}
+  p2: {ingress: f2.eth0, egress: f2.eth0}
+  pfw: {ingress: fw.eth0, egress: fw.eth0}
+  pmon: {ingress: mon.eth0, egress: mon.eth0}
+port_pair_groups:
+  g1: {port_pairs: [p1]}
+  gmon: {port_pairs: [pmon], tap_enabled: true}
+  g2: {port_pairs: [p2]}
+  gfw: {port_pairs: [pfw]}
+flow_classifiers:
+  web: {protocol: tcp, destination_port_range_min: 5201, destination_port_range_max: 5201, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+port_chains:
+  web: {flow_classifiers: [web], port_pair_groups: [g1, gmon, g2, gfw], symmetric: true}
+  ping: {flow_classifiers: [ping], port_pair_groups: [g1, gfw], symmetric: true}
+`
+
+// TestTransparentOnDocker deploys transparentLab: steering programs sit on the host-side ends
+// of the containers' veths, on the Docker network's bridge. Ping crosses f1 and the firewall
+// both ways (TTL 62 back), iperf3 crosses the web chain, every hop's counter rose in both
+// directions, the tap got copies; destroy leaves no container, network, DOCKER-USER rule,
 // pinned map, host-side veth or steering program.
 func TestTransparentOnDocker(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
-	p := loadLab(t, "../../examples/transparent-fw.yaml", "t-dk-tp", nil)
+	lab, err := spec.Decode([]byte(transparentLab), "test.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Subnets around the engine's other networks, as sfclab deploy allocates them.
+	p, release, err := d.Plan(context.Background(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release() // also when deploy fails; a second release does nothing
 	// Where the programs are, found while the lab is up; checked gone after destroy (which
 	// deployLab's cleanup runs before this one).
 	var hostIfs []string
@@ -47,6 +94,7 @@ func TestTransparentOnDocker(t *testing.T) {
 		}
 	})
 	deployLab(t, d, p)
+	release()
 
 	for _, tn := range p.Transparent.Nodes {
 		ns, err := node(t, d, p, tn.Name).OpenNS()
@@ -83,9 +131,9 @@ func TestTransparentOnDocker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ping through the firewall: %v\n%s", err, out)
 	}
-	// The ping chain is symmetric: the reply crosses the firewall too (64 - 1).
-	if !strings.Contains(string(out), "ttl=63") {
-		t.Errorf("ping's replies did not cross one function (want ttl=63):\n%s", out)
+	// The ping chain is symmetric: the reply crosses the firewall and f1 too (64 - 2).
+	if !strings.Contains(string(out), "ttl=62") {
+		t.Errorf("ping's replies did not cross two functions (want ttl=62):\n%s", out)
 	}
 	monBefore := linkStats(t, node(t, d, p, "mon"), "eth0")
 
@@ -107,7 +155,7 @@ func TestTransparentOnDocker(t *testing.T) {
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("decode iperf3 output: %v", err)
 	}
-	t.Logf("iperf3 through forwarder, tap and firewall on docker: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 through two forwarders, a tap and a firewall on docker: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
 	if res.End.SumReceived.BitsPerSecond <= 0 {
 		t.Errorf("iperf3 received nothing")
 	}
@@ -126,7 +174,7 @@ func TestTransparentOnDocker(t *testing.T) {
 		got[[2]uint32{c.Path, c.Hop}] = c.Packets
 	}
 	web := p.Transparent.Tables.ChainPath("web")
-	for hop := uint32(0); hop <= 3; hop++ {
+	for hop := uint32(0); hop <= 4; hop++ {
 		fwd, rev := got[[2]uint32{web, hop}], got[[2]uint32{web | 1, hop}]
 		t.Logf("web hop %d: forward %d, reverse %d packets", hop, fwd, rev)
 		if fwd == 0 || rev == 0 {
@@ -134,8 +182,10 @@ func TestTransparentOnDocker(t *testing.T) {
 		}
 	}
 	ping := p.Transparent.Tables.ChainPath("ping")
-	if got[[2]uint32{ping, 0}] < 3 || got[[2]uint32{ping | 1, 0}] < 3 {
-		t.Errorf("ping chain: forward %d, reverse %d packets into the firewall, want 3 each", got[[2]uint32{ping, 0}], got[[2]uint32{ping | 1, 0}])
+	for hop := uint32(0); hop <= 2; hop++ {
+		if fwd, rev := got[[2]uint32{ping, hop}], got[[2]uint32{ping | 1, hop}]; fwd < 3 || rev < 3 {
+			t.Errorf("ping chain hop %d: forward %d, reverse %d packets, want 3 each", hop, fwd, rev)
+		}
 	}
 	if monAfter := linkStats(t, node(t, d, p, "mon"), "eth0"); monAfter.RxPackets <= monBefore.RxPackets+100 {
 		t.Errorf("the tap received %d packets during iperf3, want its copies", monAfter.RxPackets-monBefore.RxPackets)
