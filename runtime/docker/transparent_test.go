@@ -3,6 +3,7 @@ package docker_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"os"
 	"strings"
 	"testing"
@@ -78,16 +79,28 @@ func TestTransparentOnDocker(t *testing.T) {
 	var hostIfs []string
 	var progs []ebpf.ProgramID
 	t.Cleanup(func() {
-		for _, name := range hostIfs {
-			if _, err := netlink.LinkByName(name); err == nil {
-				t.Errorf("destroy left the host-side veth %s", name)
+		// The kernel frees a program once its last attachment is gone (after an RCU grace
+		// period): allow it a moment.
+		left := func() []string {
+			var out []string
+			for _, name := range hostIfs {
+				if _, err := netlink.LinkByName(name); err == nil {
+					out = append(out, "host-side veth "+name)
+				}
 			}
+			for _, id := range progs {
+				if prog, err := ebpf.NewProgramFromID(id); err == nil {
+					prog.Close()
+					out = append(out, fmt.Sprintf("steering program %d", id))
+				}
+			}
+			return out
 		}
-		for _, id := range progs {
-			if prog, err := ebpf.NewProgramFromID(id); err == nil {
-				prog.Close()
-				t.Errorf("destroy left steering program %d loaded", id)
-			}
+		for i := 0; i < 40 && len(left()) > 0; i++ {
+			time.Sleep(50 * time.Millisecond)
+		}
+		if l := left(); len(l) > 0 {
+			t.Errorf("destroy left %v", l)
 		}
 		if _, err := os.Stat(steer.PinDir(p.Lab)); err == nil {
 			t.Errorf("destroy left pinned maps in %s", steer.PinDir(p.Lab))
