@@ -58,7 +58,7 @@ type TNode struct {
 type TPort struct {
 	Name    string       `json:"name"` // NODE.IFNAME, the model's port name
 	Ifname  string       `json:"ifname"`
-	HostIf  string       `json:"host_if"`
+	HostIf  string       `json:"host_if"` // "" on docker: the engine's veth, found at deploy
 	Network string       `json:"network"`
 	Address netip.Prefix `json:"address"`
 }
@@ -159,7 +159,11 @@ func (b *builder) transparent() {
 				return n
 			}
 			next[net] = addr.Next()
-			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: fmt.Sprintf("p%d", portNo),
+			hostIf := fmt.Sprintf("p%d", portNo)
+			if docker {
+				hostIf = "" // the engine names it; steering finds it through the container
+			}
+			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: hostIf,
 				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits())})
 		}
 		t.Nodes = append(t.Nodes, n)
@@ -274,28 +278,45 @@ func defaultWays(ports []*TPort) [][2]string {
 }
 
 // writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.
-func (t *Transparent) writeText(w io.Writer, labMTU int) error {
+func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(labMTU))
+	docker := pl.Runtime == spec.RuntimeDocker
+	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(pl.MTU))
 	for _, h := range t.Hosts {
 		ul := ""
 		if h.Underlay.IsValid() {
 			ul = "underlay " + h.Underlay.String()
 		}
-		fmt.Fprintf(tw, "  %s\tid %d\tnetns %s\t%s%s\n", h.Name, h.ID, h.Netns, ul, h.extraText())
+		where := "netns " + h.Netns
+		if docker {
+			where = "the machine itself (docker)"
+		}
+		fmt.Fprintf(tw, "  %s\tid %d\t%s\t%s%s\n", h.Name, h.ID, where, ul, h.extraText())
 	}
 	if t.Underlay != "" {
 		fmt.Fprintf(tw, "  underlay netns %s, vxlan per network (udp 4789) + steering vxlan (collect_md, udp 4790)\n", t.Underlay)
 	}
 	fmt.Fprintf(tw, "\nnetworks (%d):\n", len(t.Networks))
 	for _, n := range t.Networks {
+		if s := pl.Segment(n.Name); docker && s != nil {
+			fmt.Fprintf(tw, "  %s\t%s\tdocker network %s\tgateway %s\n", n.Name, n.Subnet, NetnsName(pl.Lab, n.Name), s.Gateway)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%s\tbridge %s\tvni %d\n", n.Name, n.Subnet, n.Bridge, n.VNI)
 	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
 	for _, n := range t.Nodes {
-		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\tnetns %s\n", n.Name, n.Role, n.Kind, n.Host, n.Netns)
+		where := "netns " + n.Netns
+		if docker {
+			where = "container " + NetnsName(pl.Lab, n.Name)
+		}
+		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\t%s\n", n.Name, n.Role, n.Kind, n.Host, where)
 		for _, p := range n.Ports {
-			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, p.HostIf)
+			side := p.HostIf
+			if docker {
+				side = "its veth's peer on the network's bridge"
+			}
+			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, side)
 		}
 		for _, w := range n.Ways {
 			fmt.Fprintf(tw, "    forwards %s -> %s (and back)\n", w[0], w[1])

@@ -19,55 +19,21 @@ import (
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// transparentLab is a one-host transparent lab for docker: a forwarder shared by two chains, a
-// tap, a second forwarder and a stateful nft firewall, both chains symmetric.
-const transparentLab = `name: t-dk-tp
-runtime: docker
-steering: transparent
-endpoints:
-  client: {kind: client}
-  server: {kind: server}
-functions:
-  f1: {kind: forwarder}
-  f2: {kind: forwarder}
-  fw:
-    kind: firewall
-    params:
-      policy: drop
-      rules:
-        - {action: allow, protocol: tcp, port: 5201}
-        - {action: allow, protocol: icmp}
-  mon: {kind: tap}
-port_pairs:
-  p1: {ingress: f1.eth0, egress: f1.eth0}
-  p2: {ingress: f2.eth0, egress: f2.eth0}
-  pfw: {ingress: fw.eth0, egress: fw.eth0}
-  pmon: {ingress: mon.eth0, egress: mon.eth0}
-port_pair_groups:
-  g1: {port_pairs: [p1]}
-  gmon: {port_pairs: [pmon], tap_enabled: true}
-  g2: {port_pairs: [p2]}
-  gfw: {port_pairs: [pfw]}
-flow_classifiers:
-  web: {protocol: tcp, destination_port_range_min: 5201, destination_port_range_max: 5201, logical_source_port: client.eth0, logical_destination_port: server.eth0}
-  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
-port_chains:
-  web: {flow_classifiers: [web], port_pair_groups: [g1, gmon, g2, gfw], symmetric: true}
-  ping: {flow_classifiers: [ping], port_pair_groups: [g1, gfw], symmetric: true}
-`
-
-// TestTransparentOnDocker deploys transparentLab: steering programs sit on the host-side ends
-// of the containers' veths, on the Docker network's bridge. Ping crosses f1 and the firewall
-// both ways (TTL 62 back), iperf3 crosses the web chain, every hop's counter rose in both
-// directions, the tap got copies; destroy leaves no container, network, DOCKER-USER rule,
-// pinned map, host-side veth or steering program.
+// TestTransparentOnDocker deploys examples/transparent-docker.yaml (a forwarder shared by two
+// chains, a tap, a second forwarder and a stateful nft firewall, both chains symmetric):
+// steering programs sit on the host-side ends of the containers' veths, on the Docker
+// network's bridge. Ping crosses f1 and the firewall both ways (TTL 62 back), iperf3 crosses
+// the web chain, every hop's counter rose in both directions, the tap got copies; destroy
+// leaves no container, network, DOCKER-USER rule, pinned map, host-side veth or steering
+// program.
 func TestTransparentOnDocker(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
-	lab, err := spec.Decode([]byte(transparentLab), "test.yaml", kinds.Spec())
+	lab, err := spec.Load("../../examples/transparent-docker.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
 	}
+	lab.Name = "t-dk-tp"
 	// Subnets around the engine's other networks, as sfclab deploy allocates them.
 	p, release, err := d.Plan(context.Background(), lab)
 	if err != nil {
