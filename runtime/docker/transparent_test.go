@@ -13,7 +13,9 @@ import (
 	ebpflink "github.com/cilium/ebpf/link"
 	"github.com/vishvananda/netlink"
 
+	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -169,4 +171,102 @@ func TestTransparentOnDocker(t *testing.T) {
 	if monAfter := linkStats(t, node(t, d, p, "mon"), "eth0"); monAfter.RxPackets <= monBefore.RxPackets+100 {
 		t.Errorf("the tap received %d packets during iperf3, want its copies", monAfter.RxPackets-monBefore.RxPackets)
 	}
+}
+
+// BenchmarkTransparentDocker measures examples/transparent-docker.yaml on docker and on netns,
+// interleaved in one run: iperf3 (TCP, one stream, 3 s) through the web chain (port 5201: f1,
+// the tap's copy, f2 and the firewall) and straight to the server (port 5202: no chain; the
+// steering program still delivers it), and reports chain/direct per runtime and docker/netns
+// for each. Read the ratios: absolutes move with the host's load.
+//
+//	flock -o /tmp/sfclab-suite.lock go test ./runtime/docker -run '^$' -bench TransparentDocker -benchtime 1x
+func BenchmarkTransparentDocker(b *testing.B) {
+	requireEngine(b)
+	type lab struct {
+		rt string
+		d  *deploy.Deployer
+		p  *plan.Plan
+	}
+	var labs []lab
+	for _, rt := range []string{"netns", "docker"} {
+		d := deployer(b)
+		l, err := spec.Load("../../examples/transparent-docker.yaml", kinds.Spec())
+		if err != nil {
+			b.Fatal(err)
+		}
+		l.Name, l.Runtime = "m-tdk-"+rt[:2], rt
+		p, release, err := d.Plan(context.Background(), l)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Cleanup(func() {
+			if err := d.Destroy(context.Background(), p.Lab); err != nil {
+				b.Errorf("destroy %s: %v", p.Lab, err)
+			}
+		})
+		_, err = d.Deploy(context.Background(), p, "measure")
+		release()
+		if err != nil {
+			b.Fatalf("deploy on %s: %v", rt, err)
+		}
+		labs = append(labs, lab{rt, d, p})
+	}
+	sum := map[string]float64{}
+	rounds := 3 * b.N
+	for r := 0; r < rounds; r++ {
+		for _, l := range labs {
+			for _, port := range []int{5201, 5202} {
+				bps := transparentIperf(b, l.d, l.p, port)
+				what := l.rt + "/chain"
+				if port == 5202 {
+					what = l.rt + "/direct"
+				}
+				sum[what] += bps / 1e9
+				b.Logf("round %d %-13s %.2f Gbit/s", r+1, what, bps/1e9)
+			}
+		}
+	}
+	for _, k := range []string{"netns/chain", "netns/direct", "docker/chain", "docker/direct"} {
+		b.ReportMetric(sum[k]/float64(rounds), strings.ReplaceAll(k, "/", "_")+"_Gbit/s")
+	}
+	b.ReportMetric(sum["netns/chain"]/sum["netns/direct"], "netns_chain/direct")
+	b.ReportMetric(sum["docker/chain"]/sum["docker/direct"], "docker_chain/direct")
+	b.ReportMetric(sum["docker/chain"]/sum["netns/chain"], "chain_docker/netns")
+	b.ReportMetric(sum["docker/direct"]/sum["netns/direct"], "direct_docker/netns")
+}
+
+// transparentIperf runs a one-off iperf3 server on the lab's server at port and a 3-second
+// TCP test from the client, and returns what the server received.
+func transparentIperf(b *testing.B, d *deploy.Deployer, p *plan.Plan, port int) float64 {
+	b.Helper()
+	server, err := d.Node(p, "server")
+	if err != nil {
+		b.Fatal(err)
+	}
+	client, err := d.Node(p, "client")
+	if err != nil {
+		b.Fatal(err)
+	}
+	log := d.Journal.NodeDir(p.Lab) + fmt.Sprintf("/server.iperf3-%d.log", port)
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-1", "-p", fmt.Sprint(port)}, log); err != nil {
+		b.Fatal(err)
+	}
+	srv := p.Transparent.Node("server").Ports[0].Address.Addr().String()
+	var out []byte
+	for range 40 {
+		out, err = client.Output(context.Background(), nil, "iperf3", "-c", srv, "-p", fmt.Sprint(port), "-t", "3", "-J")
+		if err == nil || !strings.Contains(string(out)+err.Error(), "refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		b.Fatalf("iperf3 to port %d on %s: %v\n%s", port, p.Runtime, err, out)
+	}
+	var res iperfResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		b.Fatalf("decode iperf3 output: %v", err)
+	}
+	time.Sleep(200 * time.Millisecond) // the one-off server exits
+	return res.End.SumReceived.BitsPerSecond
 }
