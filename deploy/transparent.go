@@ -7,9 +7,11 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/steer"
+	"github.com/vishvananda/netlink"
 )
 
 // topology turns a transparent plan into what package hosts builds.
@@ -33,40 +35,31 @@ func topology(p *plan.Plan) *hosts.Topology {
 	return topo
 }
 
+// steeringPort is where one port's steering program goes: the host-side end of its veth.
+type steeringPort struct {
+	name   string // the model's port name, NODE.IFNAME
+	nsName string // the namespace of the host-side end ("" = the machine's own)
+	hostIf string
+	bind   sfc.Binding
+}
+
 // steering builds a transparent lab's hosts and ports, makes functions bumps in the wire,
 // loads the steering programs, attaches them to every port and fills the maps.
 func (b *build) steering(ctx context.Context) error {
 	p := b.p
 	t := p.Transparent
-	if p.Runtime != "" && p.Runtime != "netns" {
-		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: netns)", p.Runtime)
-	}
-	built, err := hosts.Build(topology(p), b.undo)
-	if built != nil {
-		defer built.Close()
+	var ports []steeringPort
+	var err error
+	switch p.Runtime {
+	case "", "netns":
+		ports, err = b.netnsPorts()
+	case "docker":
+		ports, err = b.dockerPorts()
+	default:
+		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: netns or docker)", p.Runtime)
 	}
 	if err != nil {
 		return err
-	}
-	for _, n := range t.Nodes {
-		ns := built.NS[n.Netns]
-		for _, pt := range n.Ports {
-			for _, kv := range [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}, {"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"}} {
-				if err := ns.SetSysctl(kv[0], kv[1]); err != nil {
-					return fmt.Errorf("node %s: %w", n.Name, err)
-				}
-			}
-		}
-		if len(n.Ways) == 0 {
-			continue
-		}
-		var ways []hosts.Pair
-		for _, w := range n.Ways {
-			ways = append(ways, hosts.Pair{In: w[0], Out: w[1]})
-		}
-		if err := hosts.Forward(n.Netns, ways, true); err != nil {
-			return err
-		}
 	}
 	var ids []uint32
 	for _, h := range t.Hosts {
@@ -79,21 +72,17 @@ func (b *build) steering(ctx context.Context) error {
 	}
 	defer dp.Close()
 	bind := map[string]sfc.Binding{}
-	for _, n := range t.Nodes {
-		h := t.Host(n.Host)
-		for _, pt := range n.Ports {
-			idx, _, err := hosts.LinkOf(h.Netns, pt.HostIf)
-			if err != nil {
-				return err
-			}
-			_, mac, err := hosts.LinkOf(n.Netns, pt.Ifname)
-			if err != nil {
-				return err
-			}
-			bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}
-			if err := dp.AttachPort(h.Netns, h.ID, pt.HostIf); err != nil {
-				return err
-			}
+	for _, pt := range ports {
+		bind[pt.name] = pt.bind
+		if pt.nsName == "" {
+			// The machine's own namespace outlives the lab: take the program off again when
+			// a failed deploy unwinds (destroy removes the containers, and their veths with
+			// them).
+			hostIf := pt.hostIf
+			b.undo.Push("detach steering from "+hostIf, func() error { return steer.Detach("", hostIf) })
+		}
+		if err := dp.AttachPort(pt.nsName, pt.bind.Host, pt.hostIf); err != nil {
+			return err
 		}
 	}
 	if len(t.Hosts) > 1 {
@@ -115,6 +104,95 @@ func (b *build) steering(ctx context.Context) error {
 		return fmt.Errorf("compile chains: %w", err)
 	}
 	return dp.Apply(tab)
+}
+
+// netnsPorts builds the emulated hosts (a namespace each, a bridge per network, VXLAN between
+// them) and the nodes' ports, makes functions bumps in the wire, and returns where each
+// port's program goes: its veth's end in its host's namespace.
+func (b *build) netnsPorts() ([]steeringPort, error) {
+	t := b.p.Transparent
+	built, err := hosts.Build(topology(b.p), b.undo)
+	if built != nil {
+		defer built.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	var ports []steeringPort
+	for _, n := range t.Nodes {
+		if err := bumpInTheWire(built.NS[n.Netns], n); err != nil {
+			return nil, err
+		}
+		h := t.Host(n.Host)
+		for _, pt := range n.Ports {
+			idx, _, err := hosts.LinkOf(h.Netns, pt.HostIf)
+			if err != nil {
+				return nil, err
+			}
+			_, mac, err := hosts.LinkOf(n.Netns, pt.Ifname)
+			if err != nil {
+				return nil, err
+			}
+			ports = append(ports, steeringPort{name: pt.Name, nsName: h.Netns, hostIf: pt.HostIf,
+				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}})
+		}
+	}
+	return ports, nil
+}
+
+// dockerPorts makes the functions' containers bumps in the wire and returns where each port's
+// program goes: the host-side end of the container interface's veth, which the engine put on
+// the network's bridge in the machine's own namespace (the lab's one emulated host). The
+// runtime has created the containers on their networks and named their interfaces.
+func (b *build) dockerPorts() ([]steeringPort, error) {
+	t := b.p.Transparent
+	var ports []steeringPort
+	for _, n := range t.Nodes {
+		ns := b.ns[n.Name]
+		if ns == nil {
+			return nil, fmt.Errorf("node %s: no namespace handle", n.Name)
+		}
+		if err := bumpInTheWire(ns, n); err != nil {
+			return nil, err
+		}
+		h := t.Host(n.Host)
+		for _, pt := range n.Ports {
+			idx, mac, err := hosts.PeerOf(ns, pt.Ifname)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: %w", n.Name, err)
+			}
+			peer, err := netlink.LinkByIndex(idx)
+			if err != nil {
+				return nil, fmt.Errorf("node %s: find the host side of %s (ifindex %d): %w", n.Name, pt.Ifname, idx, err)
+			}
+			ports = append(ports, steeringPort{name: pt.Name, hostIf: peer.Attrs().Name,
+				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}})
+		}
+	}
+	return ports, nil
+}
+
+// bumpInTheWire turns off reverse-path filtering and IPv6 on a node's ports and, for a
+// function, makes whatever arrives on a way's ingress leave by its egress (hosts.Forward).
+func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
+	if ns == nil {
+		return fmt.Errorf("node %s: no namespace handle", n.Name)
+	}
+	for _, pt := range n.Ports {
+		for _, kv := range [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}, {"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"}} {
+			if err := ns.SetSysctl(kv[0], kv[1]); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+	}
+	if len(n.Ways) == 0 {
+		return nil
+	}
+	var ways []hosts.Pair
+	for _, w := range n.Ways {
+		ways = append(ways, hosts.Pair{In: w[0], Out: w[1]})
+	}
+	return hosts.ForwardIn(ns, ways, true)
 }
 
 // unpinSteering removes a lab's pinned steering maps (its programs went with its host

@@ -7,6 +7,7 @@ import (
 
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 )
 
 // Placeholder is the next hop every transparent function forwards to: a permanent neighbor
@@ -39,6 +40,12 @@ func Forward(nsName string, pairs []Pair, reverse bool) error {
 		return fmt.Errorf("set up forwarding in %s: %w", nsName, err)
 	}
 	defer ns.Close()
+	return ForwardIn(ns, pairs, reverse)
+}
+
+// ForwardIn is Forward in an open namespace (a container's, which has no name).
+func ForwardIn(ns *netdev.NS, pairs []Pair, reverse bool) error {
+	nsName := ns.Name()
 	for _, kv := range [][2]string{
 		{"net.ipv4.ip_forward", "1"},
 		{"net.ipv4.conf.all.rp_filter", "0"},
@@ -50,7 +57,12 @@ func Forward(nsName string, pairs []Pair, reverse bool) error {
 			return err
 		}
 	}
-	h, err := handleIn(nsName)
+	var h *netlink.Handle
+	err := ns.Do(func() error {
+		var err error
+		h, err = netlink.NewHandle(unix.NETLINK_ROUTE) // its socket stays in the namespace it was opened in
+		return err
+	})
 	if err != nil {
 		return fmt.Errorf("set up forwarding in %s: %w", nsName, err)
 	}

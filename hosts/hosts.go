@@ -422,3 +422,30 @@ func rpsMask(cores []int) string {
 	}
 	return strings.Join(parts, ",")
 }
+
+// PeerOf returns, for a veth inside an open namespace (a container's), the ifindex of its
+// other end in the namespace that end is in (the machine's own, for a container on a Docker
+// network) and the veth's own MAC.
+// Equivalent to: nsenter --net=NS ip -o link show IF (the @ifN after the name)
+func PeerOf(ns *netdev.NS, ifname string) (int, net.HardwareAddr, error) {
+	var idx int
+	var mac net.HardwareAddr
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		if l.Type() != "veth" {
+			return fmt.Errorf("%s is a %s, not a veth", ifname, l.Type())
+		}
+		idx, mac = l.Attrs().ParentIndex, l.Attrs().HardwareAddr
+		return nil
+	})
+	if err == nil && idx == 0 {
+		err = fmt.Errorf("%s has no peer index", ifname)
+	}
+	if err != nil {
+		return 0, nil, fmt.Errorf("find the peer of %s in %s: %w", ifname, ns.Name(), err)
+	}
+	return idx, mac, nil
+}

@@ -12,8 +12,10 @@ import (
 // the nodes placed on it; with several hosts, each has an underlay interface on a bridge
 // joining them (its "link") and a VXLAN device per network that spans hosts.
 type Host struct {
-	Name     string       `json:"name"`
-	ID       uint32       `json:"id"`
+	Name string `json:"name"`
+	ID   uint32 `json:"id"`
+	// Netns is the host's namespace; "" is the machine's own (a transparent lab's one host
+	// on docker, whose networks are the engine's bridges).
 	Netns    string       `json:"netns"`
 	Underlay netip.Prefix `json:"underlay,omitzero"`
 	// CPUs are the cores every node on the host is confined to ("" = all).

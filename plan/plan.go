@@ -46,8 +46,10 @@ type Plan struct {
 	// than two).
 	Underlay string `json:"underlay,omitempty"`
 	// Transparent is set for steering: transparent; then Nodes lists the nodes (for exec, CPU,
-	// inspect and telemetry) and Segments and Chains are empty: the networks, ports and port
-	// chains are here.
+	// inspect and telemetry) and Chains is empty: the networks, ports and port chains are
+	// here. Segments are empty too, except on docker: there the runtime makes a Docker network
+	// per network (a segment each, with its gateway) and gives each node an interface per port
+	// (its Interfaces).
 	Transparent *Transparent `json:"transparent,omitempty"`
 }
 

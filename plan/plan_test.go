@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -225,5 +226,55 @@ func TestDriverPlanChecks(t *testing.T) {
 		if _, err := plan.Build(lab); err == nil || !strings.Contains(err.Error(), tt.want) || !strings.Contains(err.Error(), "d.yaml:") {
 			t.Errorf("Build: %v, want %q with file:line", err, tt.want)
 		}
+	}
+}
+
+// TestTransparentDocker: on docker a transparent plan has a segment per network (the Docker
+// network, with the last address as its gateway, allocated around the engine's taken subnets)
+// and an interface per port on every node; its one host is the machine's own namespace.
+func TestTransparentDocker(t *testing.T) {
+	lab, err := spec.Load("../examples/transparent-fw.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Runtime = spec.RuntimeDocker
+	taken := netip.MustParsePrefix(spec.DefaultPool.Addr().String() + "/24")
+	p, err := plan.BuildAvoiding(lab, []netip.Prefix{taken})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(p.Segments) != 1 || p.Segments[0].Name != "net" {
+		t.Fatalf("segments %+v, want one: net", p.Segments)
+	}
+	s := p.Segments[0]
+	if s.Subnet.Overlaps(taken) || s.Subnet != p.Transparent.Networks[0].Subnet {
+		t.Errorf("segment subnet %s: overlaps %s or differs from the network's %s", s.Subnet, taken, p.Transparent.Networks[0].Subnet)
+	}
+	if want := s.Subnet.Addr().As4(); s.Gateway.As4()[3] != 254 || s.Gateway.As4()[2] != want[2] {
+		t.Errorf("gateway %s, want the subnet's last usable address", s.Gateway)
+	}
+	if h := p.Transparent.Hosts[0]; h.Netns != "" {
+		t.Errorf("host netns %q, want the machine's own", h.Netns)
+	}
+	ports := 0
+	for _, tn := range p.Transparent.Nodes {
+		n := p.Node(tn.Name)
+		if len(n.Interfaces) != len(tn.Ports) {
+			t.Fatalf("node %s: %d interfaces for %d ports", tn.Name, len(n.Interfaces), len(tn.Ports))
+		}
+		for i, pt := range tn.Ports {
+			ifc := n.Interfaces[i]
+			if ifc.Name != pt.Ifname || ifc.Segment != pt.Network || ifc.Address != pt.Address || ifc.Address.Addr() == s.Gateway {
+				t.Errorf("node %s: interface %+v for port %+v", tn.Name, ifc, pt)
+			}
+			ports++
+		}
+	}
+	if len(s.Members) != ports {
+		t.Errorf("segment members %v, want %d ports", s.Members, ports)
+	}
+	lab.Runtime = spec.RuntimeNetns
+	if p, err := plan.Build(lab); err != nil || len(p.Segments) != 0 || p.Transparent.Hosts[0].Netns == "" {
+		t.Errorf("netns plan changed: err %v, %d segments", err, len(p.Segments))
 	}
 }

@@ -32,7 +32,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 		if err := tw.Flush(); err != nil {
 			return err
 		}
-		return p.Transparent.writeText(w, p.MTU)
+		return p.Transparent.writeText(w, p)
 	}
 	p.writeHosts(tw)
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(p.Nodes))

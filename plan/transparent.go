@@ -62,7 +62,7 @@ type TNode struct {
 type TPort struct {
 	Name    string       `json:"name"` // NODE.IFNAME, the model's port name
 	Ifname  string       `json:"ifname"`
-	HostIf  string       `json:"host_if"`
+	HostIf  string       `json:"host_if"` // "" on docker: the engine's veth, found at deploy
 	Network string       `json:"network"`
 	Address netip.Prefix `json:"address"`
 }
@@ -112,8 +112,19 @@ func (b *builder) transparent() {
 	if len(lab.Hosts) > 1 {
 		t.Underlay = NetnsName(lab.Name, "underlay")
 	}
+	docker := lab.Runtime == spec.RuntimeDocker
+	if docker {
+		// The one host is the machine itself: the Docker networks' bridges and the host-side
+		// ends of the containers' veths are in its namespace.
+		for _, h := range t.Hosts {
+			h.Netns = ""
+		}
+	}
 	pool, _ := spec.ParsePrefix(lab.Addressing.Pool)
 	b.alloc = &allocator{pool: pool, bits: lab.Addressing.Prefix}
+	if docker {
+		b.alloc.pinned = b.taken // the engine refuses overlapping networks
+	}
 	next := map[string]netip.Addr{}
 	for i, n := range lab.Networks {
 		subnet, err := b.alloc.next()
@@ -128,6 +139,11 @@ func (b *builder) transparent() {
 	if err != nil {
 		b.bad(spec.Pos{}, "%v", err)
 		return
+	}
+	if docker {
+		for _, n := range t.Networks {
+			b.plan.Segments = append(b.plan.Segments, &Segment{Name: n.Name, Subnet: n.Subnet, Gateway: lastHost(n.Subnet)})
+		}
 	}
 	portNo := 0
 	addNode := func(name, role, kind, host string, ports map[string]string, run []string, group string, instance, weight int) *TNode {
@@ -147,13 +163,27 @@ func (b *builder) transparent() {
 				return n
 			}
 			next[net] = addr.Next()
-			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: fmt.Sprintf("p%d", portNo),
+			hostIf := fmt.Sprintf("p%d", portNo)
+			if docker {
+				hostIf = "" // the engine names it; steering finds it through the container
+			}
+			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: hostIf,
 				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits())})
 		}
 		t.Nodes = append(t.Nodes, n)
-		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts.
-		b.plan.Nodes = append(b.plan.Nodes, &Node{Name: name, Role: role, Kind: kind, Group: group, Instance: instance,
-			Weight: weight, Netns: n.Netns, Run: run, Host: host})
+		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts,
+		// or on docker from the runtime: a container per node on a Docker network per network
+		// (the plan's segments), an interface per port.
+		pn := &Node{Name: name, Role: role, Kind: kind, Group: group, Instance: instance,
+			Weight: weight, Netns: n.Netns, Run: run, Host: host}
+		if docker {
+			for _, pt := range n.Ports {
+				pn.Interfaces = append(pn.Interfaces, &Interface{Name: pt.Ifname, Segment: pt.Network, Address: pt.Address})
+				seg := b.plan.Segment(pt.Network)
+				seg.Members = append(seg.Members, name+"/"+pt.Ifname)
+			}
+		}
+		b.plan.Nodes = append(b.plan.Nodes, pn)
 		return n
 	}
 	for _, name := range sortedNames(lab.Endpoints) {
@@ -267,32 +297,49 @@ func defaultWays(ports []*TPort) [][2]string {
 }
 
 // writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.
-func (t *Transparent) writeText(w io.Writer, labMTU int) error {
+func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(labMTU))
+	docker := pl.Runtime == spec.RuntimeDocker
+	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(pl.MTU))
 	for _, h := range t.Hosts {
 		ul := ""
 		if h.Underlay.IsValid() {
 			ul = "underlay " + h.Underlay.String()
 		}
-		fmt.Fprintf(tw, "  %s\tid %d\tnetns %s\t%s%s\n", h.Name, h.ID, h.Netns, ul, h.extraText())
+		where := "netns " + h.Netns
+		if docker {
+			where = "the machine itself (docker)"
+		}
+		fmt.Fprintf(tw, "  %s\tid %d\t%s\t%s%s\n", h.Name, h.ID, where, ul, h.extraText())
 	}
 	if t.Underlay != "" {
 		fmt.Fprintf(tw, "  underlay netns %s, vxlan per network (udp 4789) + steering vxlan (collect_md, udp 4790)\n", t.Underlay)
 	}
 	fmt.Fprintf(tw, "\nnetworks (%d):\n", len(t.Networks))
 	for _, n := range t.Networks {
+		if s := pl.Segment(n.Name); docker && s != nil {
+			fmt.Fprintf(tw, "  %s\t%s\tdocker network %s\tgateway %s\n", n.Name, n.Subnet, NetnsName(pl.Lab, n.Name), s.Gateway)
+			continue
+		}
 		fmt.Fprintf(tw, "  %s\t%s\tbridge %s\tvni %d\n", n.Name, n.Subnet, n.Bridge, n.VNI)
 	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
 	for _, n := range t.Nodes {
+		where := "netns " + n.Netns
+		if docker {
+			where = "container " + NetnsName(pl.Lab, n.Name)
+		}
 		of := ""
 		if n.Of != "" {
 			of = fmt.Sprintf("\tinstance %d of %s", n.Instance, n.Of)
 		}
-		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\tnetns %s%s\n", n.Name, n.Role, n.Kind, n.Host, n.Netns, of)
+		fmt.Fprintf(tw, "  %s\t%s %s\thost %s\t%s%s\n", n.Name, n.Role, n.Kind, n.Host, where, of)
 		for _, p := range n.Ports {
-			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, p.HostIf)
+			side := p.HostIf
+			if docker {
+				side = "its veth's peer on the network's bridge"
+			}
+			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, side)
 		}
 		for _, w := range n.Ways {
 			fmt.Fprintf(tw, "    forwards %s -> %s (and back)\n", w[0], w[1])

@@ -202,8 +202,8 @@ func (lab *Lab) transparentFields() (string, Pos, bool) {
 // networking-sfc's rules (package sfc), each problem at its file:line.
 func (v *validator) transparent() {
 	lab := v.lab
-	if lab.Runtime != RuntimeNetns {
-		v.bad(Pos{}, "steering transparent runs on the netns runtime only: the docker runtime attaches containers to Docker's own bridges, where this build cannot attach the steering programs yet; use runtime: netns")
+	if lab.Runtime == RuntimeDocker {
+		v.dockerTransparent()
 	}
 	if len(lab.Chains) > 0 {
 		v.bad(lab.Chains[0].Pos, "chains: is routed steering's; a transparent lab lists port_chains (with flow_classifiers, port_pairs, port_pair_groups)")
@@ -299,6 +299,52 @@ func (v *validator) transparent() {
 			if _, isEndpoint := lab.Endpoints[nodeName]; isEndpoint {
 				v.bad(pp.Fields["ingress"], "port pair %s: port %s belongs to endpoint %s; port pairs are function instances' ports", name, pn, nodeName)
 			}
+		}
+	}
+}
+
+// dockerTransparent refuses what a transparent lab cannot do on the docker runtime. Its one
+// emulated host is the machine itself: a port is a container's interface on a Docker network
+// (a bridge in the machine's namespace), and steering attaches to the host-side end of its
+// veth. Several hosts would need a bridge per network in each host's namespace joined by
+// VXLAN, and the engine puts every network's bridge in the machine's own namespace.
+func (v *validator) dockerTransparent() {
+	lab := v.lab
+	if len(lab.Hosts) > 1 {
+		v.bad(lab.Hosts[1].Pos, "steering transparent on the docker runtime runs on one emulated host: the engine puts every Docker network's bridge in the machine's own namespace, so there is no host namespace per emulated host to hold a bridge per network and the VXLAN tunnels between hosts; list one host or use runtime: netns for hosts: %v", lab.HostNames())
+	}
+	for _, h := range lab.Hosts {
+		if h != nil && h.CPUs != "" {
+			v.bad(h.Pos, "host %q: cpus: on the docker runtime the host is the machine itself and its nodes are containers, which this build does not confine to a host's cores; drop cpus: or use runtime: netns", h.Name)
+		}
+	}
+	twice := func(what, name string, p Pos, ports map[string]string) {
+		on := map[string]string{}
+		for _, ifn := range sortedKeys(ports) {
+			if other, ok := on[ports[ifn]]; ok {
+				v.bad(p, "%s %q: ports %s and %s are both on network %s, and Docker connects a container to a network once: put them on two networks, or give the function one port (one-armed: ingress and egress the same), or use runtime: netns", what, name, other, ifn, ports[ifn])
+				continue
+			}
+			on[ports[ifn]] = ifn
+		}
+	}
+	for _, name := range sortedKeys(lab.Endpoints) {
+		if e := lab.Endpoints[name]; e != nil {
+			twice("endpoint", name, e.Pos, e.Ports)
+		}
+	}
+	for _, name := range sortedKeys(lab.Functions) {
+		if f := lab.Functions[name]; f != nil {
+			twice("function", name, f.Pos, f.Ports)
+		}
+	}
+	if lab.Docker.Attach == AttachNAT {
+		v.bad(Pos{}, "docker attach nat publishes a routed chain's service port; a transparent lab's endpoints talk over their own networks: drop docker.attach or use steering: routed")
+	}
+	for _, name := range sortedKeys(lab.Functions) {
+		f := lab.Functions[name]
+		if tp, ok := f.Params.(*TapParams); ok && f.Kind == KindTap && tp.Pcap != "" && lab.Docker.Image == "" {
+			v.bad(f.Pos, "function %q: pcap: needs tcpdump, which sfclab's docker node image does not have: drop pcap (the tap still counts), give docker.image an image with tcpdump, or use runtime: netns", name)
 		}
 	}
 }

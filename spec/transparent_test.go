@@ -57,8 +57,8 @@ func TestTransparentBadInput(t *testing.T) {
 			"t.yaml:21:24: flow classifier dns: prefix family does not match ethertype IPv4"},
 		{"rewriting kind", "b: {kind: forwarder}", "b: {kind: nat, params: {masquerade: true}}",
 			"t.yaml:9:6: function \"b\": kind nat rewrites addresses"},
-		{"docker runtime", "steering: transparent", "steering: transparent\nruntime: docker",
-			"transparent runs on the netns runtime only"},
+		{"docker runtime, two hosts", "steering: transparent", "steering: transparent\nruntime: docker",
+			"t.yaml:4:13: steering transparent on the docker runtime runs on one emulated host"},
 		{"routed chains", "hosts: [h1, h2]", "hosts: [h1, h2]\nchains: [{from: client, to: server}]",
 			"chains: is routed steering's"},
 		{"transparent fields in a routed lab", "steering: transparent", "steering: routed",
@@ -85,5 +85,42 @@ func TestPortPairAcrossHosts(t *testing.T) {
 	_, err := spec.Decode([]byte(lab), "t.yaml", kinds.Spec())
 	if err == nil || !strings.Contains(err.Error(), "t.yaml:13:") || !strings.Contains(err.Error(), "both ports of an instance must be on one host") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// TestTransparentDocker: a one-host transparent lab is accepted on docker; what docker cannot
+// do is refused with its line.
+func TestTransparentDocker(t *testing.T) {
+	base := strings.Replace(transparentBase, "hosts: [h1, h2]", "runtime: docker\nhosts: [h1]\nnetworks: [net, net2]", 1)
+	base = strings.Replace(base, "a: {kind: forwarder, ports: {in: net, out: net}}", "a: {kind: forwarder, ports: {in: net, out: net2}}", 1)
+	if _, err := spec.Decode([]byte(base), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatalf("one-host docker lab refused: %v", err)
+	}
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"host cores", "hosts: [h1]", "hosts: [{name: h1, cpus: \"0\"}]",
+			"t.yaml:4:9: host \"h1\": cpus: on the docker runtime"},
+		{"attach nat", "hosts: [h1]", "hosts: [h1]\ndocker: {attach: nat}",
+			"docker attach nat publishes a routed chain's service port"},
+		{"two ports on one network", "ports: {in: net, out: net2}", "ports: {in: net, out: net}",
+			"t.yaml:10:6: function \"a\": ports in and out are both on network net, and Docker connects a container to a network once"},
+		{"tap pcap", "t: {kind: tap}", "t: {kind: tap, params: {pcap: t.pcap}}",
+			"function \"t\": pcap: needs tcpdump"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if !strings.Contains(base, tc.old) {
+				t.Fatalf("case does not apply: %q", tc.old)
+			}
+			_, err := spec.Decode([]byte(strings.Replace(base, tc.old, tc.new, 1)), "t.yaml", kinds.Spec())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	withImage := strings.Replace(base, "t: {kind: tap}", "t: {kind: tap, params: {pcap: t.pcap}}", 1)
+	withImage = strings.Replace(withImage, "hosts: [h1]", "hosts: [h1]\ndocker: {image: example.org/node:1}", 1)
+	if _, err := spec.Decode([]byte(withImage), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatalf("a tap's pcap with the lab's own image refused: %v", err)
 	}
 }

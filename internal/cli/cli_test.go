@@ -18,6 +18,8 @@ import (
 	"github.com/sfclab/sfclab/internal/labgen"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/steer"
+	"github.com/vishvananda/netlink"
 )
 
 // TestMain lets a test run the real command line in a child process (for kill -9 tests).
@@ -362,4 +364,98 @@ port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 	if sleepRunning("43") {
 		t.Error("the setup's process survived destroy --all")
 	}
+}
+
+// After kill -9 of a transparent deploy on docker (steering attached to the containers'
+// host-side veths in the machine's namespace, maps pinned, a function's setup running),
+// destroy --all leaves no container, no Docker network, no DOCKER-USER rule, no pinned map and
+// no host-side veth with a steering program.
+func TestKill9DockerTransparentThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	if err := exec.Command("docker", "info").Run(); err != nil {
+		t.Skip("SKIPPED LOUDLY: no Docker Engine answers: " + err.Error())
+	}
+	privateState(t)
+	lab := writeLabFile(t, `name: steer-dkill
+runtime: docker
+steering: transparent
+endpoints: {client: {kind: client}, server: {kind: server}}
+functions:
+  a: {kind: forwarder}
+  slow: {kind: custom, params: {setup: ["sleep 44"]}}
+port_pairs:
+  pa: {ingress: a.eth0, egress: a.eth0}
+  ps: {ingress: slow.eth0, egress: slow.eth0}
+port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
+flow_classifiers: {all: {logical_source_port: client.eth0}}
+port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
+`)
+	child := exec.Command(os.Args[0], "deploy", lab)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(2 * time.Minute) // an image build would take longer: it is there
+	for !sleepRunning("44") {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never reached the slow setup")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	pins := "/sys/fs/bpf/sfclab/steer-dkill"
+	if _, err := os.Stat(pins); err != nil {
+		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)
+	}
+	steered := steeredVeths(t)
+	if len(steered) == 0 {
+		t.Fatal("test setup: no host-side veth carries a steering program")
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab steer-dkill") {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	for _, what := range [][]string{
+		{"ps", "-aq", "--filter", "label=sfclab.lab=steer-dkill"},
+		{"network", "ls", "-q", "--filter", "label=sfclab.lab=steer-dkill"},
+	} {
+		if out, _ := exec.Command("docker", what...).Output(); strings.TrimSpace(string(out)) != "" {
+			t.Errorf("docker %s: left %s", strings.Join(what, " "), out)
+		}
+	}
+	if out, _ := exec.Command("iptables", "-S", "DOCKER-USER").Output(); strings.Contains(string(out), "lab=steer-dkill") {
+		t.Errorf("DOCKER-USER rules left:\n%s", out)
+	}
+	if _, err := os.Stat(pins); err == nil {
+		t.Errorf("pinned maps left in %s", pins)
+	}
+	for _, name := range steered {
+		if _, err := netlink.LinkByName(name); err == nil {
+			t.Errorf("host-side veth %s (it carried a steering program) is left", name)
+		}
+	}
+	if sleepRunning("44") {
+		t.Error("the setup's process survived destroy --all")
+	}
+}
+
+// steeredVeths lists the veths of the machine's own namespace that carry a steering program.
+func steeredVeths(t *testing.T) []string {
+	links, err := netlink.LinkList()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []string
+	for _, l := range links {
+		if l.Type() != "veth" {
+			continue
+		}
+		if ok, _ := steer.Attached("", l.Attrs().Name); ok {
+			out = append(out, l.Attrs().Name)
+		}
+	}
+	return out
 }

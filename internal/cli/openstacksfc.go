@@ -211,7 +211,7 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 	case standard:
 		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
 	case runtime != "" && runtime != "netns":
-		return fmt.Errorf("reproduce %s: it runs on the netns runtime only (transparent steering attaches to the nodes' host-side veths); leave out --runtime", openstackSFC)
+		return fmt.Errorf("reproduce %s: it runs on the netns runtime only (its four emulated hosts each need a namespace with bridges and VXLAN tunnels, which Docker's networks cannot give; transparent steering on docker runs on one host); leave out --runtime", openstackSFC)
 	case part == partDeployTime && o.duration != 0:
 		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
 	}

@@ -145,6 +145,9 @@ var ErrNeedsDir = errors.New("its nodes read files written beside the compose fi
 // service mounts read-only.
 // Equivalent to: sfclab export --format compose -o compose.yaml LAB.yaml; docker-compose -f compose.yaml up -d
 func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
+	if p.Transparent != nil {
+		return nil, fmt.Errorf("export lab %s: %w", p.Lab, ErrTransparentExport)
+	}
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
 	lbl := map[string]string{LabelExported: p.Lab}
 	for _, s := range p.Segments {
@@ -392,6 +395,11 @@ func portRange(r spec.PortRange) string {
 	}
 	return fmt.Sprintf("%d-%d", r.From, r.To)
 }
+
+// ErrTransparentExport says a transparent lab has no compose form: its steering is tc eBPF that
+// sfclab attaches to the containers' host-side veths and fills with the chains, which plain
+// Docker tools cannot do.
+var ErrTransparentExport = errors.New("steering: transparent is tc eBPF sfclab attaches to the containers' host-side veths, which a compose file cannot carry; deploy it with sfclab deploy (runtime: docker), or export a routed lab")
 
 // ComposeGaps lists what of a plan a compose file does not reproduce (function kinds that do
 // not implement vnf.Composer), for the export command to warn about.

@@ -3,6 +3,7 @@ package docker
 import (
 	"context"
 	"errors"
+	"io"
 	"math"
 	"net/netip"
 	"os"
@@ -392,5 +393,21 @@ func TestRenames(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestComposeRefusesTransparent: a transparent lab has no compose form.
+func TestComposeRefusesTransparent(t *testing.T) {
+	lab, err := spec.Load("../../examples/transparent-fw.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Runtime = spec.RuntimeDocker
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := Compose(io.Discard, p); !errors.Is(err, ErrTransparentExport) {
+		t.Fatalf("Compose = %v, want ErrTransparentExport", err)
 	}
 }

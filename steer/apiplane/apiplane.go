@@ -20,7 +20,9 @@ import (
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/sfc"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 )
 
@@ -65,7 +67,7 @@ func (p *Plane) lab(lab string) (*deployed, error) {
 	if pl.Transparent == nil {
 		return nil, ErrNotTransparent
 	}
-	bind, err := Bindings(pl.Transparent)
+	bind, err := Bindings(context.Background(), pl)
 	if err != nil {
 		return nil, err
 	}
@@ -289,11 +291,33 @@ func Model(base *sfc.Model, chains map[string]*api.Chain, graphs map[string]*api
 }
 
 // Bindings reads where every port of a deployed transparent lab is: host, host-side
-// ifindex, MAC, address.
-func Bindings(t *plan.Transparent) (map[string]sfc.Binding, error) {
+// ifindex, MAC, address. On docker a port is a container's interface and its host-side end is
+// the other end of its veth, in the machine's own namespace.
+func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error) {
+	t := p.Transparent
 	bind := map[string]sfc.Binding{}
 	for _, n := range t.Nodes {
 		h := t.Host(n.Host)
+		if p.Runtime == spec.RuntimeDocker {
+			node, err := docker.Runtime{}.OpenNode(ctx, p.Lab, n.Name)
+			if err != nil {
+				return nil, err
+			}
+			ns, err := node.OpenNS()
+			if err != nil {
+				return nil, err
+			}
+			for _, pt := range n.Ports {
+				idx, mac, err := hosts.PeerOf(ns, pt.Ifname)
+				if err != nil {
+					ns.Close()
+					return nil, err
+				}
+				bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}
+			}
+			ns.Close()
+			continue
+		}
 		for _, pt := range n.Ports {
 			idx, _, err := hosts.LinkOf(h.Netns, pt.HostIf)
 			if err != nil {
