@@ -7,6 +7,7 @@ import (
 	"os"
 	"slices"
 	"sync"
+	"time"
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
@@ -29,15 +30,37 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	if planErr != nil && errors.Is(dirErr, os.ErrNotExist) && !d.leftovers(ctx, lab) {
 		return fmt.Errorf("destroy lab %q: %w", lab, journal.ErrNotDeployed)
 	}
+	// A deploy that did not finish (killed, crashed) may have left engine requests in flight
+	// that land after the runtimes have listed what the lab holds; destroy then looks again.
+	unfinished := planErr != nil
 	if st, err := d.Journal.ReadState(lab); err == nil {
+		unfinished = unfinished || st.Status != journal.StatusReady
 		st.Status = journal.StatusDestroying
 		_ = d.Journal.WriteState(st)
+	} else {
+		unfinished = true
 	}
 	if p != nil {
 		d.teardownFunctions(ctx, p)
 	}
 	// Every runtime removes what carries the lab's tag, at the same time: a netns lab's
 	// namespaces go while the docker runtime asks its engine whether it holds anything.
+	errs := d.destroyRuntimes(ctx, lab)
+	if unfinished && len(errs) == 0 {
+		errs = d.settle(ctx, lab)
+	}
+	// Steering programs went with the host namespaces; their pinned maps go now.
+	if err := unpinSteering(lab); err != nil {
+		errs = append(errs, err)
+	}
+	if len(errs) > 0 {
+		return fmt.Errorf("destroy lab %q: %w", lab, errors.Join(errs...))
+	}
+	return d.Journal.Remove(lab)
+}
+
+// destroyRuntimes has every runtime remove what carries the lab's tag, at the same time.
+func (d *Deployer) destroyRuntimes(ctx context.Context, lab string) []error {
 	rts := d.runtimes()
 	names := make([]string, 0, len(rts))
 	for name := range rts {
@@ -60,26 +83,56 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 			errs = append(errs, err)
 		}
 	}
-	// Steering programs went with the host namespaces; their pinned maps go now.
-	if err := unpinSteering(lab); err != nil {
-		errs = append(errs, err)
+	return errs
+}
+
+// SettleGrace is how long destroy of a lab whose deploy did not finish waits for requests
+// the dead deploy left in flight (a container create the engine completes after its client
+// is gone) before it looks for the lab's objects again; settleRounds bounds the rounds.
+var SettleGrace = time.Second
+
+const settleRounds = 3
+
+// settle looks for the lab's objects again after SettleGrace, and removes what appeared,
+// until a look finds nothing (at most settleRounds looks).
+func (d *Deployer) settle(ctx context.Context, lab string) []error {
+	for range settleRounds {
+		select {
+		case <-ctx.Done():
+			return []error{ctx.Err()}
+		case <-time.After(SettleGrace):
+		}
+		if !d.runtimeLeftovers(ctx, lab) {
+			return nil
+		}
+		if errs := d.destroyRuntimes(ctx, lab); len(errs) > 0 {
+			return errs
+		}
 	}
-	if len(errs) > 0 {
-		return fmt.Errorf("destroy lab %q: %w", lab, errors.Join(errs...))
+	if d.runtimeLeftovers(ctx, lab) {
+		return []error{fmt.Errorf("objects of lab %q keep appearing after %d removals: is a deploy of it still running?", lab, settleRounds+1)}
 	}
-	return d.Journal.Remove(lab)
+	return nil
 }
 
 // leftovers reports whether any runtime holds something tagged with the lab, or its steering
 // maps are pinned.
 func (d *Deployer) leftovers(ctx context.Context, lab string) bool {
+	if d.runtimeLeftovers(ctx, lab) {
+		return true
+	}
+	pinned, _ := steer.Pinned()
+	return slices.Contains(pinned, lab)
+}
+
+// runtimeLeftovers reports whether any runtime holds something tagged with the lab.
+func (d *Deployer) runtimeLeftovers(ctx context.Context, lab string) bool {
 	for _, rt := range d.runtimes() {
 		if l, _ := rt.Leftovers(ctx, lab); len(l) > 0 {
 			return true
 		}
 	}
-	pinned, _ := steer.Pinned()
-	return slices.Contains(pinned, lab)
+	return false
 }
 
 // teardownFunctions runs every function's teardown while its node exists (custom teardown

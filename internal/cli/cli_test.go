@@ -234,10 +234,9 @@ chains:
 	}
 	child.Process.Signal(syscall.SIGKILL)
 	child.Wait()
-	// The engine finishes the requests the killed deploy had in flight (a container create
-	// goes on after its client is gone); a destroy in the same millisecond would list the
-	// containers before that one exists (seen: one container left, 22:34 UTC).
-	time.Sleep(2 * time.Second)
+	// No pause here: the engine finishes the requests the killed deploy had in flight (a
+	// container create goes on after its client is gone), and destroy, seeing the deploy
+	// unfinished, looks again after deploy.SettleGrace (seen without that: one container left).
 	code, out, errOut := run(t, "destroy", "--all")
 	if code != 0 || !strings.Contains(out, "destroyed lab t-kill-nat") {
 		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
