@@ -330,12 +330,17 @@ func (n *NS) DelLink(link string) error {
 //
 // Equivalent to: ip -n NS addr add P dev LINK [nodad]
 func (n *NS) AddAddr(link string, p netip.Prefix) error {
+	h, l, err := n.link(link)
+	if err != nil {
+		return fmt.Errorf("add addr %s to %s: %w", p, n.where(link), err)
+	}
+	return n.addAddr(h, l, link, p)
+}
+
+// addAddr adds p to the link l already looked up through h.
+func (n *NS) addAddr(h *netlink.Handle, l netlink.Link, link string, p netip.Prefix) error {
 	what := fmt.Sprintf("add addr %s to %s", p, n.where(link))
 	p, err := normPrefix(p)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	h, l, err := n.link(link)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -360,17 +365,8 @@ func (n *NS) AddAddrsUp(link string, ps ...netip.Prefix) error {
 		return fmt.Errorf("set up %s: %w", n.where(link), err)
 	}
 	for _, p := range ps {
-		what := fmt.Sprintf("add addr %s to %s", p, n.where(link))
-		p, err := normPrefix(p)
-		if err != nil {
-			return fmt.Errorf("%s: %w", what, err)
-		}
-		addr := &netlink.Addr{IPNet: ipNet(p)}
-		if p.Addr().Is6() {
-			addr.Flags = unix.IFA_F_NODAD
-		}
-		if err := h.AddrAdd(l, addr); err != nil {
-			return fmt.Errorf("%s: %w", what, err)
+		if err := n.addAddr(h, l, link, p); err != nil {
+			return err
 		}
 	}
 	if err := h.LinkSetUp(l); err != nil {
