@@ -384,6 +384,21 @@ func LinkOf(nsName, ifname string) (int, net.HardwareAddr, error) {
 	return l.Attrs().Index, l.Attrs().HardwareAddr, nil
 }
 
+// PortLink reads where a netns port is: the ifindex of its veth's end hostIf in its host's
+// namespace hostNS (where its steering program sits) and the MAC of its own end ifname in the
+// node's namespace nodeNS.
+func PortLink(hostNS, hostIf, nodeNS, ifname string) (int, net.HardwareAddr, error) {
+	idx, _, err := LinkOf(hostNS, hostIf)
+	if err != nil {
+		return 0, nil, err
+	}
+	_, mac, err := LinkOf(nodeNS, ifname)
+	if err != nil {
+		return 0, nil, err
+	}
+	return idx, mac, nil
+}
+
 // ErrNoHost says a node names a host the topology lacks.
 var ErrNoHost = errors.New("unknown host")
 

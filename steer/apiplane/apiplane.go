@@ -319,11 +319,7 @@ func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error)
 			continue
 		}
 		for _, pt := range n.Ports {
-			idx, _, err := hosts.LinkOf(h.Netns, pt.HostIf)
-			if err != nil {
-				return nil, err
-			}
-			_, mac, err := hosts.LinkOf(n.Netns, pt.Ifname)
+			idx, mac, err := hosts.PortLink(h.Netns, pt.HostIf, n.Netns, pt.Ifname)
 			if err != nil {
 				return nil, err
 			}
