@@ -90,6 +90,9 @@ func (n *NS) MoveLink(link string, target *NS, name, alias string) error {
 	return nil
 }
 
+// dumpRetries is how many times an interrupted netlink dump is read again.
+const dumpRetries = 5
+
 // LinkAlias is a device and its alias (ifalias).
 type LinkAlias struct {
 	Name, Alias string
@@ -103,7 +106,16 @@ func (n *NS) Aliased(prefix string) ([]LinkAlias, error) {
 	if err != nil {
 		return nil, fmt.Errorf("list links of %s: %w", displayName(n.name), err)
 	}
-	links, err := h.LinkList()
+	// A dump that overlaps link changes in the namespace (the kernel flags it
+	// NLM_F_DUMP_INTR, e.g. while a teardown deletes veths beside it) is read again:
+	// a destroy must not fail on it (study D's full run lost 63 trials to one such).
+	var links []netlink.Link
+	for try := 0; ; try++ {
+		links, err = h.LinkList()
+		if !errors.Is(err, netlink.ErrDumpInterrupted) || try == dumpRetries {
+			break
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("list links of %s: %w", displayName(n.name), err)
 	}
