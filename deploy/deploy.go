@@ -249,7 +249,11 @@ func takesDefaults(n *plan.Node) bool {
 // links wires the segments, then turns off reverse-path filtering and IPv6 on every interface
 // (interfaces a runtime attached before the defaults were set keep their own values).
 func (b *build) links(ctx context.Context) error {
-	if err := b.rt.Link(ctx, b.p, b.ns, b.undo); err != nil {
+	link := b.rt.Link
+	if len(b.p.Hosts) > 0 {
+		link = linkHosts // package hosts wires nodes on emulated hosts, whichever runtime made them
+	}
+	if err := link(ctx, b.p, b.ns, b.undo); err != nil {
 		return err
 	}
 	if b.p.Transparent != nil {

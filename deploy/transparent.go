@@ -50,13 +50,13 @@ func (b *build) steering(ctx context.Context) error {
 	t := p.Transparent
 	var ports []steeringPort
 	var err error
-	switch p.Runtime {
-	case "", "netns":
-		ports, err = b.netnsPorts()
-	case "docker":
-		ports, err = b.dockerPorts()
-	default:
+	switch {
+	case p.Runtime != "" && p.Runtime != "netns" && p.Runtime != "docker":
 		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: netns or docker)", p.Runtime)
+	case p.HostPorts():
+		ports, err = b.hostPorts()
+	default:
+		ports, err = b.dockerPorts()
 	}
 	if err != nil {
 		return err
@@ -106,10 +106,11 @@ func (b *build) steering(ctx context.Context) error {
 	return dp.Apply(tab)
 }
 
-// netnsPorts builds the emulated hosts (a namespace each, a bridge per network, VXLAN between
+// hostPorts builds the emulated hosts (a namespace each, a bridge per network, VXLAN between
 // them) and the nodes' ports, makes functions bumps in the wire, and returns where each
-// port's program goes: its veth's end in its host's namespace.
-func (b *build) netnsPorts() ([]steeringPort, error) {
+// port's program goes: its veth's end in its host's namespace. The nodes are namespaces, or
+// containers whose namespaces the docker runtime named as a netns node's (Plan.HostPorts).
+func (b *build) hostPorts() ([]steeringPort, error) {
 	t := b.p.Transparent
 	built, err := hosts.Build(topology(b.p), b.undo)
 	if built != nil {

@@ -486,3 +486,69 @@ func BenchmarkCreateNS(b *testing.B) {
 		}
 	}
 }
+
+// TestBindNetns names the namespace of a process that is not sfclab's (a sleep started by
+// unshare, as a container's init is): the name opens the process's namespace, a second bind
+// of the name is refused, the name outlives the process, and DeleteNetns removes it.
+func TestBindNetns(t *testing.T) {
+	requireRoot(t)
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "unshare", "--net", "sleep", "30")
+	if err := cmd.Start(); err != nil {
+		t.Fatalf("start unshare: %v", err)
+	}
+	t.Cleanup(func() { _ = cmd.Process.Kill(); _ = cmd.Wait() })
+	path := fmt.Sprintf("/proc/%d/ns/net", cmd.Process.Pid)
+	// unshare switches namespaces before it execs sleep: wait until it has.
+	self, _ := os.Readlink("/proc/self/ns/net")
+	for i := 0; i < 100; i++ {
+		if l, _ := os.Readlink(path); l != "" && l != self {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	want, err := os.Readlink(path)
+	if err != nil || want == self {
+		t.Fatalf("process namespace %q (%v), the test's is %q", want, err, self)
+	}
+	name := testPrefix + "bind"
+	if err := BindNetns(name, path); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = DeleteNetns(name) })
+	if err := BindNetns(name, path); !errors.Is(err, os.ErrExist) {
+		t.Errorf("second BindNetns = %v, want os.ErrExist", err)
+	}
+	ns, err := OpenNS(name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The named namespace is the process's: a veth made through the name is seen there.
+	ns.Close()
+	if out, err := exec.Command("ip", "-n", name, "link", "add", "bindprobe", "type", "veth", "peer", "name", "bindprobe2").CombinedOutput(); err != nil {
+		t.Fatalf("ip -n %s link add: %s %v", name, out, err)
+	}
+	out, err := exec.Command("nsenter", "--net="+path, "ip", "-o", "link", "show", "bindprobe").CombinedOutput()
+	if err != nil || !strings.Contains(string(out), "bindprobe") {
+		t.Errorf("veth made through %s not in the process's namespace: %s %v", name, out, err)
+	}
+	_ = cmd.Process.Kill()
+	_ = cmd.Wait()
+	if _, err := OpenNS(name); err != nil {
+		t.Errorf("OpenNS after the process exited = %v, want the named namespace", err)
+	}
+	if err := DeleteNetns(name); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := OpenNS(name); !errors.Is(err, ErrNotFound) {
+		t.Errorf("OpenNS after DeleteNetns = %v, want ErrNotFound", err)
+	}
+	if err := BindNetns(testPrefix+"bind2", "/proc/self/ns/nonexistent"); err == nil {
+		_ = DeleteNetns(testPrefix + "bind2")
+		t.Error("BindNetns of a missing path succeeded")
+	}
+	if left, _ := ListNetns(testPrefix + "bind2"); len(left) > 0 {
+		t.Errorf("failed BindNetns left %v", left)
+	}
+}

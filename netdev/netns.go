@@ -81,6 +81,32 @@ func setLoUp(ns netns.NsHandle) error {
 	return h.LinkSetUp(lo)
 }
 
+// BindNetns names an existing network namespace, found at path (for example a container's
+// /proc/PID/ns/net), as /run/netns/NAME: it is then opened, listed and deleted as one
+// CreateNetns made. It fails with an error wrapping [os.ErrExist] if the name is taken. The
+// name keeps the namespace alive after its processes are gone, until [DeleteNetns].
+//
+// Equivalent to: touch /run/netns/NAME && mount --bind PATH /run/netns/NAME
+func BindNetns(name, path string) error {
+	if err := checkNetnsName(name); err != nil {
+		return fmt.Errorf("bind netns %q: %w", name, err)
+	}
+	if err := prepareNetnsDir(); err != nil {
+		return fmt.Errorf("bind netns %s: %w", name, err)
+	}
+	target := filepath.Join(NetnsDir, name)
+	f, err := os.OpenFile(target, os.O_RDONLY|os.O_CREATE|os.O_EXCL, 0o444)
+	if err != nil {
+		return fmt.Errorf("bind netns %s: %w", name, err)
+	}
+	f.Close()
+	if err := unix.Mount(path, target, "none", unix.MS_BIND, ""); err != nil {
+		_ = os.Remove(target)
+		return fmt.Errorf("bind netns %s to %s: %w", name, path, err)
+	}
+	return nil
+}
+
 // DeleteNetns removes the named network namespace. A missing namespace is
 // not an error. The namespace itself (and the devices in it) lives on while
 // a process or an open [NS] still refers to it.

@@ -87,7 +87,7 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 		if len(members) > 2 || b.lab.Links == "bridge" || docker || hasDriver(members) || len(b.lab.Hosts) > 0 {
 			s.Bridge = fmt.Sprintf("br%d", g)
 		}
-		if docker {
+		if docker && len(b.lab.Hosts) == 0 { // a Docker network (on hosts: sfclab's bridges)
 			s.Gateway = lastHost(subnet)
 			if len(members)+1 >= 1<<(32-subnet.Bits())-1 {
 				b.bad(c.Pos, "chain %q: subnet %s has no room for the Docker gateway beside %d members", c.Name, subnet, len(members))

@@ -47,10 +47,21 @@ type Plan struct {
 	Underlay string `json:"underlay,omitempty"`
 	// Transparent is set for steering: transparent; then Nodes lists the nodes (for exec, CPU,
 	// inspect and telemetry) and Chains is empty: the networks, ports and port chains are
-	// here. Segments are empty too, except on docker: there the runtime makes a Docker network
-	// per network (a segment each, with its gateway) and gives each node an interface per port
-	// (its Interfaces).
+	// here. Segments are empty too, except on docker with one emulated host: there the
+	// runtime makes a Docker network per network (a segment each, with its gateway) and gives
+	// each node an interface per port (its Interfaces). See HostPorts.
 	Transparent *Transparent `json:"transparent,omitempty"`
+}
+
+// HostPorts reports whether package hosts gives the nodes their ports: veths (or macvlans) to
+// their host's bridges, in emulated hosts that are namespaces of their own. It is so for a
+// routed lab placed on hosts and for a transparent lab on netns, and on docker too, except
+// for a transparent lab with one host (the machine itself, its Docker networks' bridges). On
+// docker each container then starts without a network of the engine's, and its namespace is
+// also named Node.Netns, as a netns node's is.
+func (p *Plan) HostPorts() bool {
+	hs := p.AllHosts()
+	return len(hs) > 0 && hs[0].Netns != ""
 }
 
 // Node is one namespace or container: an endpoint instance or a function instance (a port pair).

@@ -216,7 +216,7 @@ chains: [{from: client, to: server, hops: [n]}]
 
 func TestDriverPlanChecks(t *testing.T) {
 	for _, tt := range []struct{ yaml, want string }{
-		{"name: d\nruntime: docker\nendpoints:\n  client: {driver: macvlan}\n  server: {}\nchains: [{from: client, to: server}]\n", "not available on runtime docker"},
+		{"name: d\nruntime: docker\nendpoints:\n  client: {driver: macvlan}\n  server: {}\nchains: [{from: client, to: server}]\n", "driver macvlan on runtime docker needs emulated hosts"},
 		{"name: d\nendpoints:\n  client: {driver: {type: host-device, device: eth9}}\n  a: {}\n  b: {}\nchains: [{from: client, to: a}, {from: client, to: b}]\n", "on 2 networks"},
 	} {
 		lab, err := spec.Decode([]byte(tt.yaml), "d.yaml", kinds.Spec())

@@ -112,10 +112,12 @@ func (b *builder) transparent() {
 	if len(lab.Hosts) > 1 {
 		t.Underlay = NetnsName(lab.Name, "underlay")
 	}
-	docker := lab.Runtime == spec.RuntimeDocker
+	// On docker with one emulated host, the host is the machine itself: the Docker networks'
+	// bridges and the host-side ends of the containers' veths are in its namespace. With
+	// several hosts the containers have no network of the engine's: package hosts gives them
+	// their ports, as it does netns nodes (see Plan.HostPorts).
+	docker := lab.Runtime == spec.RuntimeDocker && len(lab.Hosts) <= 1
 	if docker {
-		// The one host is the machine itself: the Docker networks' bridges and the host-side
-		// ends of the containers' veths are in its namespace.
 		for _, h := range t.Hosts {
 			h.Netns = ""
 		}
@@ -299,7 +301,8 @@ func defaultWays(ports []*TPort) [][2]string {
 // writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.
 func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	docker := pl.Runtime == spec.RuntimeDocker
+	container := pl.Runtime == spec.RuntimeDocker
+	docker := container && !pl.HostPorts() // the engine's networks on the machine itself
 	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(pl.MTU))
 	for _, h := range t.Hosts {
 		ul := ""
@@ -326,8 +329,11 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
 	for _, n := range t.Nodes {
 		where := "netns " + n.Netns
-		if docker {
+		switch {
+		case docker:
 			where = "container " + NetnsName(pl.Lab, n.Name)
+		case container:
+			where = "container " + NetnsName(pl.Lab, n.Name) + ", netns " + n.Netns
 		}
 		of := ""
 		if n.Of != "" {

@@ -113,8 +113,8 @@ func (v *validator) routedHosts() {
 			v.bad(p, "%s %q: host %q is not in hosts: %v", what, name, *host, lab.HostNames())
 		}
 	}
-	if len(lab.Hosts) > 0 && lab.Runtime != RuntimeNetns {
-		v.bad(lab.Hosts[0].Pos, "hosts: emulated hosts run on the netns runtime only (each host is a namespace with its own bridges); use runtime: netns")
+	if len(lab.Hosts) > 0 && lab.Runtime == RuntimeDocker && lab.Docker.Attach == AttachNAT {
+		v.bad(lab.Hosts[0].Pos, "hosts: docker attach nat publishes the target's port on a Docker network, and nodes on emulated hosts have none (sfclab's bridges in the hosts' namespaces): drop docker.attach or hosts:")
 	}
 	for _, name := range sortedKeys(lab.Endpoints) {
 		e := lab.Endpoints[name]

@@ -50,7 +50,7 @@ func TestHostsBad(t *testing.T) {
 		{"long name", "  - rsp\n", "  - responder-a\n", `host "responder-a": use lowercase letters, digits and '-', at most 10 characters`},
 		{"link segment", "link: {rate: 10gbit}", "link: {rate: 10gbit, segment: 0}", `link: has no segment:`},
 		{"link nothing", "link: {rate: 10gbit}", "link: {}", `host "snd": link: shaping sets nothing`},
-		{"docker", "name: hbad\n", "name: hbad\nruntime: docker\n", `emulated hosts run on the netns runtime only`},
+		{"docker nat", "name: hbad\n", "name: hbad\nruntime: docker\ndocker: {attach: nat}\n", `h.yaml:5:5: hosts: docker attach nat publishes the target's port on a Docker network`},
 		{"host-device", "driver: macvlan", "driver: {type: host-device, device: dummy0}", `driver host-device takes a device of the real host`},
 		{"unknown field", `cpus: "0"`, `cores: "0"`, `unknown field "cores"`},
 	} {
@@ -64,6 +64,10 @@ func TestHostsBad(t *testing.T) {
 				t.Errorf("err = %v\nwant %q", err, tc.want)
 			}
 		})
+	}
+	// On docker the hosts are package hosts' as on netns (containers without a Docker network).
+	if _, err := spec.Decode([]byte(strings.Replace(hostsBase, "name: hbad\n", "name: hbad\nruntime: docker\n", 1)), "h.yaml", kinds.Spec()); err != nil {
+		t.Errorf("hosts on docker: %v", err)
 	}
 	// host: without hosts:
 	noHosts := "name: hbad\nendpoints:\n  a: {kind: client, host: x}\n  b: {kind: server}\nchains:\n  - {from: a, to: b}\n"

@@ -303,21 +303,14 @@ func (v *validator) transparent() {
 	}
 }
 
-// dockerTransparent refuses what a transparent lab cannot do on the docker runtime. Its one
-// emulated host is the machine itself: a port is a container's interface on a Docker network
-// (a bridge in the machine's namespace), and steering attaches to the host-side end of its
-// veth. Several hosts would need a bridge per network in each host's namespace joined by
-// VXLAN, and the engine puts every network's bridge in the machine's own namespace.
+// dockerTransparent refuses what a transparent lab cannot do on the docker runtime. With one
+// emulated host, the host is the machine itself: a port is a container's interface on a
+// Docker network (a bridge in the machine's namespace), steering attaches to the host-side
+// end of its veth, and the engine connects a container to a network once. With several
+// hosts, the containers start without a network of the engine's and sfclab gives them their
+// ports on bridges in the hosts' namespaces (joined by VXLAN), as on netns.
 func (v *validator) dockerTransparent() {
 	lab := v.lab
-	if len(lab.Hosts) > 1 {
-		v.bad(lab.Hosts[1].Pos, "steering transparent on the docker runtime runs on one emulated host: the engine puts every Docker network's bridge in the machine's own namespace, so there is no host namespace per emulated host to hold a bridge per network and the VXLAN tunnels between hosts; list one host or use runtime: netns for hosts: %v", lab.HostNames())
-	}
-	for _, h := range lab.Hosts {
-		if h != nil && h.CPUs != "" {
-			v.bad(h.Pos, "host %q: cpus: on the docker runtime the host is the machine itself and its nodes are containers, which this build does not confine to a host's cores; drop cpus: or use runtime: netns", h.Name)
-		}
-	}
 	twice := func(what, name string, p Pos, ports map[string]string) {
 		on := map[string]string{}
 		for _, ifn := range sortedKeys(ports) {
@@ -328,14 +321,16 @@ func (v *validator) dockerTransparent() {
 			on[ports[ifn]] = ifn
 		}
 	}
-	for _, name := range sortedKeys(lab.Endpoints) {
-		if e := lab.Endpoints[name]; e != nil {
-			twice("endpoint", name, e.Pos, e.Ports)
+	if len(lab.Hosts) <= 1 {
+		for _, name := range sortedKeys(lab.Endpoints) {
+			if e := lab.Endpoints[name]; e != nil {
+				twice("endpoint", name, e.Pos, e.Ports)
+			}
 		}
-	}
-	for _, name := range sortedKeys(lab.Functions) {
-		if f := lab.Functions[name]; f != nil {
-			twice("function", name, f.Pos, f.Ports)
+		for _, name := range sortedKeys(lab.Functions) {
+			if f := lab.Functions[name]; f != nil {
+				twice("function", name, f.Pos, f.Ports)
+			}
 		}
 	}
 	if lab.Docker.Attach == AttachNAT {

@@ -32,6 +32,7 @@ import (
 	"github.com/moby/moby/api/types/network"
 	"github.com/moby/moby/client"
 
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -126,6 +127,9 @@ func published(p *plan.Plan, s *plan.Segment) bool {
 // subnet, and that the image is there: sfclab's own is built when missing (minutes, reported
 // to r.Progress), another one is pulled.
 func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
+	if err := checkHostCPUs(p); err != nil {
+		return err
+	}
 	cli, err := r.client(ctx)
 	if err != nil {
 		return err
@@ -154,6 +158,25 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 		return f.err
 	}
 	return r.EnsureImage(ctx, p.Image)
+}
+
+// checkHostCPUs refuses, before anything is created, a host's cores this machine does not
+// have (the engine would refuse each container later). The error starts with the host's place
+// in the lab file.
+func checkHostCPUs(p *plan.Plan) error {
+	for _, h := range p.AllHosts() {
+		if h.CPUs == "" {
+			continue
+		}
+		if err := cgroup.CheckCPUs(h.CPUs); err != nil {
+			where := h.Where
+			if where == "" {
+				where = "lab " + p.Lab
+			}
+			return fmt.Errorf("%s: host %s: cpus: %w", where, h.Name, err)
+		}
+	}
+	return nil
 }
 
 func (r Runtime) checkNames(ctx context.Context, cli *client.Client, p *plan.Plan) error {
@@ -328,6 +351,9 @@ func (s *segmentsReady) finish(seg string, ok bool) (last bool) {
 // needs lists the segments whose networks a node's container needs before it is created:
 // its first interface's, or all of them when the others are connected before the start.
 func needs(n *plan.Node) []string {
+	if len(n.Interfaces) == 0 {
+		return nil // no network of the engine's (Plan.HostPorts)
+	}
 	ifcs := n.Interfaces[:1]
 	if connectBeforeStart {
 		ifcs = n.Interfaces
@@ -368,6 +394,7 @@ func createOrder(p *plan.Plan) ([]any, error) {
 		idx[s.Name] = i
 	}
 	after := make([][]*plan.Node, len(p.Segments))
+	var first []*plan.Node // nodes that need no network
 	for _, n := range p.Nodes {
 		last := -1
 		for _, seg := range needs(n) {
@@ -377,9 +404,16 @@ func createOrder(p *plan.Plan) ([]any, error) {
 			}
 			last = max(last, i)
 		}
+		if last < 0 {
+			first = append(first, n)
+			continue
+		}
 		after[last] = append(after[last], n)
 	}
 	order := make([]any, 0, len(p.Segments)+len(p.Nodes))
+	for _, n := range first {
+		order = append(order, n)
+	}
 	for i, s := range p.Segments {
 		order = append(order, s)
 		for _, n := range after[i] {
@@ -409,13 +443,20 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		return nil, fmt.Errorf("find node directory %s to bind-mount (Runtime.StateRoot must be the Deployer's journal root): %w", nodeDir, err)
 	}
 	for _, n := range p.Nodes {
-		if len(n.Interfaces) == 0 {
+		if len(n.Interfaces) == 0 && !p.HostPorts() {
 			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
 		}
 	}
 	order, err := createOrder(p)
 	if err != nil {
 		return nil, err
+	}
+	if p.HostPorts() {
+		// Package hosts gives the containers their ports: no Docker network, no bridge rules.
+		order = order[:0]
+		for _, n := range p.Nodes {
+			order = append(order, n)
+		}
 	}
 	// Undone last: whatever the engine created although its request was cancelled (the
 	// container or network exists, its undo was never pushed) is found by label.
@@ -471,7 +512,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			return addHostRules(ctx, brs, nat, p.Lab)
 		}
 		n := order[i].(*plan.Node)
-		if !ready.wait(ctx, needs(n)) {
+		if !p.HostPorts() && !ready.wait(ctx, needs(n)) {
 			return ctx.Err() // a failed network reports itself
 		}
 		ns, err := r.createContainer(ctx, cli, p, n, image, nodeDir, u)
@@ -533,8 +574,16 @@ func bridgeName(id string) string { return "br-" + id[:min(12, len(id))] }
 // createContainer creates and starts a node's container on its first segment's network.
 func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *plan.Plan, n *plan.Node, image, nodeDir string, u runtime.Undo) (*netdev.NS, error) {
 	name := ContainerName(p.Lab, n.Name)
-	first := n.Interfaces[0]
-	netName := NetworkName(p.Lab, first.Segment)
+	// Without interfaces of the engine's (Plan.HostPorts) the container starts in a namespace
+	// of its own with only lo, and package hosts gives it its ports.
+	netName, nc := "none", &network.NetworkingConfig{}
+	if !p.HostPorts() {
+		first := n.Interfaces[0]
+		netName = NetworkName(p.Lab, first.Segment)
+		nc.EndpointsConfig = map[string]*network.EndpointSettings{
+			netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: first.Address.Addr()}},
+		}
+	}
 	cfg := &container.Config{
 		Hostname: n.Name,
 		Image:    image,
@@ -551,6 +600,9 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		Binds:         []string{nodeDir + ":" + nodeDir},
 		Init:          &yes,
 		RestartPolicy: container.RestartPolicy{Name: container.RestartPolicyDisabled},
+	}
+	if h := p.HostOf(n.Name); h != nil && h.CPUs != "" {
+		hc.Resources.CpusetCpus = h.CPUs // the emulated host's cores
 	}
 	if runsSfclab(n) {
 		exe, err := r.executable()
@@ -574,9 +626,6 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		cfg.ExposedPorts[port] = struct{}{}
 		hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: pub.HostIP, HostPort: strconv.Itoa(int(pub.HostPort))})
 	}
-	nc := &network.NetworkingConfig{EndpointsConfig: map[string]*network.EndpointSettings{
-		netName: {IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: first.Address.Addr()}},
-	}}
 	t0 := time.Now()
 	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
 	if err != nil {
@@ -588,7 +637,7 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		defer cancel()
 		return removeContainer(cctx, cli, res.ID, name)
 	})
-	if connectBeforeStart {
+	if connectBeforeStart && !p.HostPorts() {
 		// The engine of API 1.41 takes one network at create; the others are added before
 		// the start, which then sets up every endpoint in one go.
 		for _, ifc := range n.Interfaces[1:] {
@@ -618,7 +667,16 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 	}
 	t0 = time.Now()
 	defer r.trace(StepOpenNS, t0)
-	return netdev.OpenNSPath(fmt.Sprintf("/proc/%d/ns/net", st.Pid), name)
+	nsPath := fmt.Sprintf("/proc/%d/ns/net", st.Pid)
+	if p.HostPorts() {
+		// Package hosts and steering find a node's namespace by its name, as a netns node's.
+		u.Push("netns "+n.Netns, func() error { return netdev.DeleteNetns(n.Netns) })
+		if err := netdev.BindNetns(n.Netns, nsPath); err != nil {
+			return nil, fmt.Errorf("name the namespace of container %s: %w", name, err)
+		}
+		return netdev.OpenNS(n.Netns)
+	}
+	return netdev.OpenNSPath(nsPath, name)
 }
 
 // connect attaches a container to the network of one of its node's interfaces, with the
@@ -690,12 +748,15 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 	if err != nil {
 		return err
 	}
+	if p.HostPorts() {
+		return nil // package hosts gives the containers their ports
+	}
 	start := time.Now()
 	defer r.trace(StageLink, start)
 	return r.parallel(ctx, len(p.Nodes), func(i int) error {
 		n := p.Nodes[i]
 		name := ContainerName(p.Lab, n.Name)
-		if !connectBeforeStart {
+		if !connectBeforeStart && len(n.Interfaces) > 1 {
 			for _, ifc := range n.Interfaces[1:] {
 				if err := r.connect(ctx, cli, p, name, name, ifc); err != nil {
 					return err

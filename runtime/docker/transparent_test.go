@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -15,6 +16,7 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
@@ -269,4 +271,119 @@ func transparentIperf(b *testing.B, d *deploy.Deployer, p *plan.Plan, port int) 
 	}
 	time.Sleep(200 * time.Millisecond) // the one-off server exits
 	return res.End.SumReceived.BitsPerSecond
+}
+
+// TestTransparentOnDockerHosts deploys examples/transparent-docker-hosts.yaml: containers
+// without a Docker network on three emulated hosts joined by VXLAN. Each container's
+// namespace is named as a netns node's and holds only the ports sfclab gave it; ping and
+// iperf3 cross v1 (h1), the stateful firewall (h2) and one of the group v3 (h2 or h3) both
+// ways, every hop's counter rose in both directions, and destroy leaves no container, named
+// namespace (nodes', hosts', underlay) or pinned map.
+func TestTransparentOnDockerHosts(t *testing.T) {
+	requireEngine(t)
+	d := deployer(t)
+	p := loadLab(t, "../../examples/transparent-docker-hosts.yaml", "t-dk-th", nil)
+	if !p.HostPorts() {
+		t.Fatal("plan of a docker lab on three hosts: HostPorts() = false, want ports from package hosts")
+	}
+	t.Cleanup(func() { // runs after deployLab's destroy
+		if left, err := netdev.ListNetns(plan.NetnsPrefix + p.Lab + "."); err != nil || len(left) > 0 {
+			t.Errorf("destroy left namespaces %v (%v)", left, err)
+		}
+		if _, err := os.Stat(steer.PinDir(p.Lab)); err == nil {
+			t.Errorf("destroy left pinned maps in %s", steer.PinDir(p.Lab))
+		}
+	})
+	deployLab(t, d, p)
+
+	for _, tn := range p.Transparent.Nodes {
+		// The name opens the container's own namespace: the same ports, nothing else but lo.
+		named, err := netdev.OpenNS(tn.Netns)
+		if err != nil {
+			t.Fatalf("node %s: %v", tn.Name, err)
+		}
+		links, err := named.Links()
+		named.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var names []string
+		for _, l := range links {
+			names = append(names, l.Name)
+		}
+		want := []string{"lo"}
+		for _, pt := range tn.Ports {
+			want = append(want, pt.Ifname)
+		}
+		slices.Sort(names)
+		slices.Sort(want)
+		if !slices.Equal(names, want) {
+			t.Errorf("node %s: links of netns %s = %v, want %v", tn.Name, tn.Netns, names, want)
+		}
+		out, err := node(t, d, p, tn.Name).Output(context.Background(), nil, "ip", "-o", "-4", "addr", "show")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, pt := range tn.Ports {
+			if !strings.Contains(string(out), pt.Address.String()) {
+				t.Errorf("node %s: inside the container, port %s lacks %s:\n%s", tn.Name, pt.Ifname, pt.Address, out)
+			}
+		}
+	}
+
+	s, dst := node(t, d, p, "s"), p.Transparent.Node("d").Ports[0].Address.Addr().String()
+	out, err := s.Output(context.Background(), nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst)
+	if err != nil {
+		t.Fatalf("ping across three hosts: %v\n%s", err, out)
+	}
+	// Symmetric: the reply crosses v3, the firewall and v1 too (64 - 3).
+	if !strings.Contains(string(out), "ttl=61") {
+		t.Errorf("ping's replies did not cross three functions (want ttl=61):\n%s", out)
+	}
+	log := d.Journal.NodeDir(p.Lab) + "/d.iperf3.log"
+	if _, err := node(t, d, p, "d").Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, log); err != nil {
+		t.Fatal(err)
+	}
+	for range 40 {
+		out, err = s.Output(context.Background(), nil, "iperf3", "-c", dst, "-t", "2", "-J")
+		if err == nil || !strings.Contains(string(out)+err.Error(), "refused") {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through the web chain across hosts: %v\n%s", err, out)
+	}
+	var res iperfResult
+	if err := json.Unmarshal(out, &res); err != nil {
+		t.Fatalf("decode iperf3 output: %v", err)
+	}
+	t.Logf("iperf3 across three hosts through v1, the firewall and v3 on docker: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
+	if res.End.SumReceived.BitsPerSecond <= 0 {
+		t.Errorf("iperf3 received nothing")
+	}
+
+	dp, err := steer.Open(p.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	cs, err := dp.Counters()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[[2]uint32]uint64{}
+	for _, c := range cs {
+		got[[2]uint32{c.Path, c.Hop}] = c.Packets
+	}
+	for _, chain := range []string{"c-web", "c-icmp"} {
+		path := p.Transparent.Tables.ChainPath(chain)
+		for hop := uint32(0); hop <= 3; hop++ {
+			fwd, rev := got[[2]uint32{path, hop}], got[[2]uint32{path | 1, hop}]
+			t.Logf("%s hop %d: forward %d, reverse %d packets", chain, hop, fwd, rev)
+			if fwd < 3 || rev < 3 {
+				t.Errorf("%s hop %d: forward %d, reverse %d packets, want 3 or more each", chain, hop, fwd, rev)
+			}
+		}
+	}
 }

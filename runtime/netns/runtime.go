@@ -218,7 +218,7 @@ const fabricKey = "#fabric"
 // Equivalent to: ip link add A netns X type veth peer name B netns Y; ip link add brN type bridge; ...
 func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
 	if len(p.Hosts) > 0 {
-		return linkHosts(p, ns, undo)
+		return fmt.Errorf("link lab %s: its nodes are on emulated hosts, which package deploy wires (package hosts)", p.Lab)
 	}
 	fabric := ns[fabricKey]
 	var host *netdev.NS
