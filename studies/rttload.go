@@ -14,7 +14,6 @@ var studyD = &Study{
 	Name:       "rtt-background-load",
 	Title:      "D. SR-IOV in Docker containers, RTT measurements (de Oliveira Filho et al.) — on two emulated hosts",
 	Experiment: "experiments/rtt-background-load.yaml",
-	NetnsOnly:  "its sender and responder run on emulated hosts (namespaces with their own cores and bridges), which only the netns runtime builds",
 	Published: &report.Published{
 		Study:     "D. SR-IOV in Docker containers, RTT measurements (de Oliveira Filho et al.)",
 		Source:    "Sections 4-5 and Table 2 of the paper; two hosts back to back, Intel x540-AT2 10 GbE, Docker 26, 1,000 ICMP echoes of 64 B per configuration",
