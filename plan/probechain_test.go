@@ -10,10 +10,10 @@ import (
 	"github.com/sfclab/sfclab/plan"
 )
 
-// TestStudyCGolden pins the plans of study C's labs (placement on four hosts, Fig. 6's three
-// chains sharing v4, the tap on another host than the hop before it).
+// TestStudyCGolden pins the plans of study C's labs (placement on four hosts, transparent and
+// routed, Fig. 6's three chains sharing v4, the tap on another host than the hop before it).
 func TestStudyCGolden(t *testing.T) {
-	for _, name := range []string{"t-c6", "t-fig6", "t-tap-remote"} {
+	for _, name := range []string{"t-c6", "r4-c6", "t-fig6", "t-tap-remote"} {
 		t.Run(name, func(t *testing.T) {
 			var buf bytes.Buffer
 			if err := build(t, filepath.Join("..", "experiments", "labs", "study-c", name+".yaml")).WriteText(&buf); err != nil {
@@ -55,6 +55,7 @@ func TestProbeChain(t *testing.T) {
 		{lab: studyC("t-tap-remote.yaml"), name: "tap", path: "s v1 v6 d", target: "d", port: 5201, hops: 3},
 		{lab: studyC("r-c2.yaml"), name: "c2", path: "s v1 v6 d", target: "d", hops: 2},
 		{lab: studyC("r-c2.yaml"), chain: "c3", err: `no chain "c3"`},
+		{lab: studyC("r4-c6.yaml"), name: "c6", path: "s v1 v2 v4 v3 v5 v6 d", target: "d", hops: 6},
 		{lab: "../examples/transparent-fw.yaml", chain: "ping", name: "ping", path: "client fw server", target: "server", hops: 1},
 	} {
 		t.Run(filepath.Base(tc.lab)+"/"+tc.chain, func(t *testing.T) {

@@ -69,16 +69,25 @@ type TapRow struct {
 }
 
 // ModeTable compares scenarios run under different steering modes or placements, case by
-// case (study C's chains: transparent on four hosts, on one host, routed on one host).
+// case (study C's chains: transparent and routed, each on four hosts and on one host).
 type ModeTable struct {
 	// Title heads the table's section; Intro is a paragraph under it.
 	Title, Intro string
 	// Columns name the modes; every row has one scenario per column ("" for none).
 	Columns []string
 	Rows    []ModeRow
-	// RatioOf and RatioTo, when different, add a column: the paired per-repetition ratio of
-	// column RatioOf's throughput over column RatioTo's.
-	RatioOf, RatioTo int
+	// Ratios add a column each after the modes: the paired per-repetition ratio of one
+	// column's throughput over another's.
+	Ratios []RatioColumn
+}
+
+// RatioColumn is a ratio column of a ModeTable: column Of's throughput over column To's
+// (indexes into Columns).
+type RatioColumn struct{ Of, To int }
+
+// valid reports whether the ratio names two different columns of m.
+func (q RatioColumn) valid(m *ModeTable) bool {
+	return q.Of != q.To && q.Of >= 0 && q.To >= 0 && q.Of < len(m.Columns) && q.To < len(m.Columns)
 }
 
 // ModeRow is one case of a ModeTable.
@@ -386,10 +395,13 @@ func (r *Report) modesSection(m *ModeTable) section {
 		header = append(header, c+" Gbit/s [95 % CI]")
 		right = append(right, true)
 	}
-	ratio := m.RatioOf != m.RatioTo && m.RatioOf < len(m.Columns) && m.RatioTo < len(m.Columns)
-	if ratio {
-		header = append(header, m.Columns[m.RatioOf]+" ÷ "+m.Columns[m.RatioTo])
-		right = append(right, true)
+	var ratios []RatioColumn
+	for _, q := range m.Ratios {
+		if q.valid(m) {
+			ratios = append(ratios, q)
+			header = append(header, m.Columns[q.Of]+" ÷ "+m.Columns[q.To])
+			right = append(right, true)
+		}
 	}
 	t := &table{id: "modes-table", header: header, right: right}
 	for _, row := range m.Rows {
@@ -404,13 +416,13 @@ func (r *Report) modesSection(m *ModeTable) section {
 			}
 			cells = append(cells, cell)
 		}
-		if ratio {
+		for _, q := range ratios {
 			cell := dash
-			if m.RatioOf < len(row.Scenarios) && m.RatioTo < len(row.Scenarios) {
-				if q, ok := r.ModeRatio(row.Scenarios[m.RatioOf], row.Scenarios[m.RatioTo]); ok {
-					cell = fixed(q.Value, 2) + "×"
-					if !math.IsNaN(q.Low) {
-						cell += " " + ciRange(q.Low, q.High, 2)
+			if q.Of < len(row.Scenarios) && q.To < len(row.Scenarios) {
+				if v, ok := r.ModeRatio(row.Scenarios[q.Of], row.Scenarios[q.To]); ok {
+					cell = fixed(v.Value, 2) + "×"
+					if !math.IsNaN(v.Low) {
+						cell += " " + ciRange(v.Low, v.High, 2)
 					}
 				}
 			}

@@ -26,8 +26,8 @@ func flowsInput() Input {
 			Study: "C. test", Reference: "A. B, \"T\", V, 2019",
 			Rows: []PublishedRow{{Scenario: "c0", Metric: MetricThroughput, Text: "above 8 Gbit/s"}},
 			Modes: &ModeTable{Title: "Steering modes", Intro: "Transparent and routed.", Columns: []string{"transparent", "routed"},
-				Rows:    []ModeRow{{Case: "C0", Scenarios: []string{"c0", "c0-routed"}}, {Case: "C2", Scenarios: []string{"c2", "c2-routed"}}, {Case: "X", Scenarios: []string{"x", ""}}},
-				RatioOf: 0, RatioTo: 1},
+				Rows:   []ModeRow{{Case: "C0", Scenarios: []string{"c0", "c0-routed"}}, {Case: "C2", Scenarios: []string{"c2", "c2-routed"}}, {Case: "X", Scenarios: []string{"x", ""}}},
+				Ratios: []RatioColumn{{Of: 0, To: 1}, {Of: 1, To: 0}, {Of: 0, To: 2}}}, // the last names no column: left out
 		},
 	}
 	n := 0

@@ -2,6 +2,7 @@ package studies
 
 import (
 	"fmt"
+	"strings"
 	"testing"
 	"time"
 
@@ -16,7 +17,7 @@ func runC(thr map[string]float64, v4share, tapShare float64) report.Input {
 	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	in := report.Input{Run: results.Run{Experiment: "c", Study: OpenStackSFC, Started: t0, Ended: t0.Add(time.Hour), Complete: true},
 		Baseline: "c0", Published: Published(OpenStackSFC)}
-	for _, s := range []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "same-d", "other", "c6-1host", "fig6", "tap-local", "tap-remote"} {
+	for _, s := range []string{"c0", "c1", "c2", "c3", "c4", "c5", "c6", "same-d", "other", "c6-1host", "c6-routed-4hosts", "c6-routed", "fig6", "tap-local", "tap-remote"} {
 		in.Scenarios = append(in.Scenarios, s)
 	}
 	for _, sc := range in.Scenarios {
@@ -62,7 +63,7 @@ func runC(thr map[string]float64, v4share, tapShare float64) report.Input {
 }
 
 func TestClaimsC(t *testing.T) {
-	thr := map[string]float64{"c0": 9, "c1": 7, "c2": 4, "c3": 3, "c4": 2.5, "c5": 2, "c6": 1.8, "same-d": 3.4, "other": 2, "c6-1host": 6}
+	thr := map[string]float64{"c0": 9, "c1": 7, "c2": 4, "c3": 3, "c4": 2.5, "c5": 2, "c6": 1.8, "same-d": 3.4, "other": 2, "c6-1host": 6, "c6-routed-4hosts": 3, "c6-routed": 6}
 	check := func(in report.Input, want []string) {
 		t.Helper()
 		r, err := report.Build(in)
@@ -73,6 +74,11 @@ func TestClaimsC(t *testing.T) {
 			res := c.Check(r)
 			if res.Outcome != want[i] || res.Evidence == "" {
 				t.Errorf("%q: %s (%s), want %s", c.Text, res.Outcome, res.Evidence, want[i])
+			}
+			// The crossing claim shows routed steering's four hosts against its one host beside
+			// the transparent chains' (c6-routed-4hosts 3 over c6-routed 6 Gbit/s).
+			if strings.HasPrefix(c.Text, "crossing") && !strings.Contains(res.Evidence, "routed steering, C6 on four hosts over C6 on one host: 0.50×") {
+				t.Errorf("%q lacks the routed comparison: %s", c.Text, res.Evidence)
 			}
 		}
 	}

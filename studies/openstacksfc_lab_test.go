@@ -17,10 +17,11 @@ import (
 )
 
 // TestOpenStackSFCQuickSubset runs a light slice of `reproduce openstack-sfc --quick` for
-// real: C0 on four hosts, C2 routed, Fig. 6 shrunk to flows of 1, 2 and 3 s sampled every
-// 500 ms, and the tap on another host than the hop before it, one repetition, about six
-// seconds of traffic. The report must show v4 carrying the sum of the three flows, the tap
-// getting its copies across hosts, and the modes table and the time-series chart.
+// real: C0 on four hosts, transparent and routed, C2 routed on one host, Fig. 6 shrunk to
+// flows of 1, 2 and 3 s sampled every 500 ms, and the tap on another host than the hop
+// before it, one repetition, about seven seconds of traffic. The report must show v4 carrying the sum of the three flows, the tap
+// getting its copies across hosts, the modes table with C0's transparent over routed ratio on
+// four hosts, and the time-series chart.
 func TestOpenStackSFCQuickSubset(t *testing.T) {
 	testroot.Require(t, "study C's quick path deploys four emulated hosts with VXLAN and eBPF steering")
 	st, err := Get(OpenStackSFC)
@@ -31,7 +32,7 @@ func TestOpenStackSFCQuickSubset(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	keep := map[string]bool{"c0": true, "c2-routed": true, "fig6": true, "tap-remote": true}
+	keep := map[string]bool{"c0": true, "c0-routed-4hosts": true, "c2-routed": true, "fig6": true, "tap-remote": true}
 	var scenarios []*experiment.Scenario
 	for _, s := range e.Scenarios {
 		if keep[s.Name] {
@@ -72,7 +73,7 @@ func TestOpenStackSFCQuickSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "report.md"))
-	for _, want := range []string{"## Steering check", "## Tap", "## Steering modes and placement", "| C2 | not measured | not measured | ", "quick smoke run"} {
+	for _, want := range []string{"## Steering check", "## Tap", "## Steering modes and placement", "| C2 | not measured | not measured | not measured | ", "quick smoke run"} {
 		if !strings.Contains(string(md), want) {
 			t.Errorf("report lacks %q", want)
 		}
@@ -93,5 +94,10 @@ func TestOpenStackSFCQuickSubset(t *testing.T) {
 	}
 	if thr := meanThroughput(rep, "c0"); !(thr > 0) {
 		t.Errorf("c0 throughput %v", thr)
+	}
+	if q, ok := rep.ModeRatio("c0", "c0-routed-4hosts"); !ok || !(q.Value > 0) {
+		t.Errorf("c0 over c0-routed-4hosts: %+v, %v", q, ok)
+	} else {
+		t.Logf("C0 on four hosts, transparent over routed: %s", q.Text())
 	}
 }
