@@ -28,7 +28,6 @@ var studyC = &Study{
 	Name:       OpenStackSFC,
 	Title:      "C. Service Function Chaining on OpenStack (Borsatti et al.) — data plane on four emulated hosts",
 	Experiment: "experiments/openstack-sfc.yaml",
-	NetnsOnly:  "its four emulated hosts each need a namespace with a bridge per network and VXLAN tunnels, and Docker puts every network's bridge in the machine's own namespace (transparent steering on docker runs on one host)",
 	Published: &report.Published{
 		Study:     "C. Service Function Chaining on OpenStack (Borsatti, Davoli, Cerroni, Contoli, Callegati)",
 		Source:    "Section V, Fig. 7 and Table II of the paper; OpenStack Rocky with networking-sfc (OVS, MPLS over VXLAN, MTU 1418) on four CloudLab compute nodes with 10 GbE, iperf3 TCP",

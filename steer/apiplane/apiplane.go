@@ -291,14 +291,15 @@ func Model(base *sfc.Model, chains map[string]*api.Chain, graphs map[string]*api
 }
 
 // Bindings reads where every port of a deployed transparent lab is: host, host-side
-// ifindex, MAC, address. On docker a port is a container's interface and its host-side end is
-// the other end of its veth, in the machine's own namespace.
+// ifindex, MAC, address. On docker with one host a port is a container's interface and its
+// host-side end is the other end of its veth, in the machine's own namespace; on hosts of
+// their own (Plan.HostPorts) it is in its host's namespace, on either runtime.
 func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error) {
 	t := p.Transparent
 	bind := map[string]sfc.Binding{}
 	for _, n := range t.Nodes {
 		h := t.Host(n.Host)
-		if p.Runtime == spec.RuntimeDocker {
+		if p.Runtime == spec.RuntimeDocker && !p.HostPorts() {
 			node, err := docker.Runtime{}.OpenNode(ctx, p.Lab, n.Name)
 			if err != nil {
 				return nil, err
