@@ -73,6 +73,9 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 		cores = len(cfg.CPUs)
 	}
 	lanes := laneCount(cfg, cores)
+	if forceLanes > 0 {
+		lanes = min(forceLanes, cfg.Count)
+	}
 	socks := make([]*sock, 0, lanes)
 	defer func() {
 		for _, s := range socks {
@@ -158,6 +161,10 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 	}
 	return r, nil
 }
+
+// forceLanes, when set (by benchmarks only, before a run), overrides laneCount, so that one
+// binary compares one sending thread with several at the same rate.
+var forceLanes int
 
 // waker wakes the probe's thread from its wait when the context ends: an eventfd beside the
 // socket in its ppoll set, and the deadline of the socket's copy a long wait parks on.
