@@ -125,7 +125,11 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 	var ready, done sync.WaitGroup
 	ready.Add(lanes)
 	done.Add(lanes)
+	// The schedule starts when the first lane's thread is back from the barrier: its first echo
+	// is then on time (a start taken before the barrier would make it late by the wake-up, and
+	// the achieved rate, taken from the first send, too high).
 	var start time.Time
+	var once sync.Once
 	begin := make(chan struct{})
 	for i, m := range ms {
 		go func() {
@@ -133,6 +137,7 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 			err := m.setup()
 			ready.Done()
 			<-begin
+			once.Do(func() { start = time.Now() })
 			if err == nil {
 				err = m.run(lctx, start)
 			}
@@ -142,8 +147,7 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 			}
 		}()
 	}
-	ready.Wait() // every lane's thread is locked and pinned: the schedule starts now for all
-	start = time.Now()
+	ready.Wait() // every lane's thread is locked and pinned
 	close(begin)
 	done.Wait()
 
