@@ -9,6 +9,7 @@ import (
 	"net/netip"
 	"os"
 	goruntime "runtime"
+	"slices"
 	"sync"
 	"syscall"
 	"time"
@@ -50,11 +51,15 @@ const (
 // StartResponder). It returns an error only when the probe cannot run (no socket, a send that
 // fails other than with a full buffer); lost echoes are data.
 //
-// One locked thread does everything: it sleeps until the next echo is due or a reply or
-// timestamp is queued (ppoll with no timer slack), sends the echoes due (one sendmmsg when it
-// is behind), and reads what is queued (recvmmsg, replies and the error queue's TX timestamps
-// separately). So an echo costs one wake-up at most, and on a veth path, where the whole round
-// trip runs inside the send call, none: the reply and its timestamps are read right after it.
+// Each sending thread ("lane", see laneCount: one up to 50 Kpps and for a flood, more above
+// on as many cores) is locked and does everything for its share of the echoes on its own
+// socket: it sleeps until its next echo is due or a reply or timestamp is queued (ppoll with
+// no timer slack), sends the echoes due (one sendmmsg when it is behind), and reads what is
+// queued (recvmmsg, replies and the error queue's TX timestamps separately). So an echo costs
+// one wake-up at most, and on a veth path, where the whole round trip runs inside the send
+// call, none: the reply and its timestamps are read right after it. Lanes share the schedule
+// (split) and write disjoint entries of the per-echo arrays; the result merges them in global
+// sequence order.
 //
 // Equivalent to (icmp, Rate 1000): ping -n -i 0.001 -s SIZE-8 -c COUNT DST, with
 // SO_TIMESTAMPING in place of ping's SO_TIMESTAMP.
@@ -63,45 +68,107 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
-	var s *sock
-	if err := src.Do(func() (err error) { s, err = openSocket(cfg.Protocol, dst); return err }); err != nil {
+	cores := goruntime.NumCPU()
+	if len(cfg.CPUs) > 0 {
+		cores = len(cfg.CPUs)
+	}
+	lanes := laneCount(cfg, cores)
+	if forceLanes > 0 {
+		lanes = min(forceLanes, cfg.Count)
+	}
+	socks := make([]*sock, 0, lanes)
+	defer func() {
+		for _, s := range socks {
+			s.Close()
+		}
+	}()
+	base := rand.Uint32()
+	err := src.Do(func() error {
+		for i := range lanes {
+			s, err := openSocket(cfg.Protocol, dst)
+			if err != nil {
+				return err
+			}
+			socks = append(socks, s)
+			if lanes > 1 && cfg.Protocol == ProtoICMP {
+				// Every raw ICMP socket sees every reply: each lane's takes its own id's.
+				if err := s.onlyEchoID(uint16(base + uint32(i))); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
 		return nil, fmt.Errorf("measure rtt to %s: %w", dst, err)
 	}
-	defer s.Close()
 	w, err := newWaker()
 	if err != nil {
 		return nil, fmt.Errorf("measure rtt to %s: %w", dst, err)
 	}
 	defer w.Close()
-	m := newMeasurement(cfg, s, w)
+	a := newArrays(cfg.Count)
+	ms := make([]*measurement, lanes)
+	for i := range ms {
+		ms[i] = newMeasurement(cfg, socks[i], w, a, split{lane: i, lanes: lanes, n: cfg.Count}, base+uint32(i))
+	}
 	var ru0 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru0)
 	wall0 := time.Now()
 
-	stop := context.AfterFunc(ctx, w.fire)
+	// A lane that fails ends the others.
+	lctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	stop := context.AfterFunc(lctx, w.fire)
 	defer stop()
-	var rerr error
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		rerr = m.run(ctx)
-	}()
-	<-done
+	errs := make([]error, lanes)
+	var ready, done sync.WaitGroup
+	ready.Add(lanes)
+	done.Add(lanes)
+	// The schedule starts when the first lane's thread is back from the barrier: its first echo
+	// is then on time (a start taken before the barrier would make it late by the wake-up, and
+	// the achieved rate, taken from the first send, too high).
+	var start time.Time
+	var once sync.Once
+	begin := make(chan struct{})
+	for i, m := range ms {
+		go func() {
+			defer done.Done()
+			err := m.setup()
+			ready.Done()
+			<-begin
+			once.Do(func() { start = time.Now() })
+			if err == nil {
+				err = m.run(lctx, start)
+			}
+			if err != nil {
+				errs[i] = err
+				cancel()
+			}
+		}()
+	}
+	ready.Wait() // every lane's thread is locked and pinned
+	close(begin)
+	done.Wait()
 
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	r := m.result()
+	r := merge(cfg, a, ms)
 	r.Wall = time.Since(wall0)
 	r.CPUUser = time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano())
 	r.CPU = r.CPUUser + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
-	if rerr != nil {
-		return r, fmt.Errorf("measure rtt to %s: %w", dst, rerr)
+	if err := errors.Join(errs...); err != nil {
+		return r, fmt.Errorf("measure rtt to %s: %w", dst, err)
 	}
 	if ctx.Err() != nil {
 		return r, ctx.Err()
 	}
 	return r, nil
 }
+
+// forceLanes, when set (by benchmarks only, before a run), overrides laneCount, so that one
+// binary compares one sending thread with several at the same rate.
+var forceLanes int
 
 // waker wakes the probe's thread from its wait when the context ends: an eventfd beside the
 // socket in its ppoll set, and the deadline of the socket's copy a long wait parks on.
@@ -110,7 +177,7 @@ type waker struct {
 	fd     int
 	closed bool
 	fired  bool
-	cur    *os.File // the copy a long wait parks on (see park)
+	cur    []*os.File // the copies long waits park on (see park), one per lane at most
 }
 
 func newWaker() (*waker, error) {
@@ -126,8 +193,8 @@ func (w *waker) fire() {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	w.fired = true
-	if w.cur != nil {
-		_ = w.cur.SetReadDeadline(time.Now())
+	for _, f := range w.cur {
+		_ = f.SetReadDeadline(time.Now())
 	}
 	if !w.closed {
 		var one [8]byte
@@ -149,14 +216,14 @@ func (w *waker) watch(fd int) *os.File {
 		f.Close()
 		return nil
 	}
-	w.cur = f
+	w.cur = append(w.cur, f)
 	return f
 }
 
 // unwatch ends a long wait: the copy leaves the poller and is closed.
 func (w *waker) unwatch(f *os.File) {
 	w.mu.Lock()
-	w.cur = nil
+	w.cur = slices.DeleteFunc(w.cur, func(c *os.File) bool { return c == f })
 	w.mu.Unlock()
 	f.Close()
 }
@@ -169,16 +236,26 @@ func (w *waker) Close() error {
 	return unix.Close(w.fd)
 }
 
-// measurement is one run's state, owned by the probe's thread (run) until it ends.
+// arrays are a run's per-echo timestamps (ns since the epoch, 0 = none), indexed by global
+// sequence number. Lanes share them: each writes only its own echoes' entries.
+type arrays struct {
+	sent, txK, rxK, rxU []int64
+	txS                 []int64 // device-layer (SCHED) TX stamps, used where the driver gives none
+}
+
+func newArrays(n int) *arrays {
+	return &arrays{sent: make([]int64, n), txK: make([]int64, n), txS: make([]int64, n), rxK: make([]int64, n), rxU: make([]int64, n)}
+}
+
+// measurement is one lane's state, owned by its thread (run) until it ends.
 type measurement struct {
 	cfg    Config
 	s      *sock
 	w      *waker
-	id     uint32
-	msgLen int // bytes of one echo message as sent (ICMP header + payload, or UDP payload)
-
-	sent, txK, rxK, rxU []int64 // ns since the epoch, 0 = none; index = sequence number
-	txS                 []int64 // device-layer (SCHED) TX stamps, used where the driver gives none
+	a      *arrays
+	sp     split  // the lane's share of the schedule
+	id     uint32 // the lane's run id (and, for icmp, echo id)
+	msgLen int    // bytes of one echo message as sent (ICMP header + payload, or UDP payload)
 
 	tx, rx, errq *batch
 	pfd          []unix.PollFd // the socket, the waker
@@ -186,20 +263,18 @@ type measurement struct {
 	rawWait      bool // see ppoll
 	sched        bool // the socket still asks for device-layer TX stamps
 
-	nsent, received, errors   int64
-	dups, reordered, txStamps int64
-	maxSeq                    int64
-	first, last               int64 // first and last send, ns
-	retries                   int64
+	nsent, received, errors int64 // nsent: the lane's echoes sent (its first nsent)
+	dups, txStamps          int64
+	first, last             int64 // first and last send, ns
+	retries                 int64
 }
 
-func newMeasurement(cfg Config, s *sock, w *waker) *measurement {
-	n, wake := cfg.Count, w.fd
-	m := &measurement{cfg: cfg, s: s, w: w, id: rand.Uint32(), msgLen: len(message(cfg.Protocol, cfg.Size)),
-		sent: make([]int64, n), txK: make([]int64, n), txS: make([]int64, n), rxK: make([]int64, n), rxU: make([]int64, n),
+func newMeasurement(cfg Config, s *sock, w *waker, a *arrays, sp split, id uint32) *measurement {
+	n, wake := sp.count(), w.fd
+	m := &measurement{cfg: cfg, s: s, w: w, a: a, sp: sp, id: id, msgLen: len(message(cfg.Protocol, cfg.Size)),
 		pfd:   []unix.PollFd{{Fd: int32(s.fd), Events: unix.POLLIN}, {Fd: int32(wake), Events: unix.POLLIN}},
 		sched: true}
-	b := min(n, maxBatch)
+	b := max(1, min(n, maxBatch))
 	if cfg.Rate == Max {
 		b = min(b, cfg.Window)
 	}
@@ -214,13 +289,10 @@ func newMeasurement(cfg Config, s *sock, w *waker) *measurement {
 	return m
 }
 
-// run sends the echoes, each due at start + seq/rate (late ones go at once, in one call, so
-// the schedule does not drift), until Count are sent, Duration has passed or ctx ends; it
-// reads replies and timestamps as they come, and until every echo came back or Timeout after
-// the last send.
-func (m *measurement) run(ctx context.Context) error {
-	// Locked and never unlocked: the thread ends with this goroutine, and its timer slack and
-	// core affinity with it.
+// setup locks the calling goroutine to its thread for good (the thread ends with the
+// goroutine, and its timer slack and core affinity with it), confines it to cfg.CPUs, and
+// takes its timer slack away.
+func (m *measurement) setup() error {
 	goruntime.LockOSThread()
 	if err := pin(m.cfg.CPUs); err != nil {
 		return err
@@ -229,18 +301,24 @@ func (m *measurement) run(ctx context.Context) error {
 	// (the default slack), all of a 20 kpps interval.
 	_ = unix.Prctl(unix.PR_SET_TIMERSLACK, 1, 0, 0, 0)
 	m.rawWait = goruntime.GOMAXPROCS(0) > 1
+	return nil
+}
 
+// run sends the lane's echoes, each due at start + g/rate for its global sequence number g
+// (late ones go at once, in one call, so the schedule does not drift), until they are sent,
+// Duration has passed or ctx ends; it reads replies and timestamps as they come, and until
+// every echo came back or Timeout after the last send. Call it after setup, on its thread.
+func (m *measurement) run(ctx context.Context, start time.Time) error {
 	cfg := m.cfg
-	n := cfg.Count
+	n := m.sp.count()
 	flood := cfg.Rate == Max
 	var interval float64 // ns
 	if !flood {
 		interval = float64(time.Second) / cfg.Rate
 	}
-	start := time.Now()
 	var lastSend time.Duration
 	doneAt := time.Duration(-1) // when sending ended
-	seq, tries := 0, 0
+	seq, tries := 0, 0          // seq: the lane's next echo (lane-local)
 	for ctx.Err() == nil {
 		el := time.Since(start)
 		if doneAt < 0 {
@@ -256,7 +334,7 @@ func (m *measurement) run(ctx context.Context) error {
 					k = 1
 				}
 			default:
-				k = min(int(float64(el)/interval)+1, n) - seq
+				k = m.sp.due(int(float64(el)/interval)+1) - seq
 			}
 			if k = min(k, n-seq, len(m.tx.msgs)); k > 0 {
 				sent, err := m.send(seq, k)
@@ -266,7 +344,7 @@ func (m *measurement) run(ctx context.Context) error {
 					lastSend, tries = el, 0
 				case !errAgain(err) || tries >= maxTries:
 					m.nsent = int64(seq)
-					return fmt.Errorf("send echo %d: %w", seq, err)
+					return fmt.Errorf("send echo %d: %w", m.sp.global(seq), err)
 				default: // the socket's buffer is full: read, wait a little, again
 					m.retries++
 					tries++
@@ -291,7 +369,7 @@ func (m *measurement) run(ctx context.Context) error {
 		case flood:
 			until = lastSend + floodRelease
 		default:
-			until = time.Duration(float64(seq) * interval)
+			until = time.Duration(float64(m.sp.global(seq)) * interval)
 			if cfg.Duration > 0 {
 				until = min(until, cfg.Duration+time.Nanosecond)
 			}
@@ -303,11 +381,11 @@ func (m *measurement) run(ctx context.Context) error {
 	return nil
 }
 
-// send sends echoes seq..seq+k-1 in one call and returns how many left. Their send time is
-// the user-space time just before the call.
+// send sends the lane's echoes seq..seq+k-1 (lane-local) in one call and returns how many
+// left. Their send time is the user-space time just before the call.
 func (m *measurement) send(seq, k int) (int, error) {
 	for i := range k {
-		encode(m.tx.bufs[i][:m.msgLen], m.cfg.Protocol, m.id, uint64(seq+i))
+		encode(m.tx.bufs[i][:m.msgLen], m.cfg.Protocol, m.id, uint64(m.sp.global(seq+i)))
 	}
 	t := time.Now().UnixNano()
 	sent, err := m.tx.send(m.s.fd, k)
@@ -315,7 +393,7 @@ func (m *measurement) send(seq, k int) (int, error) {
 		return 0, err
 	}
 	for i := range sent {
-		m.sent[seq+i] = t
+		m.a.sent[m.sp.global(seq+i)] = t
 	}
 	if seq == 0 {
 		m.first = t
@@ -436,16 +514,15 @@ func (m *measurement) reply(b, oob []byte, now int64) {
 	switch {
 	case kind == replyError:
 		m.errors++
-	case kind == replyEcho && seq < uint64(len(m.sent)):
-		if m.rxU[seq] != 0 {
+	case kind == replyEcho:
+		if _, ok := m.sp.local(seq); !ok {
+			return // not one of this lane's echoes (its id says it is: a corrupted reply)
+		}
+		if m.a.rxU[seq] != 0 {
 			m.dups++
 			return
 		}
-		m.rxU[seq], m.rxK[seq] = now, rxStamp(oob)
-		if int64(seq) < m.maxSeq {
-			m.reordered++
-		}
-		m.maxSeq = max(m.maxSeq, int64(seq))
+		m.a.rxU[seq], m.a.rxK[seq] = now, rxStamp(oob)
 		m.received++
 	}
 }
@@ -459,15 +536,16 @@ func (m *measurement) readTX() int {
 		got += k
 		for i := range k {
 			key, ns, sched, ok := txStamp(m.errq.oob(i))
-			if !ok || int(key) >= len(m.txK) {
+			if !ok || int(key) >= m.sp.count() {
 				continue
 			}
+			g := m.sp.global(int(key)) // the key counts the sends on the lane's socket
 			if sched {
-				m.txS[key] = ns
+				m.a.txS[g] = ns
 				continue
 			}
-			if m.txK[key] == 0 {
-				m.txK[key] = ns
+			if m.a.txK[g] == 0 {
+				m.a.txK[g] = ns
 				m.txStamps++
 			}
 			if m.sched {
@@ -499,22 +577,43 @@ func (m *measurement) drainTX() {
 	}
 }
 
-// result gathers the timestamps into a Result.
-func (m *measurement) result() *Result {
-	sent := int(m.nsent)
-	r := &Result{Protocol: m.cfg.Protocol, Size: m.cfg.Size, Requested: m.cfg.Rate,
-		Sent: sent, Received: int(m.received), Duplicates: int(m.dups), Reordered: int(m.reordered),
-		Errors: int(m.errors), TXStamps: int(m.txStamps), Retries: int(m.retries),
-		Packets: make([]Packet, sent)}
-	for i := range sent {
-		r.Packets[i] = Packet{Seq: uint64(i), Sent: m.sent[i], TXKernel: m.txK[i], RXKernel: m.rxK[i], Recv: m.rxU[i]}
-		if m.txK[i] == 0 && m.txS[i] != 0 { // the driver gives no TX stamp (macvlan): the device layer's
-			r.Packets[i].TXKernel, r.Packets[i].TXSched = m.txS[i], true
+// merge gathers the lanes' timestamps and counts into a Result: every echo that left, in
+// global sequence order. Call it after every lane's run returned.
+func merge(cfg Config, a *arrays, ms []*measurement) *Result {
+	r := &Result{Protocol: cfg.Protocol, Size: cfg.Size, Requested: cfg.Rate, Threads: len(ms)}
+	hi := 0 // one past the highest global sequence number sent
+	var first, last int64
+	for _, m := range ms {
+		r.Sent += int(m.nsent)
+		r.Received += int(m.received)
+		r.Duplicates += int(m.dups)
+		r.Errors += int(m.errors)
+		r.TXStamps += int(m.txStamps)
+		r.Retries += int(m.retries)
+		if m.nsent == 0 {
+			continue
+		}
+		hi = max(hi, m.sp.global(int(m.nsent)-1)+1)
+		if first == 0 || m.first < first {
+			first = m.first
+		}
+		last = max(last, m.last)
+	}
+	r.Packets = make([]Packet, 0, r.Sent)
+	for g := range hi {
+		if a.sent[g] == 0 {
+			continue // a lane that stopped early (Duration, an error) did not send it
+		}
+		p := Packet{Seq: uint64(g), Sent: a.sent[g], TXKernel: a.txK[g], RXKernel: a.rxK[g], Recv: a.rxU[g]}
+		if a.txK[g] == 0 && a.txS[g] != 0 { // the driver gives no TX stamp (macvlan): the device layer's
+			p.TXKernel, p.TXSched = a.txS[g], true
 			r.TXSched++
 		}
+		r.Packets = append(r.Packets, p)
 	}
-	if sent > 1 && m.last > m.first {
-		r.Achieved = float64(sent-1) / (float64(m.last-m.first) / 1e9)
+	r.Reordered = reorderedCount(r.Packets)
+	if r.Sent > 1 && last > first {
+		r.Achieved = float64(r.Sent-1) / (float64(last-first) / 1e9)
 	}
 	return r
 }

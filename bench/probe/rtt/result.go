@@ -57,8 +57,12 @@ type Result struct {
 	// echoes left at: (Sent-1) / (last send - first send).
 	Requested, Achieved float64
 	// Sent echoes; Received first replies; Duplicates further copies; Reordered replies that
-	// came after a later echo's; Errors ICMP errors about our echoes.
+	// came after the reply of an echo that left later (see reorderedCount); Errors ICMP errors
+	// about our echoes.
 	Sent, Received, Duplicates, Reordered, Errors int
+	// Threads is how many sending threads (each on its own socket) shared the schedule: one up
+	// to 50 Kpps and for a flood, more above (see laneCount).
+	Threads int
 	// TXStamps counts echoes with the driver's TX timestamp, TXSched those with the device
 	// layer's in its place; Retries counts sends repeated because the socket buffer was full.
 	TXStamps, TXSched, Retries int

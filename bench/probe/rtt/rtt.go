@@ -1,7 +1,8 @@
 // Package rtt is sfclab's own round-trip probe, built to be trusted at high rates: ICMP echo
 // (as ping, from a raw socket) or UDP echo (to a small responder the probe starts in the
 // destination node), fixed-size messages at a requested rate (1 pps up to a flood, as ping -f)
-// paced on a locked thread, every echo's round trip kept. Each echo is timestamped four times —
+// paced on a locked thread (above 50 Kpps on two or more, each on its own socket and taking its
+// share of one schedule), every echo's round trip kept. Each echo is timestamped four times —
 // in user space before the send and after the reply is read, and by the kernel (SO_TIMESTAMPING,
 // software) when the driver transmits it and when the reply enters the stack — so a round trip
 // splits into time in the sender's stack and time on the path, as study D's extra capture
@@ -80,7 +81,8 @@ type Config struct {
 	// as ping does at short intervals: its CPU stays awake, which shortens stack_tx, at the
 	// cost of a whole core.
 	Busy bool
-	// CPUs, when set, confine the probe's sender and receiver threads to these cores: the
+	// CPUs, when set, confine the probe's sending threads to these cores (and make at most one
+	// thread per core of them): the
 	// source node's emulated host's own (the runner sets them from the plan), so the probe
 	// competes with that host's load as a ping inside the study's sender container did.
 	CPUs []int `json:"-" yaml:"-"`

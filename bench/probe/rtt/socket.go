@@ -108,6 +108,31 @@ func openSocket(proto string, dst netip.AddrPort) (*sock, error) {
 	return s, nil
 }
 
+// onlyEchoID makes a raw ICMP socket queue only echo replies with ICMP id id, and every
+// other ICMP message (errors quoting an echo; parse sorts them out). A raw ICMP socket sees
+// every reply of its namespace: without the filter each lane's thread would be woken for, and
+// read, every other lane's replies too.
+//
+// Equivalent to: setsockopt(SO_ATTACH_FILTER) with the classic BPF program
+//
+//	ldxb 4*([0]&0xf); ldb [x+0]; jne #0, accept; ldh [x+4]; jne #ID, drop; accept: ret #-1; drop: ret #0
+func (s *sock) onlyEchoID(id uint16) error {
+	prog := []unix.SockFilter{
+		{Code: unix.BPF_LDX | unix.BPF_B | unix.BPF_MSH, K: 0},        // X = IPv4 header length
+		{Code: unix.BPF_LD | unix.BPF_B | unix.BPF_IND, K: 0},         // A = ICMP type
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: 0, Jf: 2}, // not an echo reply: accept
+		{Code: unix.BPF_LD | unix.BPF_H | unix.BPF_IND, K: 4},         // A = ICMP id
+		{Code: unix.BPF_JMP | unix.BPF_JEQ | unix.BPF_K, K: uint32(id), Jf: 1},
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0xffffffff}, // accept the whole datagram
+		{Code: unix.BPF_RET | unix.BPF_K, K: 0},          // drop
+	}
+	fp := unix.SockFprog{Len: uint16(len(prog)), Filter: &prog[0]}
+	if err := unix.SetsockoptSockFprog(s.fd, unix.SOL_SOCKET, unix.SO_ATTACH_FILTER, &fp); err != nil {
+		return fmt.Errorf("filter echo id %d on %s socket: %w", id, s.proto, err)
+	}
+	return nil
+}
+
 // Close closes the socket.
 func (s *sock) Close() error { return unix.Close(s.fd) }
 
