@@ -10,6 +10,7 @@ import (
 	"net/http/httptest"
 	"net/netip"
 	"os"
+	"os/exec"
 	"strings"
 	"testing"
 	"time"
@@ -46,7 +47,13 @@ func deployAPILab(tb testing.TB, name string, n int) *apiLab {
 	for i := 1; i <= n; i++ {
 		fmt.Fprintf(&y, "  f%d: {kind: forwarder, ports: {ingress: lan, egress: lan}}\n", i)
 	}
-	lab, err := spec.Decode([]byte(y.String()), name+".yaml", kinds.Spec())
+	return deployAPILabFile(tb, name, y.String())
+}
+
+// deployAPILabFile deploys a transparent lab given as YAML and serves the API over it.
+func deployAPILabFile(tb testing.TB, name, yaml string) *apiLab {
+	tb.Helper()
+	lab, err := spec.Decode([]byte(yaml), name+".yaml", kinds.Spec())
 	if err != nil {
 		tb.Fatal(err)
 	}
@@ -174,5 +181,58 @@ func TestServiceGraphSteered(t *testing.T) {
 	l.do(t, "DELETE", "/v2.0/sfc/service_graphs/"+sg, nil, 204)
 	if !crosses(1) {
 		t.Fatal("after deleting the graph, UDP no longer crosses chain a alone")
+	}
+}
+
+// TestAPIOnDockerHosts: the API steers a docker lab on two emulated hosts (containers that got
+// their ports from package hosts, Plan.HostPorts): UDP from the client goes straight to the
+// server (both on h1); a chain created over the API takes it through f1 on h2 (its TTL drops
+// by 1); deleting the chain lets it go straight again.
+func TestAPIOnDockerHosts(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("SKIPPED LOUDLY: deploys a real lab and loads eBPF: needs root")
+	}
+	if out, err := exec.Command("docker", "version", "--format", "{{.Server.Version}}").CombinedOutput(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: no Docker Engine answers: %v %s", err, out)
+	}
+	l := deployAPILabFile(t, "api-dkh", `name: api-dkh
+runtime: docker
+steering: transparent
+networks: [lan]
+hosts: [h1, h2]
+endpoints:
+  client: {kind: client, host: h1, ports: {eth0: lan}}
+  server: {kind: server, host: h1, ports: {eth0: lan}}
+functions:
+  f1: {kind: forwarder, host: h2, ports: {ingress: lan, egress: lan}}
+`)
+	if !l.p.HostPorts() {
+		t.Fatal("the docker lab on two hosts does not take its ports from package hosts")
+	}
+	pr := l.probe(t)
+	_, g1 := l.hop(t, "f1")
+	fc := l.create(t, "flow_classifiers", "flow_classifier", map[string]any{"name": "udp-in", "protocol": "udp",
+		"logical_source_port": l.port("client", "eth0")})
+	crosses := func(hops int) bool {
+		pr.Timeout = time.Second
+		_, err := pr.Run(context.Background(), hops)
+		return err == nil
+	}
+	// straight: probes arrive, none of them through a function (their TTL unchanged).
+	straight := func() bool {
+		pr.Timeout = 300 * time.Millisecond
+		r, err := pr.Run(context.Background(), 1)
+		return err != nil && r != nil && r.Direct > 0
+	}
+	if !straight() {
+		t.Fatal("before any chain, UDP from the client did not reach the server straight")
+	}
+	pc := l.create(t, "port_chains", "port_chain", map[string]any{"name": "a", "port_pair_groups": []string{g1}, "flow_classifiers": []string{fc}})
+	if !crosses(1) {
+		t.Fatal("with the chain, UDP from the client on h1 did not cross f1 on h2")
+	}
+	l.do(t, "DELETE", "/v2.0/sfc/port_chains/"+pc, nil, 204)
+	if !straight() {
+		t.Fatal("after deleting the chain, UDP does not go straight to the server")
 	}
 }
