@@ -2,10 +2,8 @@ package docker_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
@@ -91,24 +89,7 @@ func TestRoutedHostsOnDocker(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ping across the hosts: %v\n%s", err, out)
 	}
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-1"}, d.Journal.NodeDir(p.Lab)+"/server.iperf3.log"); err != nil {
-		t.Fatal(err)
-	}
-	for range 40 {
-		out, err = client.Output(context.Background(), nil, "iperf3", "-c", target, "-t", "2", "-J")
-		if err == nil || !strings.Contains(string(out)+err.Error(), "refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 across the hosts: %v\n%s", err, out)
-	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	bps := res.End.SumReceived.BitsPerSecond
+	bps := iperfAcross(t, d, p, client, server, target)
 	t.Logf("TCP across a 100mbit host link on docker: %.1f Mbit/s", bps/1e6)
 	if bps > 110e6 || bps < 50e6 {
 		t.Errorf("TCP across a 100mbit host link: %.1f Mbit/s, want 50-110 (the link's tbf)", bps/1e6)

@@ -18,6 +18,7 @@ import (
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -120,42 +121,9 @@ func TestTransparentOnDocker(t *testing.T) {
 	}
 	monBefore := linkStats(t, node(t, d, p, "mon"), "eth0")
 
-	log := d.Journal.NodeDir(p.Lab) + "/server.iperf3.log"
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, log); err != nil {
-		t.Fatal(err)
-	}
-	for range 40 {
-		out, err = client.Output(context.Background(), nil, "iperf3", "-c", srv, "-t", "2", "-J")
-		if err == nil || !strings.Contains(string(out)+err.Error(), "refused") {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err != nil {
-		t.Fatalf("iperf3 through the symmetric web chain: %v\n%s", err, out)
-	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	t.Logf("iperf3 through two forwarders, a tap and a firewall on docker: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
-	if res.End.SumReceived.BitsPerSecond <= 0 {
-		t.Errorf("iperf3 received nothing")
-	}
-
-	dp, err := steer.Open(p.Lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer dp.Close()
-	cs, err := dp.Counters()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[[2]uint32]uint64{}
-	for _, c := range cs {
-		got[[2]uint32{c.Path, c.Hop}] = c.Packets
-	}
+	bps := iperfAcross(t, d, p, client, server, srv)
+	t.Logf("iperf3 through two forwarders, a tap and a firewall on docker: %.2f Gbit/s", bps/1e9)
+	got := hopPackets(t, p.Lab)
 	web := p.Transparent.Tables.ChainPath("web")
 	for hop := uint32(0); hop <= 4; hop++ {
 		fwd, rev := got[[2]uint32{web, hop}], got[[2]uint32{web | 1, hop}]
@@ -340,30 +308,56 @@ func TestTransparentOnDockerHosts(t *testing.T) {
 	if !strings.Contains(string(out), "ttl=61") {
 		t.Errorf("ping's replies did not cross three functions (want ttl=61):\n%s", out)
 	}
-	log := d.Journal.NodeDir(p.Lab) + "/d.iperf3.log"
-	if _, err := node(t, d, p, "d").Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, log); err != nil {
+	bps := iperfAcross(t, d, p, s, node(t, d, p, "d"), dst)
+	t.Logf("iperf3 across three hosts through v1, the firewall and v3 on docker: %.2f Gbit/s", bps/1e9)
+	got := hopPackets(t, p.Lab)
+	for _, chain := range []string{"c-web", "c-icmp"} {
+		path := p.Transparent.Tables.ChainPath(chain)
+		for hop := uint32(0); hop <= 3; hop++ {
+			fwd, rev := got[[2]uint32{path, hop}], got[[2]uint32{path | 1, hop}]
+			t.Logf("%s hop %d: forward %d, reverse %d packets", chain, hop, fwd, rev)
+			if fwd < 3 || rev < 3 {
+				t.Errorf("%s hop %d: forward %d, reverse %d packets, want 3 or more each", chain, hop, fwd, rev)
+			}
+		}
+	}
+}
+
+// iperfAcross runs a 2 s iperf3 TCP test from one node to a server it starts on another (port
+// 5201, retried while the server is not yet listening) and returns what arrived, in bit/s; it
+// fails the test when nothing did.
+func iperfAcross(t *testing.T, d *deploy.Deployer, p *plan.Plan, from, to *docker.Node, dst string) float64 {
+	t.Helper()
+	log := d.Journal.NodeDir(p.Lab) + "/" + to.Name + ".iperf3.log"
+	if _, err := to.Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, log); err != nil {
 		t.Fatal(err)
 	}
+	var out []byte
+	var err error
 	for range 40 {
-		out, err = s.Output(context.Background(), nil, "iperf3", "-c", dst, "-t", "2", "-J")
+		out, err = from.Output(context.Background(), nil, "iperf3", "-c", dst, "-t", "2", "-J")
 		if err == nil || !strings.Contains(string(out)+err.Error(), "refused") {
 			break
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("iperf3 through the web chain across hosts: %v\n%s", err, out)
+		t.Fatalf("iperf3 from %s to %s: %v\n%s", from.Name, to.Name, err, out)
 	}
 	var res iperfResult
 	if err := json.Unmarshal(out, &res); err != nil {
 		t.Fatalf("decode iperf3 output: %v", err)
 	}
-	t.Logf("iperf3 across three hosts through v1, the firewall and v3 on docker: %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
 	if res.End.SumReceived.BitsPerSecond <= 0 {
-		t.Errorf("iperf3 received nothing")
+		t.Errorf("iperf3 from %s to %s: nothing received", from.Name, to.Name)
 	}
+	return res.End.SumReceived.BitsPerSecond
+}
 
-	dp, err := steer.Open(p.Lab)
+// hopPackets reads a lab's steering counters: packets by {path, hop}.
+func hopPackets(t *testing.T, lab string) map[[2]uint32]uint64 {
+	t.Helper()
+	dp, err := steer.Open(lab)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -376,14 +370,5 @@ func TestTransparentOnDockerHosts(t *testing.T) {
 	for _, c := range cs {
 		got[[2]uint32{c.Path, c.Hop}] = c.Packets
 	}
-	for _, chain := range []string{"c-web", "c-icmp"} {
-		path := p.Transparent.Tables.ChainPath(chain)
-		for hop := uint32(0); hop <= 3; hop++ {
-			fwd, rev := got[[2]uint32{path, hop}], got[[2]uint32{path | 1, hop}]
-			t.Logf("%s hop %d: forward %d, reverse %d packets", chain, hop, fwd, rev)
-			if fwd < 3 || rev < 3 {
-				t.Errorf("%s hop %d: forward %d, reverse %d packets, want 3 or more each", chain, hop, fwd, rev)
-			}
-		}
-	}
+	return got
 }
