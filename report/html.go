@@ -21,7 +21,11 @@ p.status { background: #fff3cd; border: 1px solid #e0b000; padding: 0.6rem 0.8re
 table { border-collapse: collapse; margin: 0.6rem 0; font-size: 0.92rem; }
 th, td { border: 1px solid #d0d0d0; padding: 0.3rem 0.6rem; vertical-align: top; }
 th { background: #f2f4f7; text-align: left; }
+/* A row's name stays readable beside wide numeric columns (they do not wrap). */
+td:first-child { min-width: 12ch; }
 td.num, th.num { text-align: right; font-variant-numeric: tabular-nums; white-space: nowrap; }
+/* Long headers of numeric columns wrap, so a wide table fits before it scrolls. */
+th.num { white-space: normal; }
 tbody tr:nth-child(even) { background: #fafafa; }
 ul { max-width: 90ch; }
 figure { margin: 1rem 0; }
