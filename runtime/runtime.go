@@ -5,6 +5,7 @@ package runtime
 
 import (
 	"context"
+	"fmt"
 	"net/netip"
 	"os/exec"
 
@@ -67,4 +68,23 @@ type FreshInterfaces interface {
 type SubnetHolder interface {
 	// TakenSubnets lists the subnets held now (by any lab or any other user of the runtime).
 	TakenSubnets(ctx context.Context) ([]netip.Prefix, error)
+}
+
+// CheckHostCPUs refuses, before anything is created, a host's cores that check rejects (a core
+// this machine does not have, no way to confine to it). The error starts with the host's
+// place in the lab file.
+func CheckHostCPUs(p *plan.Plan, check func(cpus string) error) error {
+	for _, h := range p.AllHosts() {
+		if h.CPUs == "" {
+			continue
+		}
+		if err := check(h.CPUs); err != nil {
+			where := h.Where
+			if where == "" {
+				where = "lab " + p.Lab
+			}
+			return fmt.Errorf("%s: host %s: cpus: %w", where, h.Name, err)
+		}
+	}
+	return nil
 }

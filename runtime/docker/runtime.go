@@ -127,7 +127,7 @@ func published(p *plan.Plan, s *plan.Segment) bool {
 // subnet, and that the image is there: sfclab's own is built when missing (minutes, reported
 // to r.Progress), another one is pulled.
 func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
-	if err := checkHostCPUs(p); err != nil {
+	if err := runtime.CheckHostCPUs(p, cgroup.CheckCPUs); err != nil { // the engine would refuse each container later
 		return err
 	}
 	cli, err := r.client(ctx)
@@ -158,25 +158,6 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 		return f.err
 	}
 	return r.EnsureImage(ctx, p.Image)
-}
-
-// checkHostCPUs refuses, before anything is created, a host's cores this machine does not
-// have (the engine would refuse each container later). The error starts with the host's place
-// in the lab file.
-func checkHostCPUs(p *plan.Plan) error {
-	for _, h := range p.AllHosts() {
-		if h.CPUs == "" {
-			continue
-		}
-		if err := cgroup.CheckCPUs(h.CPUs); err != nil {
-			where := h.Where
-			if where == "" {
-				where = "lab " + p.Lab
-			}
-			return fmt.Errorf("%s: host %s: cpus: %w", where, h.Name, err)
-		}
-	}
-	return nil
 }
 
 func (r Runtime) checkNames(ctx context.Context, cli *client.Client, p *plan.Plan) error {
@@ -351,9 +332,6 @@ func (s *segmentsReady) finish(seg string, ok bool) (last bool) {
 // needs lists the segments whose networks a node's container needs before it is created:
 // its first interface's, or all of them when the others are connected before the start.
 func needs(n *plan.Node) []string {
-	if len(n.Interfaces) == 0 {
-		return nil // no network of the engine's (Plan.HostPorts)
-	}
 	ifcs := n.Interfaces[:1]
 	if connectBeforeStart {
 		ifcs = n.Interfaces
@@ -394,7 +372,6 @@ func createOrder(p *plan.Plan) ([]any, error) {
 		idx[s.Name] = i
 	}
 	after := make([][]*plan.Node, len(p.Segments))
-	var first []*plan.Node // nodes that need no network
 	for _, n := range p.Nodes {
 		last := -1
 		for _, seg := range needs(n) {
@@ -404,16 +381,9 @@ func createOrder(p *plan.Plan) ([]any, error) {
 			}
 			last = max(last, i)
 		}
-		if last < 0 {
-			first = append(first, n)
-			continue
-		}
 		after[last] = append(after[last], n)
 	}
 	order := make([]any, 0, len(p.Segments)+len(p.Nodes))
-	for _, n := range first {
-		order = append(order, n)
-	}
 	for i, s := range p.Segments {
 		order = append(order, s)
 		for _, n := range after[i] {
@@ -447,16 +417,14 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
 		}
 	}
-	order, err := createOrder(p)
-	if err != nil {
-		return nil, err
-	}
+	var order []any
 	if p.HostPorts() {
 		// Package hosts gives the containers their ports: no Docker network, no bridge rules.
-		order = order[:0]
 		for _, n := range p.Nodes {
 			order = append(order, n)
 		}
+	} else if order, err = createOrder(p); err != nil {
+		return nil, err
 	}
 	// Undone last: whatever the engine created although its request was cancelled (the
 	// container or network exists, its undo was never pushed) is found by label.

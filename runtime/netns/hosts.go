@@ -3,6 +3,8 @@ package netns
 import (
 	"fmt"
 
+	"github.com/sfclab/sfclab/runtime"
+
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/plan"
 )
@@ -11,23 +13,12 @@ import (
 // no cpuset controller, or a core that does not exist. The error starts with the host's place
 // in the lab file.
 func checkHosts(p *plan.Plan) error {
-	for _, h := range p.AllHosts() {
-		if h.CPUs == "" {
-			continue
+	return runtime.CheckHostCPUs(p, func(cpus string) error {
+		if err := cgroup.CPUsAvailable(); err != nil {
+			return err
 		}
-		err := cgroup.CPUsAvailable()
-		if err == nil {
-			err = cgroup.CheckCPUs(h.CPUs)
-		}
-		if err != nil {
-			where := h.Where
-			if where == "" {
-				where = "lab " + p.Lab
-			}
-			return fmt.Errorf("%s: host %s: cpus: %w", where, h.Name, err)
-		}
-	}
-	return nil
+		return cgroup.CheckCPUs(cpus)
+	})
 }
 
 // confine puts a node's cgroup on its host's cores, if the host has any.
