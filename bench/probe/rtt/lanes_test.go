@@ -152,7 +152,7 @@ func TestMerge(t *testing.T) {
 	a.txS[1] = 2050 // lane 1's driver gave no TX stamp
 	a.rxK[0], a.rxK[1], a.rxK[4] = 1900, 2900, 5900
 	a.rxU[0], a.rxU[1], a.rxU[4] = 2000, 3000, 6000
-	r := merge(Config{Protocol: ProtoICMP, Size: 64, Rate: 1000}, a, ms)
+	r := merge(Config{Protocol: ProtoICMP, Size: 64, Rate: 1000}, a, ms, 0)
 	if r.Threads != 2 || r.Sent != 4 || r.Received != 3 || r.Duplicates != 1 || r.Errors != 1 || r.TXStamps != 3 || r.TXSched != 1 || r.Retries != 2 {
 		t.Errorf("counts: %+v", *r)
 	}

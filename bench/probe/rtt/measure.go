@@ -153,7 +153,7 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 
 	var ru1 syscall.Rusage
 	_ = syscall.Getrusage(syscall.RUSAGE_SELF, &ru1)
-	r := merge(cfg, a, ms)
+	r := merge(cfg, a, ms, start.UnixNano())
 	r.Wall = time.Since(wall0)
 	r.CPUUser = time.Duration(ru1.Utime.Nano() - ru0.Utime.Nano())
 	r.CPU = r.CPUUser + time.Duration(ru1.Stime.Nano()-ru0.Stime.Nano())
@@ -578,8 +578,11 @@ func (m *measurement) drainTX() {
 }
 
 // merge gathers the lanes' timestamps and counts into a Result: every echo that left, in
-// global sequence order. Call it after every lane's run returned.
-func merge(cfg Config, a *arrays, ms []*measurement) *Result {
+// global sequence order. Call it after every lane's run returned. start is when echo 0 was
+// due: the achieved rate is taken over the schedule's span from there, so a late first echo
+// (a thread slow to wake) that the others then catch up on never shows a rate above the
+// requested one.
+func merge(cfg Config, a *arrays, ms []*measurement, start int64) *Result {
 	r := &Result{Protocol: cfg.Protocol, Size: cfg.Size, Requested: cfg.Rate, Threads: len(ms)}
 	hi := 0 // one past the highest global sequence number sent
 	var first, last int64
@@ -612,8 +615,11 @@ func merge(cfg Config, a *arrays, ms []*measurement) *Result {
 		r.Packets = append(r.Packets, p)
 	}
 	r.Reordered = reorderedCount(r.Packets)
-	if r.Sent > 1 && last > first {
-		r.Achieved = float64(r.Sent-1) / (float64(last-first) / 1e9)
+	if start == 0 || start > first {
+		start = first
+	}
+	if r.Sent > 1 && last > start {
+		r.Achieved = float64(r.Sent-1) / (float64(last-start) / 1e9)
 	}
 	return r
 }
