@@ -98,11 +98,18 @@ func (d *deployPhases) log(b *testing.B, runs int) {
 }
 
 // benchLabs are the labs of issue 12's Docker targets: a 6-function chain (8 nodes, 7
-// networks) and a 64-node lab (2 chains of 30 forwarders, 64 networks).
+// networks) and a 64-node lab (2 chains of 30 forwarders, 64 networks), each wired twice:
+// with a Docker network per segment (the default), and on one emulated host (-host: every
+// container starts with no network and sfclab wires its ports, as a CNI plugin does).
 var benchLabs = []struct{ name, yaml string }{
 	{"chain6", labgen.Big("b-dk6", 1, 6, 0)},
+	{"chain6-host", oneHost(labgen.Big("b-dk6h", 1, 6, 0))},
 	{"64nodes", labgen.Big("b-dk64", 2, 30, 0)},
+	{"64nodes-host", oneHost(labgen.Big("b-dk64h", 2, 30, 0))},
 }
+
+// oneHost puts a generated lab on one emulated host.
+func oneHost(yaml string) string { return "hosts: [h1]\n" + yaml }
 
 // deployOnce deploys and destroys p on docker with the given bound, tracing into steps, and
 // returns the deploy's wall time and phases and the destroy's wall time.
@@ -214,6 +221,9 @@ func BenchmarkDockerConnect(b *testing.B) {
 	}
 	defer func(v bool) { *docker.ConnectBeforeStart = v }(*docker.ConnectBeforeStart)
 	for _, l := range benchLabs {
+		if strings.HasSuffix(l.name, "-host") {
+			continue // no Docker network to connect
+		}
 		b.Run(l.name, func(b *testing.B) {
 			p := dockerPlan(b, l.yaml)
 			var sum [2]time.Duration
