@@ -13,6 +13,11 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type steerAddr struct {
+	_ structs.HostLayout
+	W [4]uint32
+}
+
 type steerCounter struct {
 	_       structs.HostLayout
 	Packets uint64
@@ -100,16 +105,17 @@ type steerPortKey struct {
 type steerRule struct {
 	_        structs.HostLayout
 	Path     uint32
-	Src      uint32
-	Dst      uint32
-	SrcMask  uint32
-	DstMask  uint32
+	Src      steerAddr
+	Dst      steerAddr
+	SrcMask  steerAddr
+	DstMask  steerAddr
 	SportMin uint16
 	SportMax uint16
 	DportMin uint16
 	DportMax uint16
 	Proto    uint8
-	Pad      [3]uint8
+	V6       uint8
+	Pad      [2]uint8
 }
 
 type steerRules struct {
@@ -131,12 +137,13 @@ type steerTunnel struct {
 
 type steerTuple struct {
 	_     structs.HostLayout
-	Src   uint32
-	Dst   uint32
+	Src   steerAddr
+	Dst   steerAddr
 	Sport uint16
 	Dport uint16
 	Proto uint8
-	Pad   [3]uint8
+	V6    uint8
+	Pad   [2]uint8
 }
 
 // Names of all BPF objects in the ELF.

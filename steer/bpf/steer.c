@@ -36,14 +36,18 @@
 // packet walks and writes it again. (Replies need no such care: a symmetric chain classifies
 // them at its logical destination port anyway.)
 //
-// Only IPv4 is steered; everything else (ARP, IPv6) passes to the bridge unchanged. IPv4 in
-// no chain goes straight to the port owning its destination address (or MAC), as the bridge
-// would have sent it.
+// IPv4 and IPv6 are steered (dual stack: a flow key holds 128-bit addresses, IPv4 as
+// IPv4-mapped ::ffff:a.b.c.d, and says which family it is; a classifier rule matches one
+// family). Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour
+// discovery (ICMPv6 133-137), multicast and link-local destinations, the IPv6 twin of ARP.
+// IP in no chain goes straight to the port owning its destination address (or MAC), as the
+// bridge would have sent it.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
@@ -53,6 +57,7 @@
 #define MAX_RULES 16
 #define barrier() asm volatile("" ::: "memory")
 #define MAX_STEPS 8
+#define MAX_EXT_HDRS 4 // IPv6 extension headers parsed before the transport header
 #define GRAPH_KEY 0x80000000u
 
 #define PORT_TAP 1
@@ -93,16 +98,22 @@ struct mac_key {
 	__u16 pad;
 };
 
+// addr is an IPv6 address, or an IPv4 address mapped (::ffff:a.b.c.d), in network order.
+struct addr {
+	__u32 w[4];
+};
+
 struct rule {
 	__u32 path; // 0: empty slot
-	__u32 src;  // network order
-	__u32 dst;  // network order
-	__u32 src_mask;
-	__u32 dst_mask;
+	struct addr src;
+	struct addr dst;
+	struct addr src_mask;
+	struct addr dst_mask;
 	__u16 sport_min, sport_max;
 	__u16 dport_min, dport_max;
 	__u8 proto; // 0: any
-	__u8 pad[3];
+	__u8 v6;    // the rule matches IPv6 flows (1) or IPv4 flows (0)
+	__u8 pad[2];
 };
 
 struct rules {
@@ -141,12 +152,13 @@ struct path_port {
 };
 
 struct tuple {
-	__u32 src;
-	__u32 dst;
+	struct addr src;
+	struct addr dst;
 	__u16 sport;
 	__u16 dport;
 	__u8 proto;
-	__u8 pad[3];
+	__u8 v6; // 1: an IPv6 flow
+	__u8 pad[2];
 };
 
 struct expect_key {
@@ -221,7 +233,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32); // IPv4, network order
+	__type(key, struct addr); // a port's IPv4 (mapped) or IPv6 address
 	__type(value, __u32);
 } ips SEC(".maps");
 
@@ -370,14 +382,22 @@ __noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __
 {
 	if (!t)
 		return 0;
-	__u32 src = reverse ? t->dst : t->src, dst = reverse ? t->src : t->dst;
+	const struct addr *src = reverse ? &t->dst : &t->src, *dst = reverse ? &t->src : &t->dst;
 	__u16 sport = reverse ? t->dport : t->sport, dport = reverse ? t->sport : t->dport;
 	__u64 esrc = reverse ? eth_dst : eth_src, edst = reverse ? eth_src : eth_dst;
 	__u32 h = 0x5fc1ab;
-	if (fields & LB_IP_SRC)
-		h = mix(h, src);
-	if (fields & LB_IP_DST)
-		h = mix(h, dst);
+	if (t->v6) {
+		// All four words; IPv4 hashes its address alone (the mapped prefix is constant).
+		if (fields & LB_IP_SRC)
+			h = mix(mix(mix(mix(h, src->w[0]), src->w[1]), src->w[2]), src->w[3]);
+		if (fields & LB_IP_DST)
+			h = mix(mix(mix(mix(h, dst->w[0]), dst->w[1]), dst->w[2]), dst->w[3]);
+	} else {
+		if (fields & LB_IP_SRC)
+			h = mix(h, src->w[3]);
+		if (fields & LB_IP_DST)
+			h = mix(h, dst->w[3]);
+	}
 	if (fields & LB_IP_PROTO)
 		h = mix(h, t->proto);
 	if (t->proto == IPPROTO_TCP) {
@@ -399,10 +419,10 @@ __noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __
 	return fmix(h);
 }
 
-// mac_of returns the MAC of the lab port owning IPv4 address ip, 0 if no port does.
-static __always_inline __u64 mac_of(__u32 ip)
+// mac_of returns the MAC of the lab port owning address ip, 0 if no port does.
+static __always_inline __u64 mac_of(const struct addr *ip)
 {
-	__u32 *pid = bpf_map_lookup_elem(&ips, &ip);
+	__u32 *pid = bpf_map_lookup_elem(&ips, ip);
 	if (!pid)
 		return 0;
 	struct port *p = bpf_map_lookup_elem(&ports, pid);
@@ -431,8 +451,8 @@ __noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fie
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > end)
 		return -1;
-	*esrc = mac_of(t->src);
-	*edst = mac_of(t->dst);
+	*esrc = mac_of(&t->src);
+	*edst = mac_of(&t->dst);
 	if (!*esrc)
 		__builtin_memcpy(esrc, eth->h_source, ETH_ALEN);
 	if (!*edst)
@@ -444,12 +464,17 @@ static __always_inline int rule_match(const struct rule *r, const struct tuple *
 {
 	if (r->path == 0)
 		return 0;
+	if (r->v6 != t->v6)
+		return 0;
 	if (r->proto && r->proto != t->proto)
 		return 0;
-	if ((t->src & r->src_mask) != r->src)
-		return 0;
-	if ((t->dst & r->dst_mask) != r->dst)
-		return 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		if ((t->src.w[i] & r->src_mask.w[i]) != r->src.w[i])
+			return 0;
+		if ((t->dst.w[i] & r->dst_mask.w[i]) != r->dst.w[i])
+			return 0;
+	}
 	if (r->sport_max && (t->sport < r->sport_min || t->sport > r->sport_max))
 		return 0;
 	if (r->dport_max && (t->dport < r->dport_min || t->dport > r->dport_max))
@@ -473,17 +498,93 @@ __noinline __u32 classify(__u32 key, const struct tuple *t)
 	return 0;
 }
 
+struct frag6 {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off; // offset << 3 | flags
+	__be32 id;
+};
+
+// parse6 fills t from an IPv6 frame: addresses, the transport protocol behind up to
+// MAX_EXT_HDRS hop-by-hop, routing, destination-options or fragment headers, and TCP or UDP
+// ports (0 in a later fragment, as for IPv4). It returns -1 for what the bridge carries
+// unclassified: neighbour discovery (ICMPv6 133-137), multicast and link-local destinations.
+// Its own function, so IPv4's inline parse does not grow.
+__noinline int parse6(struct __sk_buff *skb, struct tuple *t)
+{
+	if (!skb || !t)
+		return -1;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+	if ((void *)(ip6 + 1) > end)
+		return -1;
+	__u8 d0 = ip6->daddr.in6_u.u6_addr8[0], d1 = ip6->daddr.in6_u.u6_addr8[1];
+	if (d0 == 0xff || (d0 == 0xfe && (d1 & 0xc0) == 0x80))
+		return -1;
+	__builtin_memcpy(&t->src, &ip6->saddr, sizeof(t->src));
+	__builtin_memcpy(&t->dst, &ip6->daddr, sizeof(t->dst));
+	t->v6 = 1;
+	t->sport = 0;
+	t->dport = 0;
+	__u8 nh = ip6->nexthdr;
+	void *p = ip6 + 1;
+#pragma unroll
+	for (int i = 0; i < MAX_EXT_HDRS; i++) {
+		if (nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS) {
+			struct ipv6_opt_hdr *o = p;
+			if ((void *)(o + 1) > end)
+				break;
+			nh = o->nexthdr;
+			p += (o->hdrlen + 1) * 8;
+		} else if (nh == IPPROTO_FRAGMENT) {
+			struct frag6 *f = p;
+			if ((void *)(f + 1) > end)
+				break;
+			nh = f->nexthdr;
+			p = f + 1;
+			if (f->frag_off & bpf_htons(0xfff8)) { // a later fragment: no L4 header
+				t->proto = nh;
+				return 0;
+			}
+		} else {
+			break;
+		}
+	}
+	t->proto = nh;
+	if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+		__u16 *ports = p;
+		if ((void *)(ports + 2) > end)
+			return 0;
+		t->sport = bpf_ntohs(ports[0]);
+		t->dport = bpf_ntohs(ports[1]);
+	} else if (nh == IPPROTO_ICMPV6) {
+		__u8 *type = p;
+		if ((void *)(type + 1) > end)
+			return 0;
+		if (*type >= 133 && *type <= 137) // router/neighbour solicitation, advertisement, redirect
+			return -1;
+	}
+	return 0;
+}
+
 static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return -1;
+	if (eth->h_proto != bpf_htons(ETH_P_IP)) {
+		if (eth->h_proto == bpf_htons(ETH_P_IPV6))
+			return parse6(skb, t);
+		return -1;
+	}
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)
 		return -1;
-	t->src = ip->saddr;
-	t->dst = ip->daddr;
+	t->src.w[2] = bpf_htonl(0xffff); // IPv4-mapped: ::ffff:a.b.c.d
+	t->src.w[3] = ip->saddr;
+	t->dst.w[2] = bpf_htonl(0xffff);
+	t->dst.w[3] = ip->daddr;
 	t->proto = ip->protocol;
 	t->sport = 0;
 	t->dport = 0;
@@ -593,6 +694,7 @@ static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u
 	ek.t.sport = t->dport;
 	ek.t.dport = t->sport;
 	ek.t.proto = t->proto;
+	ek.t.v6 = t->v6;
 	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
 	if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
 		struct flow want = {.path = path ^ 1, .idx = 0};
@@ -608,8 +710,7 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 {
 	if (!skb || !t || !d)
 		return TC_ACT_SHOT;
-	__u32 dst = t->dst;
-	__u32 *pid = bpf_map_lookup_elem(&ips, &dst);
+	__u32 *pid = bpf_map_lookup_elem(&ips, &t->dst);
 	if (!pid) {
 		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		struct ethhdr *eth = data;
@@ -630,6 +731,34 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 	if (set_dst(skb, p->mac) < 0)
 		return TC_ACT_SHOT;
 	return to_port(skb, p, (path << 8) | VNI_END, d);
+}
+
+// note_pick records the instance (port pair) group picked for flow t. Its own function (as
+// expect_hop): the keys hold a flow's 128-bit addresses, and on steer's stack they would
+// push the deepest call chain past the verifier's 512 bytes.
+__noinline int note_pick(__u32 group, const struct tuple *t, __u32 pair)
+{
+	if (!t)
+		return 0;
+	struct pick_key pk = {.group = group, .t = *t};
+	__u32 *old = bpf_map_lookup_elem(&picks, &pk);
+	if (!old || *old != pair)
+		bpf_map_update_elem(&picks, &pk, &pair, BPF_ANY);
+	return 0;
+}
+
+// expect_hop writes where flow t reappears: at port (host, ifindex), on path after hop idx-1.
+__noinline int expect_hop(const struct tuple *t, __u32 host, __u32 ifindex, __u32 path, __u32 idx)
+{
+	if (!t)
+		return 0;
+	struct expect_key ek = {.t = *t, .host = host, .ifindex = ifindex};
+	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	if (!have || have->path != path || have->idx != idx || (have->flags & FLOW_CLASSIFIED)) {
+		struct flow want = {.path = path, .idx = idx};
+		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+	}
+	return 0;
 }
 
 // steer moves the packet on along path from hop next; from_tunnel: the sending host has
@@ -687,10 +816,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 		if (!d->from_tunnel || step > 0)
 			counted(d, path, next, len);
 
-		struct pick_key pk = {.group = *gid, .t = *t};
-		__u32 *old = bpf_map_lookup_elem(&picks, &pk);
-		if (!old || *old != *ppid)
-			bpf_map_update_elem(&picks, &pk, ppid, BPF_ANY);
+		note_pick(*gid, t, *ppid);
 
 		if (g->tap) {
 			// A copy to the tap; the original goes on to the next hop. Not cacheable: the
@@ -715,12 +841,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 			out = bpf_map_lookup_elem(&ports, &out_id);
 		if (!out)
 			return TC_ACT_OK;
-		struct expect_key ek = {.t = *t, .host = out->host, .ifindex = out->ifindex};
-		struct flow *have = bpf_map_lookup_elem(&expect, &ek);
-		if (!have || have->path != path || have->idx != next + 1 || (have->flags & FLOW_CLASSIFIED)) {
-			struct flow want = {.path = path, .idx = next + 1};
-			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
-		}
+		expect_hop(t, out->host, out->ifindex, path, next + 1);
 		if (set_dst(skb, in->mac) < 0)
 			return TC_ACT_SHOT;
 		return to_port(skb, in, (path << 8) | next, d);
