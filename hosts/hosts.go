@@ -245,7 +245,7 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 				steps = append(steps, func() error { return ns.AddAddr(p.Ifname, p.Addr) })
 			}
 			if p.Addr6.IsValid() {
-				steps = append(steps, func() error { return addAddr6(ns, p.Ifname, p.Addr6) })
+				steps = append(steps, func() error { return AddAddr6(ns, p.Ifname, p.Addr6) })
 			}
 			for _, s := range steps {
 				if err := s(); err != nil {
@@ -472,12 +472,12 @@ func PeerOf(ns *netdev.NS, ifname string) (int, net.HardwareAddr, error) {
 	return idx, mac, nil
 }
 
-// addAddr6 turns IPv6 on for a port (the namespace's defaults may have it off), ignores
+// AddAddr6 turns IPv6 on for a port (the namespace's defaults may have it off), ignores
 // router advertisements (addresses and routes are the lab's) and adds addr without duplicate
 // address detection, so it is usable at once.
 // Equivalent to: sysctl net.ipv6.conf.IF.disable_ipv6=0 net.ipv6.conf.IF.accept_ra=0;
 // ip -6 addr add ADDR dev IF nodad
-func addAddr6(ns *netdev.NS, ifname string, addr netip.Prefix) error {
+func AddAddr6(ns *netdev.NS, ifname string, addr netip.Prefix) error {
 	for _, kv := range [][2]string{{"disable_ipv6", "0"}, {"accept_ra", "0"}} {
 		if err := ns.SetSysctl("net.ipv6.conf."+ifname+"."+kv[0], kv[1]); err != nil {
 			return err
