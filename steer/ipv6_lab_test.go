@@ -19,12 +19,25 @@ import (
 // instances), IPv4 iperf3 through tcp4, and what no classifier matches (IPv6 UDP, IPv4 ping)
 // is delivered unsteered.
 func TestDualStack(t *testing.T) {
-	l := buildDualLab(t, "steer-t6", []string{"h1"}, []fnode{
+	for _, tc := range []struct {
+		name  string
+		hosts []string
+		h2    string // where d and wb run
+	}{
+		{"one host", []string{"h1"}, "h1"},
+		{"two hosts", []string{"h1", "h2"}, "h2"}, // IPv6 through the steering tunnel
+	} {
+		t.Run(tc.name, func(t *testing.T) { dualStack(t, "steer-t6-"+strings.Fields(tc.name)[0], tc.hosts, tc.h2) })
+	}
+}
+
+func dualStack(t *testing.T, name string, hostNames []string, h2 string) {
+	l := buildDualLab(t, name, hostNames, []fnode{
 		{name: "s", host: "h1", ports: []string{"eth0"}},
-		{name: "d", host: "h1", ports: []string{"eth0"}},
+		{name: "d", host: h2, ports: []string{"eth0"}},
 		{name: "f1", host: "h1", ports: []string{"in", "out"}, pairs: [][2]string{{"in", "out"}}},
 		{name: "wa", host: "h1", ports: []string{"eth0"}, pairs: [][2]string{{"eth0", "eth0"}}},
-		{name: "wb", host: "h1", ports: []string{"eth0"}, pairs: [][2]string{{"eth0", "eth0"}}},
+		{name: "wb", host: h2, ports: []string{"eth0"}, pairs: [][2]string{{"eth0", "eth0"}}},
 	}, true)
 	l.model.PortPairs = []sfc.PortPair{
 		{Name: "pp-f1", Ingress: "f1.in", Egress: "f1.out"},
@@ -79,7 +92,7 @@ func TestDualStack(t *testing.T) {
 	if !strings.Contains(out, "receiver") {
 		t.Fatalf("iperf3 -6 through the symmetric chain: no summary\n%s", out)
 	}
-	t.Logf("iperf3 -6 through f1 and the weighted group:\n%s", lastLines(out, 4))
+	t.Logf("iperf3 -6 through f1 and the weighted group (hosts %v):\n%s", hostNames, lastLines(out, 4))
 	c = l.counters(t)
 	for hop := uint32(0); hop <= 2; hop++ {
 		if c[[2]uint32{tcp6, hop}] == 0 || c[[2]uint32{tcp6 | 1, hop}] == 0 {
