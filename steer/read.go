@@ -85,7 +85,7 @@ func (d *Dataplane) Picks() ([]Pick, error) {
 	return out, nil
 }
 
-func flowOf(t steerTuple) Flow {
+func flowOf(t steerFlowkey) Flow {
 	return Flow{Src: addrFrom(t.Src), Dst: addrFrom(t.Dst), Sport: t.Sport, Dport: t.Dport, Proto: t.Proto}
 }
 

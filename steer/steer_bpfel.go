@@ -24,6 +24,13 @@ type steerCounter struct {
 	Bytes   uint64
 }
 
+type steerExpect6Key struct {
+	_       structs.HostLayout
+	T       steerFlowkey
+	Host    uint32
+	Ifindex uint32
+}
+
 type steerExpectKey struct {
 	_       structs.HostLayout
 	T       steerTuple
@@ -42,6 +49,17 @@ type steerFlow struct {
 	Mac     [6]uint8
 	Flags   uint8
 	Pad     uint8
+}
+
+type steerFlowkey struct {
+	_     structs.HostLayout
+	Src   steerAddr
+	Dst   steerAddr
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	V6    uint8
+	Pad   [2]uint8
 }
 
 type steerGroup struct {
@@ -84,7 +102,7 @@ type steerPathPort struct {
 type steerPickKey struct {
 	_     structs.HostLayout
 	Group uint32
-	T     steerTuple
+	T     steerFlowkey
 }
 
 type steerPort struct {
@@ -137,13 +155,12 @@ type steerTunnel struct {
 
 type steerTuple struct {
 	_     structs.HostLayout
-	Src   steerAddr
-	Dst   steerAddr
+	Src   uint32
+	Dst   uint32
 	Sport uint16
 	Dport uint16
 	Proto uint8
-	V6    uint8
-	Pad   [2]uint8
+	Pad   [3]uint8
 }
 
 // Names of all BPF objects in the ELF.
@@ -153,6 +170,7 @@ const (
 	steerMapClassifiers  = "classifiers"
 	steerMapEpoch        = "epoch"
 	steerMapExpect       = "expect"
+	steerMapExpect6      = "expect6"
 	steerMapGroups       = "groups"
 	steerMapHopOf        = "hop_of"
 	steerMapHops         = "hops"
@@ -224,6 +242,7 @@ type steerMapSpecs struct {
 	Classifiers *ebpf.MapSpec `ebpf:"classifiers"`
 	Epoch       *ebpf.MapSpec `ebpf:"epoch"`
 	Expect      *ebpf.MapSpec `ebpf:"expect"`
+	Expect6     *ebpf.MapSpec `ebpf:"expect6"`
 	Groups      *ebpf.MapSpec `ebpf:"groups"`
 	HopOf       *ebpf.MapSpec `ebpf:"hop_of"`
 	Hops        *ebpf.MapSpec `ebpf:"hops"`
@@ -269,6 +288,7 @@ type steerMaps struct {
 	Classifiers *ebpf.Map `ebpf:"classifiers"`
 	Epoch       *ebpf.Map `ebpf:"epoch"`
 	Expect      *ebpf.Map `ebpf:"expect"`
+	Expect6     *ebpf.Map `ebpf:"expect6"`
 	Groups      *ebpf.Map `ebpf:"groups"`
 	HopOf       *ebpf.Map `ebpf:"hop_of"`
 	Hops        *ebpf.Map `ebpf:"hops"`
@@ -289,6 +309,7 @@ func (m *steerMaps) Close() error {
 		m.Classifiers,
 		m.Epoch,
 		m.Expect,
+		m.Expect6,
 		m.Groups,
 		m.HopOf,
 		m.Hops,

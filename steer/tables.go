@@ -187,7 +187,7 @@ func (d *Dataplane) MapEntries() (map[string]int, error) {
 		"ports": d.maps.Ports, "port_by_if": d.maps.PortByIf, "macs": d.maps.Macs, "ips": d.maps.Ips,
 		"pairs": d.maps.Pairs, "slots": d.maps.Slots, "groups": d.maps.Groups, "hops": d.maps.Hops,
 		"hop_of": d.maps.HopOf, "paths": d.maps.Paths, "classifiers": d.maps.Classifiers, "stats": d.maps.Stats,
-		"expect": d.maps.Expect, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels, "epoch": d.maps.Epoch,
+		"expect": d.maps.Expect, "expect6": d.maps.Expect6, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels, "epoch": d.maps.Epoch,
 	} {
 		n := 0
 		it := m.Iterate()

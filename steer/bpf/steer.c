@@ -36,9 +36,10 @@
 // packet walks and writes it again. (Replies need no such care: a symmetric chain classifies
 // them at its logical destination port anyway.)
 //
-// IPv4 and IPv6 are steered (dual stack: a flow key holds 128-bit addresses, IPv4 as
-// IPv4-mapped ::ffff:a.b.c.d, and says which family it is; a classifier rule matches one
-// family). Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour
+// IPv4 and IPv6 are steered (dual stack). The walk's flow key (struct flowkey) holds 128-bit
+// addresses, IPv4 mapped (::ffff:a.b.c.d), and says which family it is; a classifier rule
+// matches one family. Flow state stays per family: IPv4's in `expect` under its compact
+// 5-tuple (so the IPv4 fast path's lookup is what it was before IPv6), IPv6's in `expect6`. Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour
 // discovery (ICMPv6 133-137), multicast and link-local destinations, the IPv6 twin of ARP.
 // IP in no chain goes straight to the port owning its destination address (or MAC), as the
 // bridge would have sent it.
@@ -151,7 +152,20 @@ struct path_port {
 	__u32 port;
 };
 
+// tuple is an IPv4 flow's 5-tuple, the key of its flow state (`expect`): the fast path keeps
+// IPv4's key this small.
 struct tuple {
+	__u32 src;
+	__u32 dst;
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 pad[3];
+};
+
+// flowkey is a flow's 5-tuple as the table walk sees it, of either family: IPv4 addresses
+// mapped (::ffff:a.b.c.d), IPv6 ones as they are.
+struct flowkey {
 	struct addr src;
 	struct addr dst;
 	__u16 sport;
@@ -165,6 +179,13 @@ struct expect_key {
 	struct tuple t;
 	__u32 host;
 	__u32 ifindex; // the port's host-side ifindex on that host
+};
+
+// expect6_key keys an IPv6 flow's state (`expect6`).
+struct expect6_key {
+	struct flowkey t;
+	__u32 host;
+	__u32 ifindex;
 };
 
 #define FLOW_CLASSIFIED 1 // made at classification, not by a previous hop
@@ -196,7 +217,7 @@ struct decision {
 
 struct pick_key {
 	__u32 group;
-	struct tuple t;
+	struct flowkey t;
 };
 
 struct counter {
@@ -293,6 +314,14 @@ struct {
 	__type(value, struct flow);
 } expect SEC(".maps");
 
+// expect6 is expect for IPv6 flows (their keys hold 128-bit addresses).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct expect6_key);
+	__type(value, struct flow);
+} expect6 SEC(".maps");
+
 // epoch[0] is bumped by every Apply; cached decisions of another epoch are stale.
 struct {
 	__uint(type, BPF_MAP_TYPE_ARRAY);
@@ -378,7 +407,7 @@ static __always_inline __u32 fmix(__u32 h)
 // destination: addresses, ports and MACs), so both directions of a symmetric chain pick the
 // same instance (networking-sfc's symmetric hashing). eth_src and eth_dst are the flow's
 // end-to-end MACs (flow_macs), not the MACs of the frame at this hop.
-__noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
+__noinline __u32 lb_hash(const struct flowkey *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
 {
 	if (!t)
 		return 0;
@@ -439,7 +468,7 @@ static __always_inline __u64 mac_of(const struct addr *ip)
 // function's and the placeholder neighbour's (functions are L3 forwarders here), and a reply
 // would see other ones, so hashing those could send replies through another instance. An
 // address no lab port owns keeps the frame's MAC. Only looked up when the group hashes a MAC.
-__noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fields, __u64 *esrc, __u64 *edst)
+__noinline int flow_macs(struct __sk_buff *skb, const struct flowkey *t, __u32 fields, __u64 *esrc, __u64 *edst)
 {
 	if (!skb || !t || !esrc || !edst)
 		return -1;
@@ -460,7 +489,7 @@ __noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fie
 	return 0;
 }
 
-static __always_inline int rule_match(const struct rule *r, const struct tuple *t)
+static __always_inline int rule_match(const struct rule *r, const struct flowkey *t)
 {
 	if (r->path == 0)
 		return 0;
@@ -483,7 +512,7 @@ static __always_inline int rule_match(const struct rule *r, const struct tuple *
 }
 
 // classify returns the path of the first rule at key matching t, 0 if none.
-__noinline __u32 classify(__u32 key, const struct tuple *t)
+__noinline __u32 classify(__u32 key, const struct flowkey *t)
 {
 	if (!t)
 		return 0;
@@ -510,7 +539,7 @@ struct frag6 {
 // ports (0 in a later fragment, as for IPv4). It returns -1 for what the bridge carries
 // unclassified: neighbour discovery (ICMPv6 133-137), multicast and link-local destinations.
 // Its own function, so IPv4's inline parse does not grow.
-__noinline int parse6(struct __sk_buff *skb, struct tuple *t)
+__noinline int parse6(struct __sk_buff *skb, struct flowkey *t)
 {
 	if (!skb || !t)
 		return -1;
@@ -567,24 +596,21 @@ __noinline int parse6(struct __sk_buff *skb, struct tuple *t)
 	return 0;
 }
 
+// parse fills t from an IPv4 frame; it returns 1 for an IPv6 frame (parse6's), -1 for what is
+// not IP.
 static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > end)
 		return -1;
-	if (eth->h_proto != bpf_htons(ETH_P_IP)) {
-		if (eth->h_proto == bpf_htons(ETH_P_IPV6))
-			return parse6(skb, t);
-		return -1;
-	}
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return eth->h_proto == bpf_htons(ETH_P_IPV6) ? 1 : -1;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)
 		return -1;
-	t->src.w[2] = bpf_htonl(0xffff); // IPv4-mapped: ::ffff:a.b.c.d
-	t->src.w[3] = ip->saddr;
-	t->dst.w[2] = bpf_htonl(0xffff);
-	t->dst.w[3] = ip->daddr;
+	t->src = ip->saddr;
+	t->dst = ip->daddr;
 	t->proto = ip->protocol;
 	t->sport = 0;
 	t->dport = 0;
@@ -599,6 +625,66 @@ static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
 		t->dport = bpf_ntohs(p[1]);
 	}
 	return 0;
+}
+
+// widen gives an IPv4 flow's tuple as the walk's flow key (k zeroed by the caller).
+static __always_inline void widen(const struct tuple *t, struct flowkey *k)
+{
+	k->src.w[2] = bpf_htonl(0xffff); // IPv4-mapped: ::ffff:a.b.c.d
+	k->src.w[3] = t->src;
+	k->dst.w[2] = bpf_htonl(0xffff);
+	k->dst.w[3] = t->dst;
+	k->sport = t->sport;
+	k->dport = t->dport;
+	k->proto = t->proto;
+}
+
+// Flow state is kept per family: `expect` keys an IPv4 flow by its compact tuple (the fast
+// path's key stays as small as it was before IPv6), `expect6` an IPv6 flow by its flow key.
+// flow_lookup and flow_update pick the map; swap: the key of the reverse flow (replies).
+// One key per scope, so the compiler may give both the same stack slots.
+#define KEY6(ek, k, host, ifindex, swap)                                                       \
+	struct expect6_key ek = {.host = host, .ifindex = ifindex};                           \
+	ek.t.src = swap ? k->dst : k->src;                                                    \
+	ek.t.dst = swap ? k->src : k->dst;                                                    \
+	ek.t.sport = swap ? k->dport : k->sport;                                              \
+	ek.t.dport = swap ? k->sport : k->dport;                                              \
+	ek.t.proto = k->proto;                                                                \
+	ek.t.v6 = 1;
+#define KEY4(ek, k, host, ifindex, swap)                                                       \
+	struct expect_key ek = {.host = host, .ifindex = ifindex};                            \
+	ek.t.src = swap ? k->dst.w[3] : k->src.w[3];                                          \
+	ek.t.dst = swap ? k->src.w[3] : k->dst.w[3];                                          \
+	ek.t.sport = swap ? k->dport : k->sport;                                              \
+	ek.t.dport = swap ? k->sport : k->dport;                                              \
+	ek.t.proto = k->proto;
+
+static __always_inline struct flow *flow_lookup(const struct flowkey *k, __u32 host, __u32 ifindex, int swap)
+{
+	if (k->v6) {
+		KEY6(ek, k, host, ifindex, swap)
+		return bpf_map_lookup_elem(&expect6, &ek);
+	}
+	KEY4(ek, k, host, ifindex, swap)
+	return bpf_map_lookup_elem(&expect, &ek);
+}
+
+static __always_inline int flow_update(const struct flowkey *k, __u32 host, __u32 ifindex, int swap,
+				       const struct flow *f, __u64 flags)
+{
+	if (k->v6) {
+		KEY6(ek, k, host, ifindex, swap)
+		return bpf_map_update_elem(&expect6, &ek, f, flags);
+	}
+	KEY4(ek, k, host, ifindex, swap)
+	return bpf_map_update_elem(&expect, &ek, f, flags);
+}
+
+// flow_at is flow_lookup in a frame of its own (for callers whose stack is on the deepest
+// call chain).
+static __noinline struct flow *flow_at(const struct flowkey *k, __u32 host, __u32 ifindex)
+{
+	return flow_lookup(k, host, ifindex, 0);
 }
 
 // set_dst writes mac as the frame's destination.
@@ -650,7 +736,7 @@ static __always_inline void tap_remote(struct __sk_buff *skb, __u32 host, __u32 
 }
 
 // tap_only hands a tap copy that came through the tunnel to the tap instance of hop idx.
-__noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const struct tuple *t)
+__noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const struct flowkey *t)
 {
 	if (!skb || !t)
 		return TC_ACT_SHOT;
@@ -686,19 +772,12 @@ __noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const stru
 
 // reverse_entry makes replies of flow t arriving at the destination port (host, ifindex) take
 // the reverse path (path ^ 1) from hop 0.
-static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u32 host, __u32 ifindex)
+static __always_inline void reverse_entry(const struct flowkey *t, __u32 path, __u32 host, __u32 ifindex)
 {
-	struct expect_key ek = {.host = host, .ifindex = ifindex};
-	ek.t.src = t->dst;
-	ek.t.dst = t->src;
-	ek.t.sport = t->dport;
-	ek.t.dport = t->sport;
-	ek.t.proto = t->proto;
-	ek.t.v6 = t->v6;
-	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	struct flow *have = flow_lookup(t, host, ifindex, 1);
 	if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
 		struct flow want = {.path = path ^ 1, .idx = 0};
-		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+		flow_update(t, host, ifindex, 1, &want, BPF_ANY);
 	}
 }
 
@@ -706,7 +785,7 @@ static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u
 // deliver hands the frame to the port owning its destination IP (Neutron's fixed IP) or MAC,
 // rewriting the destination MAC (a function's egress frame carries a placeholder), or leaves it
 // to the bridge when neither is a lab port.
-__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t, int symmetric_fwd, struct decision *d)
+__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct flowkey *t, int symmetric_fwd, struct decision *d)
 {
 	if (!skb || !t || !d)
 		return TC_ACT_SHOT;
@@ -736,7 +815,7 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 // note_pick records the instance (port pair) group picked for flow t. Its own function (as
 // expect_hop): the keys hold a flow's 128-bit addresses, and on steer's stack they would
 // push the deepest call chain past the verifier's 512 bytes.
-__noinline int note_pick(__u32 group, const struct tuple *t, __u32 pair)
+__noinline int note_pick(__u32 group, const struct flowkey *t, __u32 pair)
 {
 	if (!t)
 		return 0;
@@ -748,22 +827,21 @@ __noinline int note_pick(__u32 group, const struct tuple *t, __u32 pair)
 }
 
 // expect_hop writes where flow t reappears: at port (host, ifindex), on path after hop idx-1.
-__noinline int expect_hop(const struct tuple *t, __u32 host, __u32 ifindex, __u32 path, __u32 idx)
+__noinline int expect_hop(const struct flowkey *t, __u32 host, __u32 ifindex, __u32 path, __u32 idx)
 {
 	if (!t)
 		return 0;
-	struct expect_key ek = {.t = *t, .host = host, .ifindex = ifindex};
-	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	struct flow *have = flow_lookup(t, host, ifindex, 0);
 	if (!have || have->path != path || have->idx != idx || (have->flags & FLOW_CLASSIFIED)) {
 		struct flow want = {.path = path, .idx = idx};
-		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+		flow_update(t, host, ifindex, 0, &want, BPF_ANY);
 	}
 	return 0;
 }
 
 // steer moves the packet on along path from hop next; from_tunnel: the sending host has
 // counted hop next already.
-__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple *t, struct decision *d)
+__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct flowkey *t, struct decision *d)
 {
 	if (!skb || !t || !d)
 		return TC_ACT_OK;
@@ -859,10 +937,19 @@ __noinline int remember(const struct expect_key *ek, __u32 path)
 	return bpf_map_update_elem(&expect, ek, &f, BPF_NOEXIST);
 }
 
+// remember_at is remember for a flow key of either family at port (host, ifindex).
+__noinline int remember_at(const struct flowkey *k, __u32 host, __u32 ifindex, __u32 path)
+{
+	if (!k)
+		return 0;
+	struct flow f = {.path = path, .flags = FLOW_CLASSIFIED};
+	return flow_update(k, host, ifindex, 0, &f, BPF_NOEXIST);
+}
+
 // walk steers a packet the flow cache could not: the full table walk. e is the flow's
-// `expect` entry at this port (NULL: none); what the walk did is left in d.
-static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct flow *e, __u32 *from,
-				struct decision *d, struct expect_key *ek, __u32 *ep)
+// `expect` (or `expect6`) entry at this port (NULL: none); what the walk did is left in d.
+static __always_inline int walk(struct __sk_buff *skb, struct flowkey *t, struct flow *e, __u32 *from,
+				struct decision *d, __u32 *ep)
 {
 	struct port_key pk = {.host = host_id, .ifindex = skb->ingress_ifindex};
 	__u32 *pid = bpf_map_lookup_elem(&port_by_if, &pk);
@@ -879,8 +966,8 @@ static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct f
 		// decision (the previous hop walks and rewrites it on its next packet), and remember
 		// the flow here (no decision cached), so a flow of the function's own does this once.
 		__sync_fetch_and_add(ep, 1);
-		remember(ek, 0);
-		e = bpf_map_lookup_elem(&expect, ek);
+		remember_at(t, host_id, skb->ingress_ifindex, 0);
+		e = flow_at(t, host_id, skb->ingress_ifindex);
 	}
 
 	// A packet leaving a function: which path, which hop.
@@ -908,14 +995,27 @@ static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct f
 SEC("tc")
 int steer_port(struct __sk_buff *skb)
 {
-	struct tuple t = {};
-	if (parse(skb, &t) < 0)
+	// The IPv4 flow's key, until a walk needs the flow key k (of either family) in its place.
+	union {
+		struct expect_key ek;
+		struct flowkey k;
+	} key;
+	key.ek = (struct expect_key){.host = host_id, .ifindex = skb->ingress_ifindex};
+	int family = parse(skb, &key.ek.t);
+	if (family < 0)
 		return TC_ACT_OK;
 	__u32 zero = 0;
 	__u32 *ep = bpf_map_lookup_elem(&epoch, &zero);
 	__u32 now = ep ? *ep : 0;
-	struct expect_key ek = {.t = t, .host = host_id, .ifindex = skb->ingress_ifindex};
-	struct flow *e = bpf_map_lookup_elem(&expect, &ek);
+	struct flow *e;
+	if (family > 0) {
+		__builtin_memset(&key.k, 0, sizeof(key.k));
+		if (parse6(skb, &key.k) < 0)
+			return TC_ACT_OK;
+		e = flow_at(&key.k, host_id, skb->ingress_ifindex);
+	} else {
+		e = bpf_map_lookup_elem(&expect, &key.ek);
+	}
 	if (e && now && e->epoch == now) {
 		// The flow cache: the walk's decision for this flow at this port.
 		if (e->flags & FLOW_COUNT)
@@ -927,14 +1027,19 @@ int steer_port(struct __sk_buff *skb)
 
 	struct decision d = {};
 	__u32 classified = 0;
-	int ret = walk(skb, &t, e, &classified, &d, &ek, ep);
+	if (family == 0) {
+		struct tuple t = key.ek.t;
+		__builtin_memset(&key.k, 0, sizeof(key.k));
+		widen(&t, &key.k);
+	}
+	int ret = walk(skb, &key.k, e, &classified, &d, ep);
 	if (ret != TC_ACT_REDIRECT || d.nocache || d.ncount > 1 || !d.ifindex || !now)
 		return ret;
 	if (!e) {
 		// A classified flow, or one walk remembered: its entry (unless a previous hop made
 		// one meanwhile) gets the decision below.
-		remember(&ek, classified);
-		e = bpf_map_lookup_elem(&expect, &ek);
+		remember_at(&key.k, host_id, skb->ingress_ifindex, classified);
+		e = flow_at(&key.k, host_id, skb->ingress_ifindex);
 		if (!e)
 			return ret;
 	}
@@ -956,9 +1061,13 @@ int steer_tunnel(struct __sk_buff *skb)
 	struct bpf_tunnel_key key = {};
 	if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0)
 		return TC_ACT_SHOT;
-	struct tuple t = {};
-	if (parse(skb, &t) < 0)
+	struct tuple t4 = {};
+	struct flowkey t = {};
+	int family = parse(skb, &t4);
+	if (family < 0 || (family > 0 && parse6(skb, &t) < 0))
 		return TC_ACT_SHOT;
+	if (family == 0)
+		widen(&t4, &t);
 	__u32 path = key.tunnel_id >> 8, idx = key.tunnel_id & 0xff;
 	struct decision d = {.from_tunnel = 1};
 	if (idx == VNI_END)
