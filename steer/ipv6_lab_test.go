@@ -1,6 +1,7 @@
 package steer_test
 
 import (
+	"fmt"
 	"net/netip"
 	"strings"
 	"testing"
@@ -116,9 +117,10 @@ func dualStack(t *testing.T, name string, hostNames []string, h2 string) {
 		if p.Group != gw || p.Flow.Proto != 6 || !p.Flow.Src.Is6() {
 			continue
 		}
-		k := p.Flow.Src.String() + ":" + p.Flow.Dst.String()
+		// The connection, as its requests see it (replies come from port 5201).
+		k := fmt.Sprintf("[%s]:%d -> [%s]:%d", p.Flow.Src, p.Flow.Sport, p.Flow.Dst, p.Flow.Dport)
 		if p.Flow.Sport == 5201 {
-			k = p.Flow.Dst.String() + ":" + p.Flow.Src.String()
+			k = fmt.Sprintf("[%s]:%d -> [%s]:%d", p.Flow.Dst, p.Flow.Dport, p.Flow.Src, p.Flow.Sport)
 		}
 		if prev, ok := pair[k]; ok && prev != p.Pair {
 			t.Errorf("flow %s: instances %d and %d of the weighted group (requests and replies differ)", p.Flow, prev, p.Pair)

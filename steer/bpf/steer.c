@@ -39,10 +39,11 @@
 // IPv4 and IPv6 are steered (dual stack). The walk's flow key (struct flowkey) holds 128-bit
 // addresses, IPv4 mapped (::ffff:a.b.c.d), and says which family it is; a classifier rule
 // matches one family. Flow state stays per family: IPv4's in `expect` under its compact
-// 5-tuple (so the IPv4 fast path's lookup is what it was before IPv6), IPv6's in `expect6`. Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour
-// discovery (ICMPv6 133-137), multicast and link-local destinations, the IPv6 twin of ARP.
-// IP in no chain goes straight to the port owning its destination address (or MAC), as the
-// bridge would have sent it.
+// 5-tuple (so the IPv4 fast path's lookup is what it was before IPv6), IPv6's in `expect6`.
+// Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour discovery
+// (ICMPv6 133-137), multicast and link-local destinations, the IPv6 twin of ARP. IP in no
+// chain goes straight to the port owning its destination address (or MAC), as the bridge
+// would have sent it.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
