@@ -161,8 +161,8 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			return b, fmt.Errorf("build host %s: %w", h.Name, err)
 		}
 		hostNS[h.Name] = ns
-		// Labs are IPv4: no IPv6 neighbour discovery from the host's own bridges and tunnels
-		// over the (shaped) host link.
+		// No IPv6 neighbour discovery from the host's own bridges and tunnels over the
+		// (shaped) host link: the hosts only bridge their nodes' IPv6 (dual-stack ports).
 		for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
 			if err := ns.SetSysctl(k, "1"); err != nil {
 				return b, fmt.Errorf("build host %s: %w", h.Name, err)
