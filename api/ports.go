@@ -40,6 +40,10 @@ func NetworkID(lab, segment string) string { return stableID("network", lab+"/"+
 // SubnetID is the id of a segment's subnet: UUIDv5 of "subnet:LAB/SEGMENT".
 func SubnetID(lab, segment string) string { return stableID("subnet", lab+"/"+segment) }
 
+// SubnetID6 is the id of a transparent lab network's IPv6 subnet: UUIDv5 of
+// "subnet:LAB/NETWORK/ipv6".
+func SubnetID6(lab, network string) string { return stableID("subnet", lab+"/"+network+"/ipv6") }
+
 // DeviceID is the id of a node as the device its ports are bound to: UUIDv5 of
 // "device:LAB/NODE". A port pair's ingress and egress must have the same one.
 func DeviceID(lab, node string) string { return stableID("device", lab+"/"+node) }
@@ -82,6 +86,7 @@ type Port struct {
 	Iface   string       `json:"-"`
 	Segment string       `json:"-"`
 	Addr    netip.Prefix `json:"-"`
+	Addr6   netip.Prefix `json:"-"` // a transparent lab's ports are dual-stack
 }
 
 // Network is a Neutron network: one segment (L2 network) of a deployed lab.
@@ -134,11 +139,16 @@ func readLabPorts(j Journal, lab string, st *journal.State) (*labPorts, error) {
 		// ports, bound to the emulated host the node sits on.
 		for _, tn := range tp.Networks {
 			lp.addNetwork(tn.Name, tn.Subnet, p.MTU)
+			lp.addSubnet6(tn.Name, tn.Subnet6)
 		}
 		for _, node := range tp.Nodes {
 			macs := readMACs(node.Netns)
 			for _, pt := range node.Ports {
-				lp.addPort(node.Name, node.Role, node.Netns, node.Host, pt.Ifname, pt.Network, pt.Address, macs)
+				port := lp.addPort(node.Name, node.Role, node.Netns, node.Host, pt.Ifname, pt.Network, pt.Address, macs)
+				if pt.Address6.IsValid() {
+					port.Addr6 = pt.Address6
+					port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: SubnetID6(lab, pt.Network), IPAddress: pt.Address6.Addr().String()})
+				}
 			}
 		}
 	} else {
@@ -174,7 +184,7 @@ func (lp *labPorts) addNetwork(name string, subnet netip.Prefix, mtu int) {
 
 // addPort adds one interface of a node as a port on its network, bound to host (the lab, or
 // a transparent lab's emulated host).
-func (lp *labPorts) addPort(node, role, netns, host, iface, network string, addr netip.Prefix, macs map[string]string) {
+func (lp *labPorts) addPort(node, role, netns, host, iface, network string, addr netip.Prefix, macs map[string]string) *Port {
 	port := &Port{
 		ID: PortID(lp.lab, node, iface), Name: PortName(node, iface),
 		Description: fmt.Sprintf("lab %s node %s interface %s", lp.lab, node, iface),
@@ -189,6 +199,20 @@ func (lp *labPorts) addPort(node, role, netns, host, iface, network string, addr
 		port.FixedIPs = append(port.FixedIPs, FixedIP{SubnetID: SubnetID(lp.lab, network), IPAddress: addr.Addr().String()})
 	}
 	lp.ports = append(lp.ports, port)
+	return port
+}
+
+// addSubnet6 adds a transparent lab network's IPv6 subnet (ip_version 6) to the network added
+// last; nothing for a zero prefix (a plan from before labs were dual-stack).
+func (lp *labPorts) addSubnet6(name string, subnet netip.Prefix) {
+	if !subnet.IsValid() || len(lp.networks) == 0 {
+		return
+	}
+	n := lp.networks[len(lp.networks)-1]
+	sn := &Subnet{ID: SubnetID6(lp.lab, name), Name: name + "-v6", NetworkID: n.ID, CIDR: subnet.String(),
+		IPVersion: 6, TenantID: projectID, ProjectID: projectID}
+	n.Subnets = append(n.Subnets, sn.ID)
+	lp.subnets = append(lp.subnets, sn)
 }
 
 // readMACs maps a namespace's interface names to their MAC addresses; empty when the

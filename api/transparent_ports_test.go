@@ -55,12 +55,25 @@ func TestTransparentPorts(t *testing.T) {
 		port["binding:host_id"] != hostOf[n.Name] || port["device_id"] != DeviceID(p.Lab, n.Name) {
 		t.Errorf("port %s: %v (host %s)", PortName(n.Name, pt.Ifname), port, hostOf[n.Name])
 	}
+	// Dual-stack: an IPv4 and an IPv6 fixed IP, each on its subnet of the port's network.
 	ips := port["fixed_ips"].([]any)
-	if len(ips) != 1 || ips[0].(map[string]any)["ip_address"] != pt.Address.Addr().String() {
-		t.Errorf("fixed_ips = %v, want %s", ips, pt.Address.Addr())
+	if len(ips) != 2 || ips[0].(map[string]any)["ip_address"] != pt.Address.Addr().String() ||
+		ips[1].(map[string]any)["ip_address"] != pt.Address6.Addr().String() ||
+		ips[1].(map[string]any)["subnet_id"] != SubnetID6(p.Lab, pt.Network) {
+		t.Errorf("fixed_ips = %v, want %s and %s", ips, pt.Address.Addr(), pt.Address6.Addr())
 	}
 	code, m = h.do("GET", "/v2.0/networks", nil)
 	if code != 200 || len(m["networks"].([]any)) != len(p.Transparent.Networks) {
 		t.Errorf("networks: %d %v, want %d", code, m, len(p.Transparent.Networks))
+	}
+	var subnet6 string
+	for _, tn := range p.Transparent.Networks {
+		if tn.Name == pt.Network {
+			subnet6 = tn.Subnet6.String()
+		}
+	}
+	code, m = h.do("GET", "/v2.0/subnets/"+SubnetID6(p.Lab, pt.Network), nil)
+	if sn, _ := m["subnet"].(map[string]any); code != 200 || sn["ip_version"] != 6.0 || sn["cidr"] != subnet6 {
+		t.Errorf("IPv6 subnet of %s: %d %v, want ip_version 6, cidr %s", pt.Network, code, m, subnet6)
 	}
 }

@@ -28,7 +28,7 @@ func topology(p *plan.Plan) *hosts.Topology {
 	for _, n := range t.Nodes {
 		hn := hosts.Node{Name: n.Name, Host: n.Host}
 		for _, pt := range n.Ports {
-			hn.Ports = append(hn.Ports, hosts.Port{Ifname: pt.Ifname, HostIf: pt.HostIf, Network: pt.Network, Addr: pt.Address})
+			hn.Ports = append(hn.Ports, hosts.Port{Ifname: pt.Ifname, HostIf: pt.HostIf, Network: pt.Network, Addr: pt.Address, Addr6: pt.Address6})
 		}
 		topo.Nodes = append(topo.Nodes, hn)
 	}
@@ -131,7 +131,7 @@ func (b *build) hostPorts() ([]steeringPort, error) {
 				return nil, err
 			}
 			ports = append(ports, steeringPort{name: pt.Name, nsName: h.Netns, hostIf: pt.HostIf,
-				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}})
+				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}})
 		}
 	}
 	return ports, nil
@@ -149,6 +149,15 @@ func (b *build) dockerPorts() ([]steeringPort, error) {
 		if ns == nil {
 			return nil, fmt.Errorf("node %s: no namespace handle", n.Name)
 		}
+		// The engine's networks are IPv4 (the Docker daemon needs IPv6 configured to give
+		// containers IPv6 addresses): the IPv6 addresses are added here, as on netns.
+		for _, pt := range n.Ports {
+			if pt.Address6.IsValid() {
+				if err := hosts.AddAddr6(ns, pt.Ifname, pt.Address6); err != nil {
+					return nil, fmt.Errorf("node %s: %w", n.Name, err)
+				}
+			}
+		}
 		if err := bumpInTheWire(ns, n); err != nil {
 			return nil, err
 		}
@@ -163,20 +172,25 @@ func (b *build) dockerPorts() ([]steeringPort, error) {
 				return nil, fmt.Errorf("node %s: find the host side of %s (ifindex %d): %w", n.Name, pt.Ifname, idx, err)
 			}
 			ports = append(ports, steeringPort{name: pt.Name, hostIf: peer.Attrs().Name,
-				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}})
+				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}})
 		}
 	}
 	return ports, nil
 }
 
-// bumpInTheWire turns off reverse-path filtering and IPv6 on a node's ports and, for a
-// function, makes whatever arrives on a way's ingress leave by its egress (hosts.Forward).
+// bumpInTheWire turns off reverse-path filtering on a node's ports (and IPv6 on a port without
+// an IPv6 address) and, for a function, makes whatever arrives on a way's ingress leave by its
+// egress, IPv6 too on dual-stack ports (hosts.Forward).
 func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	if ns == nil {
 		return fmt.Errorf("node %s: no namespace handle", n.Name)
 	}
 	for _, pt := range n.Ports {
-		for _, kv := range [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}, {"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"}} {
+		kvs := [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}}
+		if !pt.Address6.IsValid() {
+			kvs = append(kvs, [2]string{"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"})
+		}
+		for _, kv := range kvs {
 			if err := ns.SetSysctl(kv[0], kv[1]); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name, err)
 			}

@@ -158,3 +158,128 @@ func TestTransparentInstances(t *testing.T) {
 		}
 	}
 }
+
+// TestTransparentIPv6 deploys the dual-stack example: ping -6 and iperf3 -6 (four
+// connections) cross a symmetric chain of two stateful firewalls with policy drop (a weighted
+// group of two nftables instances, then an iptables one with its ip6tables half) both ways;
+// the firewalls' icmp rules matched ICMPv6; the IPv6 classifiers steered nothing of the IPv4
+// iperf3 to the same port, and the IPv4 classifier nothing of the IPv6 one.
+func TestTransparentIPv6(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := loadPlan(t, "../examples/transparent-ipv6.yaml", "steer-dv6")
+	deploy(t, d, p)
+	ctx := context.Background()
+	client, server := node(t, d, p, "client"), node(t, d, p, "server")
+	srv := p.Transparent.Node("server").Ports[0]
+	srv6, srv4 := srv.Address6.Addr().String(), srv.Address.Addr().String()
+	if !srv.Address6.Addr().Is6() || !p.Transparent.Networks[0].Subnet6.Contains(srv.Address6.Addr()) {
+		t.Fatalf("server's IPv6 address %s is not in its network's %s", srv.Address6, p.Transparent.Networks[0].Subnet6)
+	}
+	dp, err := steer.Open(p.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dp.Close()
+	counters := func() map[[2]uint32]uint64 {
+		t.Helper()
+		cs, err := dp.Counters()
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := map[[2]uint32]uint64{}
+		for _, c := range cs {
+			got[[2]uint32{c.Path, c.Hop}] = c.Packets
+		}
+		return got
+	}
+	sum := func(c map[[2]uint32]uint64, paths ...uint32) uint64 {
+		var n uint64
+		for k, v := range c {
+			for _, p := range paths {
+				if k[0] == p || k[0] == p|1 {
+					n += v
+				}
+			}
+		}
+		return n
+	}
+	tab := p.Transparent.Tables
+	web6, ping6, web4 := tab.ChainPath("web6"), tab.ChainPath("ping6"), tab.ChainPath("web4")
+
+	if out, err := client.Output(ctx, nil, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", srv6); err != nil {
+		t.Fatalf("ping -6 through the firewalls: %v\n%s", err, out)
+	}
+	c := counters()
+	for hop := uint32(0); hop <= 2; hop++ {
+		if c[[2]uint32{ping6, hop}] < 3 || c[[2]uint32{ping6 | 1, hop}] < 3 {
+			t.Errorf("ping6 chain hop %d: forward %d, reverse %d packets; want >= 3 each", hop, c[[2]uint32{ping6, hop}], c[[2]uint32{ping6 | 1, hop}])
+		}
+	}
+
+	iperf := func(addr string, extra ...string) {
+		t.Helper()
+		if _, err := server.Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, t.TempDir()+"/iperf3.log"); err != nil {
+			t.Fatal(err)
+		}
+		var out []byte
+		var err error
+		for range 40 {
+			out, err = client.Output(ctx, nil, append([]string{"iperf3", "-c", addr, "-t", "1"}, extra...)...)
+			if err == nil || !strings.Contains(err.Error(), "refused") {
+				break
+			}
+		}
+		if err != nil {
+			t.Fatalf("iperf3 %v to %s through the symmetric chain: %v\n%s", extra, addr, err, out)
+		}
+	}
+	iperf(srv6, "-6", "-P", "4")
+	c = counters()
+	for hop := uint32(0); hop <= 2; hop++ {
+		if c[[2]uint32{web6, hop}] == 0 || c[[2]uint32{web6 | 1, hop}] == 0 {
+			t.Errorf("web6 chain hop %d: forward %d, reverse %d packets", hop, c[[2]uint32{web6, hop}], c[[2]uint32{web6 | 1, hop}])
+		}
+	}
+	if n := sum(c, web4); n != 0 {
+		t.Errorf("IPv6 traffic was steered into the IPv4 chain web4: %d packets", n)
+	}
+	before6 := sum(c, web6, ping6)
+	iperf(srv4)
+	c = counters()
+	if c[[2]uint32{web4, 0}] == 0 || c[[2]uint32{web4 | 1, 0}] == 0 {
+		t.Errorf("IPv4 iperf3 not steered through web4: %v", c)
+	}
+	if n := sum(c, web6, ping6); n != before6 {
+		t.Errorf("IPv4 traffic was steered into an IPv6 chain: their counters moved from %d to %d", before6, n)
+	}
+
+	// The firewalls' icmp rule (rule-2) let the echo requests in: ICMPv6 matched it.
+	icmp := uint64(0)
+	for _, n := range []string{"fw-1", "fw-2"} {
+		out, err := node(t, d, p, n).Output(ctx, nil, "nft", "list", "table", "inet", "sfclab_fw")
+		if err != nil {
+			t.Fatalf("%s: %v\n%s", n, err, out)
+		}
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, `"rule-2"`) {
+				f := strings.Fields(line[strings.Index(line, "counter packets"):])
+				k, _ := strconv.ParseUint(f[2], 10, 64)
+				icmp += k
+			}
+		}
+	}
+	out, err := node(t, d, p, "fwi").Output(ctx, nil, "ip6tables", "-w", "-L", "SFCLAB-FW", "-v", "-x", "-n")
+	if err != nil {
+		t.Fatalf("fwi: %v\n%s", err, out)
+	}
+	icmpi := uint64(0)
+	for _, line := range strings.Split(string(out), "\n") {
+		if strings.Contains(line, "rule-2") {
+			icmpi, _ = strconv.ParseUint(strings.Fields(line)[0], 10, 64)
+		}
+	}
+	if icmp == 0 || icmpi == 0 {
+		t.Errorf("icmp rules matched %d ICMPv6 packets in the nftables instances and %d in ip6tables; want > 0 each", icmp, icmpi)
+	}
+}

@@ -98,7 +98,11 @@ type Port struct {
 	HostIf  string // the host-side end, on the network's bridge
 	Network string
 	Addr    netip.Prefix
-	MAC     net.HardwareAddr // nil: kernel-chosen
+	// Addr6 is the port's IPv6 address (transparent labs are dual-stack): added without
+	// duplicate address detection, with IPv6 turned on for the port and router
+	// advertisements ignored. Zero: IPv6 stays as the namespace's defaults leave it.
+	Addr6 netip.Prefix
+	MAC   net.HardwareAddr // nil: kernel-chosen
 	// Macvlan: the port is a macvlan (bridge mode) on the network's bridge instead of a veth;
 	// HostIf is then unused (the driver macvlan of a routed lab).
 	Macvlan bool
@@ -157,8 +161,8 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			return b, fmt.Errorf("build host %s: %w", h.Name, err)
 		}
 		hostNS[h.Name] = ns
-		// Labs are IPv4: no IPv6 neighbour discovery from the host's own bridges and tunnels
-		// over the (shaped) host link.
+		// No IPv6 neighbour discovery from the host's own bridges and tunnels over the
+		// (shaped) host link: the hosts only bridge their nodes' IPv6 (dual-stack ports).
 		for _, k := range []string{"net.ipv6.conf.all.disable_ipv6", "net.ipv6.conf.default.disable_ipv6"} {
 			if err := ns.SetSysctl(k, "1"); err != nil {
 				return b, fmt.Errorf("build host %s: %w", h.Name, err)
@@ -239,6 +243,9 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			}
 			if p.Addr.IsValid() {
 				steps = append(steps, func() error { return ns.AddAddr(p.Ifname, p.Addr) })
+			}
+			if p.Addr6.IsValid() {
+				steps = append(steps, func() error { return AddAddr6(ns, p.Ifname, p.Addr6) })
 			}
 			for _, s := range steps {
 				if err := s(); err != nil {
@@ -463,4 +470,18 @@ func PeerOf(ns *netdev.NS, ifname string) (int, net.HardwareAddr, error) {
 		return 0, nil, fmt.Errorf("find the peer of %s in %s: %w", ifname, ns.Name(), err)
 	}
 	return idx, mac, nil
+}
+
+// AddAddr6 turns IPv6 on for a port (the namespace's defaults may have it off), ignores
+// router advertisements (addresses and routes are the lab's) and adds addr without duplicate
+// address detection, so it is usable at once.
+// Equivalent to: sysctl net.ipv6.conf.IF.disable_ipv6=0 net.ipv6.conf.IF.accept_ra=0;
+// ip -6 addr add ADDR dev IF nodad
+func AddAddr6(ns *netdev.NS, ifname string, addr netip.Prefix) error {
+	for _, kv := range [][2]string{{"disable_ipv6", "0"}, {"accept_ra", "0"}} {
+		if err := ns.SetSysctl("net.ipv6.conf."+ifname+"."+kv[0], kv[1]); err != nil {
+			return err
+		}
+	}
+	return ns.AddAddr(ifname, addr)
 }

@@ -316,6 +316,8 @@ type Rule struct {
 	SrcPort, DstPort PortRange
 	Src, Dst         netip.Prefix
 	IifName          string
+	// IPv6 puts the rule in the IPv6 rule list (ip -6 rule); an IPv6 Src or Dst does too.
+	IPv6 bool
 }
 
 // String renders r in ip-rule syntax.
@@ -374,6 +376,9 @@ func toNetlinkRule(r Rule) (*netlink.Rule, error) {
 	}
 	nr := netlink.NewRule()
 	nr.Family = netlink.FAMILY_V4
+	if r.IPv6 {
+		nr.Family = netlink.FAMILY_V6
+	}
 	if r.Priority > 0 {
 		nr.Priority = r.Priority
 	}
@@ -441,7 +446,7 @@ func (n *NS) Rules() ([]Rule, error) {
 	}
 	out := make([]Rule, 0, len(nrs))
 	for _, nr := range nrs {
-		r := Rule{Priority: max(nr.Priority, 0), Table: nr.Table, IifName: nr.IifName}
+		r := Rule{Priority: max(nr.Priority, 0), Table: nr.Table, IifName: nr.IifName, IPv6: nr.Family == netlink.FAMILY_V6}
 		if r.Table == MainTable {
 			r.Table = 0
 		}

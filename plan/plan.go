@@ -173,6 +173,8 @@ type Function struct {
 	// IngressAddr and EgressAddr are the port pair's addresses.
 	IngressAddr netip.Addr `json:"ingress_addr"`
 	EgressAddr  netip.Addr `json:"egress_addr"`
+	// IPv6: the function's ports are dual-stack (a transparent lab): its rules cover IPv6 too.
+	IPv6 bool `json:"ipv6,omitempty"`
 	// Port is the port a proxy listens on (l4lb).
 	Port uint16 `json:"port,omitempty"`
 	// Backends are the chain destination's instances (l4lb) as the function reaches them.

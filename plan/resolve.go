@@ -247,7 +247,8 @@ func (b *builder) sysctls(n *Node) {
 	if forward {
 		set("net.ipv4.ip_forward", "1")
 	}
-	// Labs are IPv4: no IPv6 link-local chatter in the counters.
+	// IPv6 off by default: routed labs are IPv4 (no IPv6 link-local chatter in the counters);
+	// a transparent lab's dual-stack ports turn it on for themselves (hosts.AddAddr6).
 	set("net.ipv6.conf.all.disable_ipv6", "1")
 	set("net.ipv6.conf.default.disable_ipv6", "1")
 	set("net.ipv4.conf.all.rp_filter", "0")

@@ -15,6 +15,34 @@ import (
 // above the default segment pool's usual range).
 var UnderlayPool = netip.MustParsePrefix("198.19.254.0/24")
 
+// Pool6 is where transparent labs' IPv6 subnets come from: 2001:2::/48, RFC 5180's
+// benchmarking range (the IPv6 twin of 198.18.0.0/15), a /64 per network in order
+// (2001:2:0:N::/64 for the lab's network N, from 0); a port's IPv6 address has the same host
+// number as its IPv4 one. Transparent labs are dual-stack; routed labs stay IPv4.
+var Pool6 = netip.MustParsePrefix("2001:2::/48")
+
+// subnet6 is the IPv6 subnet of a transparent lab's network i.
+func subnet6(i int) netip.Prefix {
+	b := Pool6.Addr().As16()
+	b[6], b[7] = byte(i>>8), byte(i)
+	return netip.PrefixFrom(netip.AddrFrom16(b), 64)
+}
+
+// addr6 is the address with host number n (counted from the subnet's first address) in
+// subnet6 s.
+func addr6(s netip.Prefix, n uint32) netip.Addr {
+	b := s.Addr().As16()
+	b[12], b[13], b[14], b[15] = byte(n>>24), byte(n>>16), byte(n>>8), byte(n)
+	return netip.AddrFrom16(b)
+}
+
+// hostNumber is a's offset from subnet s's first address (IPv4).
+func hostNumber(s netip.Prefix, a netip.Addr) uint32 {
+	x, y := s.Masked().Addr().As4(), a.As4()
+	return (uint32(y[0])<<24 | uint32(y[1])<<16 | uint32(y[2])<<8 | uint32(y[3])) -
+		(uint32(x[0])<<24 | uint32(x[1])<<16 | uint32(x[2])<<8 | uint32(x[3]))
+}
+
 // Transparent is the plan of a transparent-steering lab: emulated hosts, networks, nodes with
 // their ports, and the networking-sfc model compiled to data plane tables.
 type Transparent struct {
@@ -37,6 +65,8 @@ type TNetwork struct {
 	Bridge string       `json:"bridge"`
 	VNI    uint32       `json:"vni"`
 	Subnet netip.Prefix `json:"subnet"`
+	// Subnet6 is the network's IPv6 subnet (from Pool6).
+	Subnet6 netip.Prefix `json:"subnet6"`
 }
 
 // TNode is an endpoint or a function instance.
@@ -65,6 +95,8 @@ type TPort struct {
 	HostIf  string       `json:"host_if"` // "" on docker: the engine's veth, found at deploy
 	Network string       `json:"network"`
 	Address netip.Prefix `json:"address"`
+	// Address6 is the port's IPv6 address in its network's Subnet6.
+	Address6 netip.Prefix `json:"address6"`
 }
 
 // TPathShown is a compiled path for people: chain, direction, hops by group.
@@ -134,7 +166,7 @@ func (b *builder) transparent() {
 			b.bad(spec.Pos{}, "%v", err)
 			return
 		}
-		t.Networks = append(t.Networks, &TNetwork{Name: n, Bridge: "br-" + n, VNI: uint32(100 + i), Subnet: subnet})
+		t.Networks = append(t.Networks, &TNetwork{Name: n, Bridge: "br-" + n, VNI: uint32(100 + i), Subnet: subnet, Subnet6: subnet6(i)})
 		next[n] = subnet.Addr().Next()
 	}
 	m, err := lab.SFCModel()
@@ -153,10 +185,10 @@ func (b *builder) transparent() {
 		for _, ifn := range sortedNames(ports) {
 			portNo++
 			net := ports[ifn]
-			var subnet netip.Prefix
+			var subnet, sub6 netip.Prefix
 			for _, tn := range t.Networks {
 				if tn.Name == net {
-					subnet = tn.Subnet
+					subnet, sub6 = tn.Subnet, tn.Subnet6
 				}
 			}
 			addr := next[net]
@@ -170,7 +202,8 @@ func (b *builder) transparent() {
 				hostIf = "" // the engine names it; steering finds it through the container
 			}
 			n.Ports = append(n.Ports, &TPort{Name: name + "." + ifn, Ifname: ifn, HostIf: hostIf,
-				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits())})
+				Network: net, Address: netip.PrefixFrom(addr, subnet.Bits()),
+				Address6: netip.PrefixFrom(addr6(sub6, hostNumber(subnet, addr)), sub6.Bits())})
 		}
 		t.Nodes = append(t.Nodes, n)
 		// The runtime creates a namespace (and cgroup) per plan node; ports come from hosts,
@@ -220,6 +253,7 @@ func (b *builder) transparent() {
 			for _, p := range n.Ports {
 				if p.Name == m.Ports[i].Name {
 					m.Ports[i].IP = p.Address.Addr()
+					m.Ports[i].IP6 = p.Address6.Addr()
 				}
 			}
 		}
@@ -274,7 +308,7 @@ func (b *builder) transparentFunction(m *sfc.Model, f *spec.Function, n *TNode) 
 			}
 		}
 		n.Function = &Function{Kind: f.Kind, Params: f.Params, Ingress: in.Ifname, Egress: out.Ifname,
-			IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
+			IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr(), IPv6: in.Address6.IsValid()}
 		b.plan.Node(n.Name).Function = n.Function
 	}
 }
@@ -321,10 +355,10 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	fmt.Fprintf(tw, "\nnetworks (%d):\n", len(t.Networks))
 	for _, n := range t.Networks {
 		if s := pl.Segment(n.Name); docker && s != nil {
-			fmt.Fprintf(tw, "  %s\t%s\tdocker network %s\tgateway %s\n", n.Name, n.Subnet, NetnsName(pl.Lab, n.Name), s.Gateway)
+			fmt.Fprintf(tw, "  %s\t%s %s\tdocker network %s\tgateway %s\n", n.Name, n.Subnet, n.Subnet6, NetnsName(pl.Lab, n.Name), s.Gateway)
 			continue
 		}
-		fmt.Fprintf(tw, "  %s\t%s\tbridge %s\tvni %d\n", n.Name, n.Subnet, n.Bridge, n.VNI)
+		fmt.Fprintf(tw, "  %s\t%s %s\tbridge %s\tvni %d\n", n.Name, n.Subnet, n.Subnet6, n.Bridge, n.VNI)
 	}
 	fmt.Fprintf(tw, "\nnodes (%d):\n", len(t.Nodes))
 	for _, n := range t.Nodes {
@@ -345,7 +379,7 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 			if docker {
 				side = "its veth's peer on the network's bridge"
 			}
-			fmt.Fprintf(tw, "    port %s\t%s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Network, side)
+			fmt.Fprintf(tw, "    port %s\t%s %s\tnetwork %s, host side %s\n", p.Ifname, p.Address, p.Address6, p.Network, side)
 		}
 		for _, w := range n.Ways {
 			fmt.Fprintf(tw, "    forwards %s -> %s (and back)\n", w[0], w[1])

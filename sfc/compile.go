@@ -32,16 +32,14 @@ const (
 // ErrTooMany says a table outgrew what the data plane holds.
 var ErrTooMany = errors.New("too many entries for the data plane")
 
-// ErrIPv6 says a chain classifies IPv6: the eBPF data plane steers IPv4 only.
-var ErrIPv6 = errors.New("IPv6 classifier: the transparent data plane steers IPv4 only")
-
 // Binding is where a port ended up once deployed: its host, its host-side interface and its
 // addresses. Compile without bindings gives tables with zero ifindexes and MACs (for plans).
 type Binding struct {
 	Host    uint32
 	Ifindex uint32
 	MAC     net.HardwareAddr
-	IP      netip.Addr
+	IP      netip.Addr // IPv4
+	IP6     netip.Addr // IPv6 (dual-stack ports)
 }
 
 // PortEntry is a port as the data plane knows it.
@@ -51,7 +49,8 @@ type PortEntry struct {
 	Host    uint32
 	Ifindex uint32
 	MAC     net.HardwareAddr
-	IP      netip.Addr
+	IP      netip.Addr // IPv4: traffic to it is delivered to this port
+	IP6     netip.Addr // IPv6, the same
 	// Tap: the port belongs to a tap instance; whatever it sends is dropped.
 	Tap bool
 }
@@ -61,6 +60,7 @@ type Rule struct {
 	Path       uint32
 	Classifier string
 	Proto      uint8
+	IPv6       bool         // the rule matches IPv6 flows (ethertype IPv6), else IPv4 flows
 	Src, Dst   netip.Prefix // zero: any
 	SportMin   uint16
 	SportMax   uint16
@@ -146,11 +146,14 @@ func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 		id := uint32(i + 1)
 		portID[p.Name] = id
 		b := bind[p.Name]
-		ip := b.IP
+		ip, ip6 := b.IP, b.IP6
 		if !ip.IsValid() {
 			ip = p.IP
 		}
-		t.Ports = append(t.Ports, PortEntry{ID: id, Name: p.Name, Host: b.Host, Ifindex: b.Ifindex, MAC: b.MAC, IP: ip})
+		if !ip6.IsValid() {
+			ip6 = p.IP6
+		}
+		t.Ports = append(t.Ports, PortEntry{ID: id, Name: p.Name, Host: b.Host, Ifindex: b.Ifindex, MAC: b.MAC, IP: ip, IP6: ip6})
 	}
 	pairID := map[string]uint32{}
 	pairs := map[string]PortPair{}
@@ -222,9 +225,6 @@ func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 		}
 		for _, name := range c.FlowClassifiers {
 			fc := fcs[name]
-			if fc.ethertype() != "IPv4" {
-				return nil, fmt.Errorf("compile port chain %s: flow classifier %s: %w", c.Name, name, ErrIPv6)
-			}
 			if err := t.addRule(portID[fc.LogicalSourcePort], ruleOf(fc, fwd, false)); err != nil {
 				return nil, err
 			}
@@ -311,7 +311,7 @@ func (t *Tables) addRule(key uint32, r Rule) error {
 // ruleOf compiles a classifier; reverse swaps source and destination (the symmetric rule).
 func ruleOf(fc FlowClassifier, path uint32, reverse bool) Rule {
 	proto, _ := ProtocolNumber(fc.Protocol)
-	r := Rule{Path: path, Classifier: fc.Name, Proto: uint8(proto),
+	r := Rule{Path: path, Classifier: fc.Name, Proto: uint8(proto), IPv6: fc.ethertype() == "IPv6",
 		Src: fc.SourceIPPrefix, Dst: fc.DestinationIPPrefix,
 		SportMin: uint16(fc.SourcePortRangeMin), SportMax: uint16(fc.SourcePortRangeMax),
 		DportMin: uint16(fc.DestinationPortRangeMin), DportMax: uint16(fc.DestinationPortRangeMax)}

@@ -21,8 +21,10 @@ type Port struct {
 	Network string `json:"network,omitempty"`
 	// Host is the emulated host the node runs on ("" for a single-host lab).
 	Host string `json:"host,omitempty"`
-	// IP is the port's fixed IP (optional).
+	// IP is the port's fixed IPv4 address (optional).
 	IP netip.Addr `json:"ip,omitzero"`
+	// IP6 is the port's fixed IPv6 address (optional; dual-stack ports have both).
+	IP6 netip.Addr `json:"ip6,omitzero"`
 }
 
 // FlowClassifier selects the traffic that enters a port chain. Zero values mean "any".

@@ -179,9 +179,19 @@ func TestCompile(t *testing.T) {
 			t.Errorf("g2 slots %v", g.Slots)
 		}
 	}
-	m.FlowClassifiers[1].Ethertype = "IPv6"
-	if _, err := Compile(m, nil); !errors.Is(err, ErrIPv6) {
-		t.Errorf("IPv6 classifier: %v", err)
+	// An IPv6 classifier compiles to IPv6 rules (both directions of a symmetric chain); the
+	// IPv4 rules stay IPv4.
+	m.FlowClassifiers[0].Ethertype = "IPv6"
+	tab, err = Compile(m, nil)
+	if err != nil {
+		t.Fatalf("IPv6 classifier: %v", err)
+	}
+	for key, rs := range tab.Rules {
+		for _, r := range rs {
+			if want := r.Classifier == m.FlowClassifiers[0].Name; r.IPv6 != want {
+				t.Errorf("rule %+v at %#x: IPv6 %v, want %v", r, key, r.IPv6, want)
+			}
+		}
 	}
 }
 

@@ -270,11 +270,6 @@ func (v *validator) transparent() {
 		}
 	}
 	v.instances()
-	for _, name := range sortedKeys(lab.FlowClassifiers) {
-		if s := lab.FlowClassifiers[name]; s.Ethertype == "IPv6" {
-			v.bad(s.Fields["ethertype"], "flow classifier %s: ethertype IPv6: the transparent data plane steers IPv4 only (ports get IPv4 addresses, the steering program parses IPv4 headers; docs/lab-file.md says what IPv6 needs); classify IPv4", name)
-		}
-	}
 	if len(v.errs) > 0 {
 		return
 	}

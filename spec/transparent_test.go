@@ -56,8 +56,8 @@ func TestTransparentBadInput(t *testing.T) {
 			"t.yaml:13:8: port pair pb: no port \"b.eth1\""},
 		{"tap first", "port_pair_groups: [ga, gt, gb]", "port_pair_groups: [gt, ga, gb]",
 			"t.yaml:23:33: port chain c1: tap group \"gt\" cannot be first"},
-		{"IPv6 classifier", "dns: {protocol: udp, logical_source_port: client.eth0}", "dns: {ethertype: IPv6, protocol: udp, destination_ip_prefix: 2001:2::/48, logical_source_port: client.eth0}",
-			"t.yaml:21:9: flow classifier dns: ethertype IPv6: the transparent data plane steers IPv4 only"},
+		{"IPv4 prefix in an IPv6 classifier", "dns: {protocol: udp, logical_source_port: client.eth0}", "dns: {ethertype: IPv6, protocol: udp, destination_ip_prefix: 198.18.0.0/24, logical_source_port: client.eth0}",
+			"t.yaml:21:41: flow classifier dns: prefix family does not match ethertype IPv6"},
 		{"IPv6 prefix in an IPv4 classifier", "dns: {protocol: udp, logical_source_port: client.eth0}", "dns: {protocol: udp, source_ip_prefix: 2001:2::1, logical_source_port: client.eth0}",
 			"t.yaml:21:24: flow classifier dns: prefix family does not match ethertype IPv4"},
 		{"rewriting kind", "b: {kind: forwarder}", "b: {kind: nat, params: {masquerade: true}}",
@@ -76,6 +76,18 @@ func TestTransparentBadInput(t *testing.T) {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
 			}
 		})
+	}
+}
+
+// TestTransparentIPv6: an IPv6 classifier (transparent labs are dual-stack) is accepted, with
+// an IPv6 prefix, beside an IPv4 classifier of the same fields on the same logical source port
+// (the two never match the same packet).
+func TestTransparentIPv6(t *testing.T) {
+	lab := strings.Replace(transparentBase, "dns: {protocol: udp, logical_source_port: client.eth0}",
+		"dns: {protocol: udp, logical_source_port: client.eth0}\n  dns6: {ethertype: IPv6, protocol: udp, destination_ip_prefix: 2001:2::/64, logical_source_port: client.eth0}", 1)
+	lab = strings.Replace(lab, "c2: {flow_classifiers: [dns], port_pair_groups: [gb]}", "c2: {flow_classifiers: [dns], port_pair_groups: [gb]}\n  c3: {flow_classifiers: [dns6], port_pair_groups: [ga]}", 1)
+	if _, err := spec.Decode([]byte(lab), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatalf("IPv6 classifier refused: %v", err)
 	}
 }
 

@@ -54,8 +54,16 @@ func cacheModel(hops ...string) *sfc.Model {
 	return m
 }
 
-// tcpFrame is an Ethernet frame with an IPv4 TCP header from src:sport to dst:dport.
+// tcpFrame is an Ethernet frame with an IPv4 TCP header from src:sport to dst:dport (IPv6
+// when the addresses are: ip6Frame).
 func tcpFrame(dstMAC, srcMAC net.HardwareAddr, src, dst netip.Addr, sport, dport uint16) []byte {
+	if src.Is6() {
+		tcp := make([]byte, 20)
+		binary.BigEndian.PutUint16(tcp[0:], sport)
+		binary.BigEndian.PutUint16(tcp[2:], dport)
+		tcp[12] = 5 << 4
+		return ip6Frame(dstMAC, srcMAC, src, dst, 6, tcp)
+	}
 	var b bytes.Buffer
 	b.Write(dstMAC)
 	b.Write(srcMAC)
@@ -74,6 +82,26 @@ func tcpFrame(dstMAC, srcMAC net.HardwareAddr, src, dst netip.Addr, sport, dport
 	binary.BigEndian.PutUint16(tcp[2:], dport)
 	tcp[12] = 5 << 4
 	b.Write(tcp)
+	return b.Bytes()
+}
+
+// ip6Frame is an Ethernet frame with an IPv6 header, next header nh, then payload (which may
+// begin with extension headers).
+func ip6Frame(dstMAC, srcMAC net.HardwareAddr, src, dst netip.Addr, nh byte, payload []byte) []byte {
+	var b bytes.Buffer
+	b.Write(dstMAC)
+	b.Write(srcMAC)
+	b.Write([]byte{0x86, 0xdd})
+	ip := make([]byte, 40)
+	ip[0] = 6 << 4
+	binary.BigEndian.PutUint16(ip[4:], uint16(len(payload)))
+	ip[6] = nh
+	ip[7] = 64
+	s, d := src.As16(), dst.As16()
+	copy(ip[8:], s[:])
+	copy(ip[24:], d[:])
+	b.Write(ip)
+	b.Write(payload)
 	return b.Bytes()
 }
 

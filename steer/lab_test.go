@@ -7,6 +7,7 @@ import (
 	"net/netip"
 	"os"
 	"os/exec"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -54,6 +55,7 @@ type lab struct {
 	model *sfc.Model
 	bind  map[string]sfc.Binding
 	addr  map[string]netip.Addr // "node.if" -> address
+	addr6 map[string]netip.Addr // "node.if" -> IPv6 address (dual-stack labs)
 }
 
 func hostIf(node, ifname string) string {
@@ -68,6 +70,12 @@ func hostIf(node, ifname string) string {
 // ways too), loads the data plane and attaches it to every port.
 func buildLab(t testing.TB, name string, hostNames []string, nodes []fnode) *lab {
 	t.Helper()
+	return buildDualLab(t, name, hostNames, nodes, false)
+}
+
+// buildDualLab is buildLab; with dual, every port has an IPv6 address too (2001:2:0:10::/64).
+func buildDualLab(t testing.TB, name string, hostNames []string, nodes []fnode, dual bool) *lab {
+	t.Helper()
 	requireRoot(t)
 	u := &undoStack{}
 	t.Cleanup(func() { u.run(t) })
@@ -77,7 +85,8 @@ func buildLab(t testing.TB, name string, hostNames []string, nodes []fnode) *lab
 		topo.Hosts = append(topo.Hosts, hosts.Host{Name: h, ID: uint32(i + 1),
 			Underlay: netip.MustParsePrefix(fmt.Sprintf("198.19.200.%d/24", i+1))})
 	}
-	l := &lab{name: name, topo: topo, model: &sfc.Model{}, bind: map[string]sfc.Binding{}, addr: map[string]netip.Addr{}}
+	l := &lab{name: name, topo: topo, model: &sfc.Model{}, bind: map[string]sfc.Binding{}, addr: map[string]netip.Addr{},
+		addr6: map[string]netip.Addr{}}
 	next := 1
 	hostID := map[string]uint32{}
 	for _, h := range topo.Hosts {
@@ -87,11 +96,18 @@ func buildLab(t testing.TB, name string, hostNames []string, nodes []fnode) *lab
 		hn := hosts.Node{Name: n.name, Host: n.host}
 		for _, ifn := range n.ports {
 			a := netip.AddrFrom4([4]byte{198, 18, 10, byte(next)})
+			var a6 netip.Addr
+			var p6 netip.Prefix
+			if dual {
+				a6 = netip.AddrFrom16([16]byte{0x20, 0x01, 0, 2, 0, 0, 0, 0x10, 15: byte(next)})
+				p6 = netip.PrefixFrom(a6, 64)
+				l.addr6[n.name+"."+ifn] = a6
+			}
 			next++
 			hn.Ports = append(hn.Ports, hosts.Port{Ifname: ifn, HostIf: hostIf(n.name, ifn), Network: "net",
-				Addr: netip.PrefixFrom(a, 24)})
+				Addr: netip.PrefixFrom(a, 24), Addr6: p6})
 			l.addr[n.name+"."+ifn] = a
-			l.model.Ports = append(l.model.Ports, sfc.Port{Name: n.name + "." + ifn, Node: n.name, Network: "net", Host: n.host, IP: a})
+			l.model.Ports = append(l.model.Ports, sfc.Port{Name: n.name + "." + ifn, Node: n.name, Network: "net", Host: n.host, IP: a, IP6: a6})
 		}
 		topo.Nodes = append(topo.Nodes, hn)
 	}
@@ -136,7 +152,8 @@ func buildLab(t testing.TB, name string, hostNames []string, nodes []fnode) *lab
 			if err != nil {
 				t.Fatal(err)
 			}
-			l.bind[n.name+"."+ifn] = sfc.Binding{Host: hostID[n.host], Ifindex: uint32(idx), MAC: mac, IP: l.addr[n.name+"."+ifn]}
+			l.bind[n.name+"."+ifn] = sfc.Binding{Host: hostID[n.host], Ifindex: uint32(idx), MAC: mac, IP: l.addr[n.name+"."+ifn],
+				IP6: l.addr6[n.name+"."+ifn]}
 			if err := dp.AttachPort(hns, hostID[n.host], hif); err != nil {
 				t.Fatal(err)
 			}
@@ -201,7 +218,11 @@ func (l *lab) iperf(t testing.TB, src, dst string, port int, extra ...string) st
 	var out string
 	var err error
 	for range 50 { // the server needs a moment to listen
-		args := append([]string{"iperf3", "-c", l.addr[dst].String(), "-p", strconv.Itoa(port), "-t", "1"}, extra...)
+		a := l.addr[dst]
+		if slices.Contains(extra, "-6") {
+			a = l.addr6[dst]
+		}
+		args := append([]string{"iperf3", "-c", a.String(), "-p", strconv.Itoa(port), "-t", "1"}, extra...)
 		out, err = l.run(t, strings.Split(src, ".")[0], args...)
 		if err == nil || !strings.Contains(out, "refused") {
 			break

@@ -43,7 +43,7 @@ func (d *Dataplane) Counters() ([]HopCounter, error) {
 	return out, nil
 }
 
-// Flow is a 5-tuple as the data plane sees it (ICMP has ports 0).
+// Flow is a 5-tuple as the data plane sees it (ICMP and ICMPv6 have ports 0).
 type Flow struct {
 	Src   netip.Addr `json:"src"`
 	Dst   netip.Addr `json:"dst"`
@@ -85,9 +85,15 @@ func (d *Dataplane) Picks() ([]Pick, error) {
 	return out, nil
 }
 
-func flowOf(t steerTuple) Flow {
-	var s, dd [4]byte
-	binary.NativeEndian.PutUint32(s[:], t.Src)
-	binary.NativeEndian.PutUint32(dd[:], t.Dst)
-	return Flow{Src: netip.AddrFrom4(s), Dst: netip.AddrFrom4(dd), Sport: t.Sport, Dport: t.Dport, Proto: t.Proto}
+func flowOf(t steerFlowkey) Flow {
+	return Flow{Src: addrFrom(t.Src), Dst: addrFrom(t.Dst), Sport: t.Sport, Dport: t.Dport, Proto: t.Proto}
+}
+
+// addrFrom is addrOf's inverse: an IPv4-mapped address comes back as IPv4.
+func addrFrom(a steerAddr) netip.Addr {
+	var b [16]byte
+	for i, w := range a.W {
+		binary.NativeEndian.PutUint32(b[4*i:], w)
+	}
+	return netip.AddrFrom16(b).Unmap()
 }

@@ -13,10 +13,22 @@ import (
 	"github.com/cilium/ebpf"
 )
 
+type steerAddr struct {
+	_ structs.HostLayout
+	W [4]uint32
+}
+
 type steerCounter struct {
 	_       structs.HostLayout
 	Packets uint64
 	Bytes   uint64
+}
+
+type steerExpect6Key struct {
+	_       structs.HostLayout
+	T       steerFlowkey
+	Host    uint32
+	Ifindex uint32
 }
 
 type steerExpectKey struct {
@@ -37,6 +49,17 @@ type steerFlow struct {
 	Mac     [6]uint8
 	Flags   uint8
 	Pad     uint8
+}
+
+type steerFlowkey struct {
+	_     structs.HostLayout
+	Src   steerAddr
+	Dst   steerAddr
+	Sport uint16
+	Dport uint16
+	Proto uint8
+	V6    uint8
+	Pad   [2]uint8
 }
 
 type steerGroup struct {
@@ -79,7 +102,7 @@ type steerPathPort struct {
 type steerPickKey struct {
 	_     structs.HostLayout
 	Group uint32
-	T     steerTuple
+	T     steerFlowkey
 }
 
 type steerPort struct {
@@ -100,16 +123,17 @@ type steerPortKey struct {
 type steerRule struct {
 	_        structs.HostLayout
 	Path     uint32
-	Src      uint32
-	Dst      uint32
-	SrcMask  uint32
-	DstMask  uint32
+	Src      steerAddr
+	Dst      steerAddr
+	SrcMask  steerAddr
+	DstMask  steerAddr
 	SportMin uint16
 	SportMax uint16
 	DportMin uint16
 	DportMax uint16
 	Proto    uint8
-	Pad      [3]uint8
+	V6       uint8
+	Pad      [2]uint8
 }
 
 type steerRules struct {
@@ -146,6 +170,7 @@ const (
 	steerMapClassifiers  = "classifiers"
 	steerMapEpoch        = "epoch"
 	steerMapExpect       = "expect"
+	steerMapExpect6      = "expect6"
 	steerMapGroups       = "groups"
 	steerMapHopOf        = "hop_of"
 	steerMapHops         = "hops"
@@ -217,6 +242,7 @@ type steerMapSpecs struct {
 	Classifiers *ebpf.MapSpec `ebpf:"classifiers"`
 	Epoch       *ebpf.MapSpec `ebpf:"epoch"`
 	Expect      *ebpf.MapSpec `ebpf:"expect"`
+	Expect6     *ebpf.MapSpec `ebpf:"expect6"`
 	Groups      *ebpf.MapSpec `ebpf:"groups"`
 	HopOf       *ebpf.MapSpec `ebpf:"hop_of"`
 	Hops        *ebpf.MapSpec `ebpf:"hops"`
@@ -262,6 +288,7 @@ type steerMaps struct {
 	Classifiers *ebpf.Map `ebpf:"classifiers"`
 	Epoch       *ebpf.Map `ebpf:"epoch"`
 	Expect      *ebpf.Map `ebpf:"expect"`
+	Expect6     *ebpf.Map `ebpf:"expect6"`
 	Groups      *ebpf.Map `ebpf:"groups"`
 	HopOf       *ebpf.Map `ebpf:"hop_of"`
 	Hops        *ebpf.Map `ebpf:"hops"`
@@ -282,6 +309,7 @@ func (m *steerMaps) Close() error {
 		m.Classifiers,
 		m.Epoch,
 		m.Expect,
+		m.Expect6,
 		m.Groups,
 		m.HopOf,
 		m.Hops,

@@ -27,7 +27,7 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 	ports := map[uint32]steerPort{}
 	byIf := map[steerPortKey]uint32{}
 	macs := map[steerMacKey]uint32{}
-	ips := map[uint32]uint32{}
+	ips := map[steerAddr]uint32{}
 	for _, p := range t.Ports {
 		v := steerPort{Host: p.Host, Ifindex: p.Ifindex}
 		copy(v.Mac[:], p.MAC)
@@ -43,8 +43,10 @@ func (d *Dataplane) Apply(t *sfc.Tables) error {
 			copy(k.Mac[:], p.MAC)
 			macs[k] = p.ID
 		}
-		if p.IP.Is4() {
-			ips[ipv4(p.IP)] = p.ID
+		for _, a := range []netip.Addr{p.IP, p.IP6} {
+			if a.IsValid() {
+				ips[addrOf(a)] = p.ID
+			}
 		}
 	}
 	for k := range t.HopOf {
@@ -185,7 +187,7 @@ func (d *Dataplane) MapEntries() (map[string]int, error) {
 		"ports": d.maps.Ports, "port_by_if": d.maps.PortByIf, "macs": d.maps.Macs, "ips": d.maps.Ips,
 		"pairs": d.maps.Pairs, "slots": d.maps.Slots, "groups": d.maps.Groups, "hops": d.maps.Hops,
 		"hop_of": d.maps.HopOf, "paths": d.maps.Paths, "classifiers": d.maps.Classifiers, "stats": d.maps.Stats,
-		"expect": d.maps.Expect, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels, "epoch": d.maps.Epoch,
+		"expect": d.maps.Expect, "expect6": d.maps.Expect6, "picks": d.maps.Picks, "tunnels": d.maps.Tunnels, "epoch": d.maps.Epoch,
 	} {
 		n := 0
 		it := m.Iterate()
@@ -220,29 +222,51 @@ func (d *Dataplane) SetTunnel(host uint32, underlay netip.Addr, vxlanIfindex uin
 func ruleOf(r sfc.Rule) steerRule {
 	v := steerRule{Path: r.Path, Proto: r.Proto, SportMin: r.SportMin, SportMax: r.SportMax,
 		DportMin: r.DportMin, DportMax: r.DportMax}
+	if r.IPv6 {
+		v.V6 = 1
+	}
 	if r.Src.IsValid() {
-		v.Src, v.SrcMask = ipv4(r.Src.Masked().Addr()), mask(r.Src.Bits())
+		v.Src, v.SrcMask = prefixOf(r.Src)
 	}
 	if r.Dst.IsValid() {
-		v.Dst, v.DstMask = ipv4(r.Dst.Masked().Addr()), mask(r.Dst.Bits())
+		v.Dst, v.DstMask = prefixOf(r.Dst)
 	}
 	return v
 }
 
-// ipv4 returns an address as the kernel stores it (network order) read as a native uint32.
-func ipv4(a netip.Addr) uint32 {
-	b := a.As4()
-	return binary.NativeEndian.Uint32(b[:])
+// addrOf returns an address as the data plane keys it: 16 bytes in network order, IPv4
+// mapped (::ffff:a.b.c.d), read as native 32-bit words.
+func addrOf(a netip.Addr) steerAddr {
+	b := a.As16()
+	var v steerAddr
+	for i := range v.W {
+		v.W[i] = binary.NativeEndian.Uint32(b[4*i:])
+	}
+	return v
 }
 
-func mask(bits int) uint32 {
-	var b [4]byte
-	m := ^uint32(0) << (32 - bits)
-	if bits == 0 {
-		m = 0
+// prefixOf returns a prefix's address and mask as the data plane matches them. An IPv4
+// prefix /n masks n bits of the mapped address's last word; the mapped ::ffff: part is not
+// compared (the rule's family is).
+func prefixOf(p netip.Prefix) (addr, mask steerAddr) {
+	a := p.Masked().Addr()
+	bits := p.Bits()
+	if a.Is4() {
+		bits += 96
 	}
-	binary.BigEndian.PutUint32(b[:], m)
-	return binary.NativeEndian.Uint32(b[:])
+	var m [16]byte
+	for i := range m {
+		m[i] = byte(uint(0xff00) >> min(max(bits-8*i, 0), 8))
+	}
+	if a.Is4() {
+		clear(m[:12])
+	}
+	addr = addrOf(a)
+	for i := range mask.W {
+		mask.W[i] = binary.NativeEndian.Uint32(m[4*i:])
+		addr.W[i] &= mask.W[i]
+	}
+	return addr, mask
 }
 
 // sync makes m hold exactly want.

@@ -48,7 +48,18 @@ func TestRenderGolden(t *testing.T) {
 	np := *nt.Params.(*spec.NATParams)
 	np.Backend = spec.BackendIptables
 	natIpt.Params = &np
+	// The same firewall on dual-stack ports (a transparent lab): icmp is ICMPv6 too, and the
+	// iptables backend loads an ip6tables half.
+	fwDual := *fw
+	fwDual.IPv6 = true
+	fwDualNft := fwNft
+	fwDualNft.IPv6 = true
+	fwdp := *fwNft.Params.(*spec.FirewallParams)
+	fwdp.Masquerade = false
+	fwDualNft.Params = &fwdp
 	cases := map[string]string{
+		"firewall.dual.iptables":   firewall.IptablesRules(&fwDual) + firewall.Ip6tablesRules(&fwDual),
+		"firewall.dual.nft":        firewall.NftRuleset(&fwDualNft),
 		"firewall.iptables":        firewall.IptablesRules(fw),
 		"firewall.nft":             firewall.NftRuleset(&fwNft),
 		"nat.nft":                  nat.NftRuleset(nt),

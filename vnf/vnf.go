@@ -98,9 +98,14 @@ type IptablesState struct {
 // there instead of reading error messages.
 // Equivalent to: iptables-save -t TABLE
 func ReadIptables(ctx context.Context, node Node, table string) (IptablesState, error) {
-	out, err := node.Output(ctx, nil, "iptables-save", "-t", table)
+	return readIptables(ctx, node, "iptables", table)
+}
+
+// readIptables reads a table with bin-save (bin: iptables or ip6tables).
+func readIptables(ctx context.Context, node Node, bin, table string) (IptablesState, error) {
+	out, err := node.Output(ctx, nil, bin+"-save", "-t", table)
 	if err != nil {
-		return IptablesState{}, fmt.Errorf("read iptables table %s: %w", table, err)
+		return IptablesState{}, fmt.Errorf("read %s table %s: %w", bin, table, err)
 	}
 	st := IptablesState{Chains: map[string]bool{}, Rules: map[string]bool{}}
 	for _, line := range strings.Split(string(out), "\n") {
@@ -119,7 +124,17 @@ func ReadIptables(ctx context.Context, node Node, table string) (IptablesState, 
 // what is not there is skipped.
 // Equivalent to: iptables -t TABLE -D HOOK -j CHAIN; iptables -t TABLE -F CHAIN; iptables -t TABLE -X CHAIN
 func RemoveIptablesChain(ctx context.Context, node Node, table, chain string, hooks ...string) error {
-	st, err := ReadIptables(ctx, node, table)
+	return removeIptablesChain(ctx, node, "iptables", table, chain, hooks...)
+}
+
+// RemoveIp6tablesChain is RemoveIptablesChain for IPv6 (ip6tables).
+// Equivalent to: ip6tables -t TABLE -D HOOK -j CHAIN; ip6tables -t TABLE -F CHAIN; ip6tables -t TABLE -X CHAIN
+func RemoveIp6tablesChain(ctx context.Context, node Node, table, chain string, hooks ...string) error {
+	return removeIptablesChain(ctx, node, "ip6tables", table, chain, hooks...)
+}
+
+func removeIptablesChain(ctx context.Context, node Node, bin, table, chain string, hooks ...string) error {
+	st, err := readIptables(ctx, node, bin, table)
 	if err != nil {
 		return err
 	}
@@ -133,8 +148,8 @@ func RemoveIptablesChain(ctx context.Context, node Node, table, chain string, ho
 		steps = append(steps, []string{"-F", chain}, []string{"-X", chain})
 	}
 	for _, args := range steps {
-		if _, err := node.Output(ctx, nil, append([]string{"iptables", "-w", "-t", table}, args...)...); err != nil {
-			return fmt.Errorf("remove iptables chain %s: %w", chain, err)
+		if _, err := node.Output(ctx, nil, append([]string{bin, "-w", "-t", table}, args...)...); err != nil {
+			return fmt.Errorf("remove %s chain %s: %w", bin, chain, err)
 		}
 	}
 	return nil

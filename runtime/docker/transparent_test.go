@@ -119,6 +119,16 @@ func TestTransparentOnDocker(t *testing.T) {
 	if !strings.Contains(string(out), "ttl=62") {
 		t.Errorf("ping's replies did not cross two functions (want ttl=62):\n%s", out)
 	}
+	// IPv6 (the Docker network is IPv4; sfclab added the ports' IPv6 addresses): ping6 crosses
+	// f1 and the firewall both ways too.
+	srv6 := p.Transparent.Node("server").Ports[0].Address6.Addr().String()
+	out, err = client.Output(context.Background(), nil, "ping", "-6", "-c", "3", "-i", "0.2", "-W", "2", srv6)
+	if err != nil {
+		t.Fatalf("ping -6 through the firewall: %v\n%s", err, out)
+	}
+	if !strings.Contains(string(out), "ttl=62") {
+		t.Errorf("ping -6's replies did not cross two functions (want ttl=62):\n%s", out)
+	}
 	monBefore := linkStats(t, node(t, d, p, "mon"), "eth0")
 
 	bps := iperfAcross(t, d, p, client, server, srv)

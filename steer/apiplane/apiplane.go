@@ -314,7 +314,7 @@ func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error)
 					ns.Close()
 					return nil, err
 				}
-				bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}
+				bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}
 			}
 			ns.Close()
 			continue
@@ -324,7 +324,7 @@ func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error)
 			if err != nil {
 				return nil, err
 			}
-			bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr()}
+			bind[pt.Name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}
 		}
 	}
 	return bind, nil

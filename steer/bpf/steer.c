@@ -36,14 +36,20 @@
 // packet walks and writes it again. (Replies need no such care: a symmetric chain classifies
 // them at its logical destination port anyway.)
 //
-// Only IPv4 is steered; everything else (ARP, IPv6) passes to the bridge unchanged. IPv4 in
-// no chain goes straight to the port owning its destination address (or MAC), as the bridge
+// IPv4 and IPv6 are steered (dual stack). The walk's flow key (struct flowkey) holds 128-bit
+// addresses, IPv4 mapped (::ffff:a.b.c.d), and says which family it is; a classifier rule
+// matches one family. Flow state stays per family: IPv4's in `expect` under its compact
+// 5-tuple (so the IPv4 fast path's lookup is what it was before IPv6), IPv6's in `expect6`.
+// Everything else passes to the bridge unchanged: ARP, and for IPv6 neighbour discovery
+// (ICMPv6 133-137), multicast and link-local destinations, the IPv6 twin of ARP. IP in no
+// chain goes straight to the port owning its destination address (or MAC), as the bridge
 // would have sent it.
 
 #include <linux/bpf.h>
 #include <linux/if_ether.h>
 #include <linux/in.h>
 #include <linux/ip.h>
+#include <linux/ipv6.h>
 #include <linux/pkt_cls.h>
 #include <linux/tcp.h>
 #include <linux/udp.h>
@@ -53,6 +59,7 @@
 #define MAX_RULES 16
 #define barrier() asm volatile("" ::: "memory")
 #define MAX_STEPS 8
+#define MAX_EXT_HDRS 4 // IPv6 extension headers parsed before the transport header
 #define GRAPH_KEY 0x80000000u
 
 #define PORT_TAP 1
@@ -93,16 +100,22 @@ struct mac_key {
 	__u16 pad;
 };
 
+// addr is an IPv6 address, or an IPv4 address mapped (::ffff:a.b.c.d), in network order.
+struct addr {
+	__u32 w[4];
+};
+
 struct rule {
 	__u32 path; // 0: empty slot
-	__u32 src;  // network order
-	__u32 dst;  // network order
-	__u32 src_mask;
-	__u32 dst_mask;
+	struct addr src;
+	struct addr dst;
+	struct addr src_mask;
+	struct addr dst_mask;
 	__u16 sport_min, sport_max;
 	__u16 dport_min, dport_max;
 	__u8 proto; // 0: any
-	__u8 pad[3];
+	__u8 v6;    // the rule matches IPv6 flows (1) or IPv4 flows (0)
+	__u8 pad[2];
 };
 
 struct rules {
@@ -140,6 +153,8 @@ struct path_port {
 	__u32 port;
 };
 
+// tuple is an IPv4 flow's 5-tuple, the key of its flow state (`expect`): the fast path keeps
+// IPv4's key this small.
 struct tuple {
 	__u32 src;
 	__u32 dst;
@@ -149,10 +164,29 @@ struct tuple {
 	__u8 pad[3];
 };
 
+// flowkey is a flow's 5-tuple as the table walk sees it, of either family: IPv4 addresses
+// mapped (::ffff:a.b.c.d), IPv6 ones as they are.
+struct flowkey {
+	struct addr src;
+	struct addr dst;
+	__u16 sport;
+	__u16 dport;
+	__u8 proto;
+	__u8 v6; // 1: an IPv6 flow
+	__u8 pad[2];
+};
+
 struct expect_key {
 	struct tuple t;
 	__u32 host;
 	__u32 ifindex; // the port's host-side ifindex on that host
+};
+
+// expect6_key keys an IPv6 flow's state (`expect6`).
+struct expect6_key {
+	struct flowkey t;
+	__u32 host;
+	__u32 ifindex;
 };
 
 #define FLOW_CLASSIFIED 1 // made at classification, not by a previous hop
@@ -184,7 +218,7 @@ struct decision {
 
 struct pick_key {
 	__u32 group;
-	struct tuple t;
+	struct flowkey t;
 };
 
 struct counter {
@@ -221,7 +255,7 @@ struct {
 struct {
 	__uint(type, BPF_MAP_TYPE_HASH);
 	__uint(max_entries, 4096);
-	__type(key, __u32); // IPv4, network order
+	__type(key, struct addr); // a port's IPv4 (mapped) or IPv6 address
 	__type(value, __u32);
 } ips SEC(".maps");
 
@@ -280,6 +314,14 @@ struct {
 	__type(key, struct expect_key);
 	__type(value, struct flow);
 } expect SEC(".maps");
+
+// expect6 is expect for IPv6 flows (their keys hold 128-bit addresses).
+struct {
+	__uint(type, BPF_MAP_TYPE_LRU_HASH);
+	__uint(max_entries, 65536);
+	__type(key, struct expect6_key);
+	__type(value, struct flow);
+} expect6 SEC(".maps");
 
 // epoch[0] is bumped by every Apply; cached decisions of another epoch are stale.
 struct {
@@ -366,18 +408,26 @@ static __always_inline __u32 fmix(__u32 h)
 // destination: addresses, ports and MACs), so both directions of a symmetric chain pick the
 // same instance (networking-sfc's symmetric hashing). eth_src and eth_dst are the flow's
 // end-to-end MACs (flow_macs), not the MACs of the frame at this hop.
-__noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
+__noinline __u32 lb_hash(const struct flowkey *t, __u64 eth_src, __u64 eth_dst, __u32 fields, int reverse)
 {
 	if (!t)
 		return 0;
-	__u32 src = reverse ? t->dst : t->src, dst = reverse ? t->src : t->dst;
+	const struct addr *src = reverse ? &t->dst : &t->src, *dst = reverse ? &t->src : &t->dst;
 	__u16 sport = reverse ? t->dport : t->sport, dport = reverse ? t->sport : t->dport;
 	__u64 esrc = reverse ? eth_dst : eth_src, edst = reverse ? eth_src : eth_dst;
 	__u32 h = 0x5fc1ab;
-	if (fields & LB_IP_SRC)
-		h = mix(h, src);
-	if (fields & LB_IP_DST)
-		h = mix(h, dst);
+	if (t->v6) {
+		// All four words; IPv4 hashes its address alone (the mapped prefix is constant).
+		if (fields & LB_IP_SRC)
+			h = mix(mix(mix(mix(h, src->w[0]), src->w[1]), src->w[2]), src->w[3]);
+		if (fields & LB_IP_DST)
+			h = mix(mix(mix(mix(h, dst->w[0]), dst->w[1]), dst->w[2]), dst->w[3]);
+	} else {
+		if (fields & LB_IP_SRC)
+			h = mix(h, src->w[3]);
+		if (fields & LB_IP_DST)
+			h = mix(h, dst->w[3]);
+	}
 	if (fields & LB_IP_PROTO)
 		h = mix(h, t->proto);
 	if (t->proto == IPPROTO_TCP) {
@@ -399,10 +449,10 @@ __noinline __u32 lb_hash(const struct tuple *t, __u64 eth_src, __u64 eth_dst, __
 	return fmix(h);
 }
 
-// mac_of returns the MAC of the lab port owning IPv4 address ip, 0 if no port does.
-static __always_inline __u64 mac_of(__u32 ip)
+// mac_of returns the MAC of the lab port owning address ip, 0 if no port does.
+static __always_inline __u64 mac_of(const struct addr *ip)
 {
-	__u32 *pid = bpf_map_lookup_elem(&ips, &ip);
+	__u32 *pid = bpf_map_lookup_elem(&ips, ip);
 	if (!pid)
 		return 0;
 	struct port *p = bpf_map_lookup_elem(&ports, pid);
@@ -419,7 +469,7 @@ static __always_inline __u64 mac_of(__u32 ip)
 // function's and the placeholder neighbour's (functions are L3 forwarders here), and a reply
 // would see other ones, so hashing those could send replies through another instance. An
 // address no lab port owns keeps the frame's MAC. Only looked up when the group hashes a MAC.
-__noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fields, __u64 *esrc, __u64 *edst)
+__noinline int flow_macs(struct __sk_buff *skb, const struct flowkey *t, __u32 fields, __u64 *esrc, __u64 *edst)
 {
 	if (!skb || !t || !esrc || !edst)
 		return -1;
@@ -431,8 +481,8 @@ __noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fie
 	struct ethhdr *eth = data;
 	if ((void *)(eth + 1) > end)
 		return -1;
-	*esrc = mac_of(t->src);
-	*edst = mac_of(t->dst);
+	*esrc = mac_of(&t->src);
+	*edst = mac_of(&t->dst);
 	if (!*esrc)
 		__builtin_memcpy(esrc, eth->h_source, ETH_ALEN);
 	if (!*edst)
@@ -440,16 +490,21 @@ __noinline int flow_macs(struct __sk_buff *skb, const struct tuple *t, __u32 fie
 	return 0;
 }
 
-static __always_inline int rule_match(const struct rule *r, const struct tuple *t)
+static __always_inline int rule_match(const struct rule *r, const struct flowkey *t)
 {
 	if (r->path == 0)
 		return 0;
+	if (r->v6 != t->v6)
+		return 0;
 	if (r->proto && r->proto != t->proto)
 		return 0;
-	if ((t->src & r->src_mask) != r->src)
-		return 0;
-	if ((t->dst & r->dst_mask) != r->dst)
-		return 0;
+#pragma unroll
+	for (int i = 0; i < 4; i++) {
+		if ((t->src.w[i] & r->src_mask.w[i]) != r->src.w[i])
+			return 0;
+		if ((t->dst.w[i] & r->dst_mask.w[i]) != r->dst.w[i])
+			return 0;
+	}
 	if (r->sport_max && (t->sport < r->sport_min || t->sport > r->sport_max))
 		return 0;
 	if (r->dport_max && (t->dport < r->dport_min || t->dport > r->dport_max))
@@ -458,7 +513,7 @@ static __always_inline int rule_match(const struct rule *r, const struct tuple *
 }
 
 // classify returns the path of the first rule at key matching t, 0 if none.
-__noinline __u32 classify(__u32 key, const struct tuple *t)
+__noinline __u32 classify(__u32 key, const struct flowkey *t)
 {
 	if (!t)
 		return 0;
@@ -473,12 +528,85 @@ __noinline __u32 classify(__u32 key, const struct tuple *t)
 	return 0;
 }
 
+struct frag6 {
+	__u8 nexthdr;
+	__u8 reserved;
+	__be16 frag_off; // offset << 3 | flags
+	__be32 id;
+};
+
+// parse6 fills t from an IPv6 frame: addresses, the transport protocol behind up to
+// MAX_EXT_HDRS hop-by-hop, routing, destination-options or fragment headers, and TCP or UDP
+// ports (0 in a later fragment, as for IPv4). It returns -1 for what the bridge carries
+// unclassified: neighbour discovery (ICMPv6 133-137), multicast and link-local destinations.
+// Its own function, so IPv4's inline parse does not grow.
+__noinline int parse6(struct __sk_buff *skb, struct flowkey *t)
+{
+	if (!skb || !t)
+		return -1;
+	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
+	struct ipv6hdr *ip6 = data + sizeof(struct ethhdr);
+	if ((void *)(ip6 + 1) > end)
+		return -1;
+	__u8 d0 = ip6->daddr.in6_u.u6_addr8[0], d1 = ip6->daddr.in6_u.u6_addr8[1];
+	if (d0 == 0xff || (d0 == 0xfe && (d1 & 0xc0) == 0x80))
+		return -1;
+	__builtin_memcpy(&t->src, &ip6->saddr, sizeof(t->src));
+	__builtin_memcpy(&t->dst, &ip6->daddr, sizeof(t->dst));
+	t->v6 = 1;
+	t->sport = 0;
+	t->dport = 0;
+	__u8 nh = ip6->nexthdr;
+	void *p = ip6 + 1;
+#pragma unroll
+	for (int i = 0; i < MAX_EXT_HDRS; i++) {
+		if (nh == IPPROTO_HOPOPTS || nh == IPPROTO_ROUTING || nh == IPPROTO_DSTOPTS) {
+			struct ipv6_opt_hdr *o = p;
+			if ((void *)(o + 1) > end)
+				break;
+			nh = o->nexthdr;
+			p += (o->hdrlen + 1) * 8;
+		} else if (nh == IPPROTO_FRAGMENT) {
+			struct frag6 *f = p;
+			if ((void *)(f + 1) > end)
+				break;
+			nh = f->nexthdr;
+			p = f + 1;
+			if (f->frag_off & bpf_htons(0xfff8)) { // a later fragment: no L4 header
+				t->proto = nh;
+				return 0;
+			}
+		} else {
+			break;
+		}
+	}
+	t->proto = nh;
+	if (nh == IPPROTO_TCP || nh == IPPROTO_UDP) {
+		__u16 *ports = p;
+		if ((void *)(ports + 2) > end)
+			return 0;
+		t->sport = bpf_ntohs(ports[0]);
+		t->dport = bpf_ntohs(ports[1]);
+	} else if (nh == IPPROTO_ICMPV6) {
+		__u8 *type = p;
+		if ((void *)(type + 1) > end)
+			return 0;
+		if (*type >= 133 && *type <= 137) // router/neighbour solicitation, advertisement, redirect
+			return -1;
+	}
+	return 0;
+}
+
+// parse fills t from an IPv4 frame; it returns 1 for an IPv6 frame (parse6's), -1 for what is
+// not IP.
 static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
 {
 	void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 	struct ethhdr *eth = data;
-	if ((void *)(eth + 1) > end || eth->h_proto != bpf_htons(ETH_P_IP))
+	if ((void *)(eth + 1) > end)
 		return -1;
+	if (eth->h_proto != bpf_htons(ETH_P_IP))
+		return eth->h_proto == bpf_htons(ETH_P_IPV6) ? 1 : -1;
 	struct iphdr *ip = (void *)(eth + 1);
 	if ((void *)(ip + 1) > end)
 		return -1;
@@ -498,6 +626,66 @@ static __always_inline int parse(struct __sk_buff *skb, struct tuple *t)
 		t->dport = bpf_ntohs(p[1]);
 	}
 	return 0;
+}
+
+// widen gives an IPv4 flow's tuple as the walk's flow key (k zeroed by the caller).
+static __always_inline void widen(const struct tuple *t, struct flowkey *k)
+{
+	k->src.w[2] = bpf_htonl(0xffff); // IPv4-mapped: ::ffff:a.b.c.d
+	k->src.w[3] = t->src;
+	k->dst.w[2] = bpf_htonl(0xffff);
+	k->dst.w[3] = t->dst;
+	k->sport = t->sport;
+	k->dport = t->dport;
+	k->proto = t->proto;
+}
+
+// Flow state is kept per family: `expect` keys an IPv4 flow by its compact tuple (the fast
+// path's key stays as small as it was before IPv6), `expect6` an IPv6 flow by its flow key.
+// flow_lookup and flow_update pick the map; swap: the key of the reverse flow (replies).
+// One key per scope, so the compiler may give both the same stack slots.
+#define KEY6(ek, k, host, ifindex, swap)                                                       \
+	struct expect6_key ek = {.host = host, .ifindex = ifindex};                           \
+	ek.t.src = swap ? k->dst : k->src;                                                    \
+	ek.t.dst = swap ? k->src : k->dst;                                                    \
+	ek.t.sport = swap ? k->dport : k->sport;                                              \
+	ek.t.dport = swap ? k->sport : k->dport;                                              \
+	ek.t.proto = k->proto;                                                                \
+	ek.t.v6 = 1;
+#define KEY4(ek, k, host, ifindex, swap)                                                       \
+	struct expect_key ek = {.host = host, .ifindex = ifindex};                            \
+	ek.t.src = swap ? k->dst.w[3] : k->src.w[3];                                          \
+	ek.t.dst = swap ? k->src.w[3] : k->dst.w[3];                                          \
+	ek.t.sport = swap ? k->dport : k->sport;                                              \
+	ek.t.dport = swap ? k->sport : k->dport;                                              \
+	ek.t.proto = k->proto;
+
+static __always_inline struct flow *flow_lookup(const struct flowkey *k, __u32 host, __u32 ifindex, int swap)
+{
+	if (k->v6) {
+		KEY6(ek, k, host, ifindex, swap)
+		return bpf_map_lookup_elem(&expect6, &ek);
+	}
+	KEY4(ek, k, host, ifindex, swap)
+	return bpf_map_lookup_elem(&expect, &ek);
+}
+
+static __always_inline int flow_update(const struct flowkey *k, __u32 host, __u32 ifindex, int swap,
+				       const struct flow *f, __u64 flags)
+{
+	if (k->v6) {
+		KEY6(ek, k, host, ifindex, swap)
+		return bpf_map_update_elem(&expect6, &ek, f, flags);
+	}
+	KEY4(ek, k, host, ifindex, swap)
+	return bpf_map_update_elem(&expect, &ek, f, flags);
+}
+
+// flow_at is flow_lookup in a frame of its own (for callers whose stack is on the deepest
+// call chain).
+static __noinline struct flow *flow_at(const struct flowkey *k, __u32 host, __u32 ifindex)
+{
+	return flow_lookup(k, host, ifindex, 0);
 }
 
 // set_dst writes mac as the frame's destination.
@@ -549,7 +737,7 @@ static __always_inline void tap_remote(struct __sk_buff *skb, __u32 host, __u32 
 }
 
 // tap_only hands a tap copy that came through the tunnel to the tap instance of hop idx.
-__noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const struct tuple *t)
+__noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const struct flowkey *t)
 {
 	if (!skb || !t)
 		return TC_ACT_SHOT;
@@ -585,18 +773,12 @@ __noinline int tap_only(struct __sk_buff *skb, __u32 path, __u32 idx, const stru
 
 // reverse_entry makes replies of flow t arriving at the destination port (host, ifindex) take
 // the reverse path (path ^ 1) from hop 0.
-static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u32 host, __u32 ifindex)
+static __always_inline void reverse_entry(const struct flowkey *t, __u32 path, __u32 host, __u32 ifindex)
 {
-	struct expect_key ek = {.host = host, .ifindex = ifindex};
-	ek.t.src = t->dst;
-	ek.t.dst = t->src;
-	ek.t.sport = t->dport;
-	ek.t.dport = t->sport;
-	ek.t.proto = t->proto;
-	struct flow *have = bpf_map_lookup_elem(&expect, &ek);
+	struct flow *have = flow_lookup(t, host, ifindex, 1);
 	if (!have || have->path != (path ^ 1) || have->idx != 0 || (have->flags & FLOW_CLASSIFIED)) {
 		struct flow want = {.path = path ^ 1, .idx = 0};
-		bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
+		flow_update(t, host, ifindex, 1, &want, BPF_ANY);
 	}
 }
 
@@ -604,12 +786,11 @@ static __always_inline void reverse_entry(const struct tuple *t, __u32 path, __u
 // deliver hands the frame to the port owning its destination IP (Neutron's fixed IP) or MAC,
 // rewriting the destination MAC (a function's egress frame carries a placeholder), or leaves it
 // to the bridge when neither is a lab port.
-__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t, int symmetric_fwd, struct decision *d)
+__noinline int deliver(struct __sk_buff *skb, __u32 path, const struct flowkey *t, int symmetric_fwd, struct decision *d)
 {
 	if (!skb || !t || !d)
 		return TC_ACT_SHOT;
-	__u32 dst = t->dst;
-	__u32 *pid = bpf_map_lookup_elem(&ips, &dst);
+	__u32 *pid = bpf_map_lookup_elem(&ips, &t->dst);
 	if (!pid) {
 		void *data = (void *)(long)skb->data, *end = (void *)(long)skb->data_end;
 		struct ethhdr *eth = data;
@@ -632,9 +813,36 @@ __noinline int deliver(struct __sk_buff *skb, __u32 path, const struct tuple *t,
 	return to_port(skb, p, (path << 8) | VNI_END, d);
 }
 
+// note_pick records the instance (port pair) group picked for flow t. Its own function (as
+// expect_hop): the keys hold a flow's 128-bit addresses, and on steer's stack they would
+// push the deepest call chain past the verifier's 512 bytes.
+__noinline int note_pick(__u32 group, const struct flowkey *t, __u32 pair)
+{
+	if (!t)
+		return 0;
+	struct pick_key pk = {.group = group, .t = *t};
+	__u32 *old = bpf_map_lookup_elem(&picks, &pk);
+	if (!old || *old != pair)
+		bpf_map_update_elem(&picks, &pk, &pair, BPF_ANY);
+	return 0;
+}
+
+// expect_hop writes where flow t reappears: at port (host, ifindex), on path after hop idx-1.
+__noinline int expect_hop(const struct flowkey *t, __u32 host, __u32 ifindex, __u32 path, __u32 idx)
+{
+	if (!t)
+		return 0;
+	struct flow *have = flow_lookup(t, host, ifindex, 0);
+	if (!have || have->path != path || have->idx != idx || (have->flags & FLOW_CLASSIFIED)) {
+		struct flow want = {.path = path, .idx = idx};
+		flow_update(t, host, ifindex, 0, &want, BPF_ANY);
+	}
+	return 0;
+}
+
 // steer moves the packet on along path from hop next; from_tunnel: the sending host has
 // counted hop next already.
-__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple *t, struct decision *d)
+__noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct flowkey *t, struct decision *d)
 {
 	if (!skb || !t || !d)
 		return TC_ACT_OK;
@@ -687,10 +895,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 		if (!d->from_tunnel || step > 0)
 			counted(d, path, next, len);
 
-		struct pick_key pk = {.group = *gid, .t = *t};
-		__u32 *old = bpf_map_lookup_elem(&picks, &pk);
-		if (!old || *old != *ppid)
-			bpf_map_update_elem(&picks, &pk, ppid, BPF_ANY);
+		note_pick(*gid, t, *ppid);
 
 		if (g->tap) {
 			// A copy to the tap; the original goes on to the next hop. Not cacheable: the
@@ -715,12 +920,7 @@ __noinline int steer(struct __sk_buff *skb, __u32 path, __u32 next, struct tuple
 			out = bpf_map_lookup_elem(&ports, &out_id);
 		if (!out)
 			return TC_ACT_OK;
-		struct expect_key ek = {.t = *t, .host = out->host, .ifindex = out->ifindex};
-		struct flow *have = bpf_map_lookup_elem(&expect, &ek);
-		if (!have || have->path != path || have->idx != next + 1 || (have->flags & FLOW_CLASSIFIED)) {
-			struct flow want = {.path = path, .idx = next + 1};
-			bpf_map_update_elem(&expect, &ek, &want, BPF_ANY);
-		}
+		expect_hop(t, out->host, out->ifindex, path, next + 1);
 		if (set_dst(skb, in->mac) < 0)
 			return TC_ACT_SHOT;
 		return to_port(skb, in, (path << 8) | next, d);
@@ -738,10 +938,19 @@ __noinline int remember(const struct expect_key *ek, __u32 path)
 	return bpf_map_update_elem(&expect, ek, &f, BPF_NOEXIST);
 }
 
+// remember_at is remember for a flow key of either family at port (host, ifindex).
+__noinline int remember_at(const struct flowkey *k, __u32 host, __u32 ifindex, __u32 path)
+{
+	if (!k)
+		return 0;
+	struct flow f = {.path = path, .flags = FLOW_CLASSIFIED};
+	return flow_update(k, host, ifindex, 0, &f, BPF_NOEXIST);
+}
+
 // walk steers a packet the flow cache could not: the full table walk. e is the flow's
-// `expect` entry at this port (NULL: none); what the walk did is left in d.
-static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct flow *e, __u32 *from,
-				struct decision *d, struct expect_key *ek, __u32 *ep)
+// `expect` (or `expect6`) entry at this port (NULL: none); what the walk did is left in d.
+static __always_inline int walk(struct __sk_buff *skb, struct flowkey *t, struct flow *e, __u32 *from,
+				struct decision *d, __u32 *ep)
 {
 	struct port_key pk = {.host = host_id, .ifindex = skb->ingress_ifindex};
 	__u32 *pid = bpf_map_lookup_elem(&port_by_if, &pk);
@@ -758,8 +967,8 @@ static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct f
 		// decision (the previous hop walks and rewrites it on its next packet), and remember
 		// the flow here (no decision cached), so a flow of the function's own does this once.
 		__sync_fetch_and_add(ep, 1);
-		remember(ek, 0);
-		e = bpf_map_lookup_elem(&expect, ek);
+		remember_at(t, host_id, skb->ingress_ifindex, 0);
+		e = flow_at(t, host_id, skb->ingress_ifindex);
 	}
 
 	// A packet leaving a function: which path, which hop.
@@ -787,14 +996,27 @@ static __always_inline int walk(struct __sk_buff *skb, struct tuple *t, struct f
 SEC("tc")
 int steer_port(struct __sk_buff *skb)
 {
-	struct tuple t = {};
-	if (parse(skb, &t) < 0)
+	// The IPv4 flow's key, until a walk needs the flow key k (of either family) in its place.
+	union {
+		struct expect_key ek;
+		struct flowkey k;
+	} key;
+	key.ek = (struct expect_key){.host = host_id, .ifindex = skb->ingress_ifindex};
+	int family = parse(skb, &key.ek.t);
+	if (family < 0)
 		return TC_ACT_OK;
 	__u32 zero = 0;
 	__u32 *ep = bpf_map_lookup_elem(&epoch, &zero);
 	__u32 now = ep ? *ep : 0;
-	struct expect_key ek = {.t = t, .host = host_id, .ifindex = skb->ingress_ifindex};
-	struct flow *e = bpf_map_lookup_elem(&expect, &ek);
+	struct flow *e;
+	if (family > 0) {
+		__builtin_memset(&key.k, 0, sizeof(key.k));
+		if (parse6(skb, &key.k) < 0)
+			return TC_ACT_OK;
+		e = flow_at(&key.k, host_id, skb->ingress_ifindex);
+	} else {
+		e = bpf_map_lookup_elem(&expect, &key.ek);
+	}
 	if (e && now && e->epoch == now) {
 		// The flow cache: the walk's decision for this flow at this port.
 		if (e->flags & FLOW_COUNT)
@@ -806,14 +1028,19 @@ int steer_port(struct __sk_buff *skb)
 
 	struct decision d = {};
 	__u32 classified = 0;
-	int ret = walk(skb, &t, e, &classified, &d, &ek, ep);
+	if (family == 0) {
+		struct tuple t = key.ek.t;
+		__builtin_memset(&key.k, 0, sizeof(key.k));
+		widen(&t, &key.k);
+	}
+	int ret = walk(skb, &key.k, e, &classified, &d, ep);
 	if (ret != TC_ACT_REDIRECT || d.nocache || d.ncount > 1 || !d.ifindex || !now)
 		return ret;
 	if (!e) {
 		// A classified flow, or one walk remembered: its entry (unless a previous hop made
 		// one meanwhile) gets the decision below.
-		remember(&ek, classified);
-		e = bpf_map_lookup_elem(&expect, &ek);
+		remember_at(&key.k, host_id, skb->ingress_ifindex, classified);
+		e = flow_at(&key.k, host_id, skb->ingress_ifindex);
 		if (!e)
 			return ret;
 	}
@@ -835,9 +1062,13 @@ int steer_tunnel(struct __sk_buff *skb)
 	struct bpf_tunnel_key key = {};
 	if (bpf_skb_get_tunnel_key(skb, &key, sizeof(key), 0) < 0)
 		return TC_ACT_SHOT;
-	struct tuple t = {};
-	if (parse(skb, &t) < 0)
+	struct tuple t4 = {};
+	struct flowkey t = {};
+	int family = parse(skb, &t4);
+	if (family < 0 || (family > 0 && parse6(skb, &t) < 0))
 		return TC_ACT_SHOT;
+	if (family == 0)
+		widen(&t4, &t);
 	__u32 path = key.tunnel_id >> 8, idx = key.tunnel_id & 0xff;
 	struct decision d = {.from_tunnel = 1};
 	if (idx == VNI_END)

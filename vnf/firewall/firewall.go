@@ -2,6 +2,10 @@
 // accepted, invalid dropped, then the rules apply in order, then the policy; optionally the
 // egress traffic is masqueraded (study A's iptables NAT firewall). Backends: nftables
 // (default) or iptables.
+//
+// In a transparent (dual-stack) lab the rules cover IPv6 too: the nftables table is inet
+// (both families) and protocol icmp matches ICMPv6 as well; the iptables backend loads the
+// same chain into ip6tables (a rule with an IPv4 source or destination is IPv4's only).
 package firewall
 
 import (
@@ -33,21 +37,29 @@ func params(f *plan.Function) *spec.FirewallParams { return f.Params.(*spec.Fire
 // NewParams returns the kind's empty parameters (spec.FirewallParams) for the decoder.
 func (Firewall) NewParams() any { return &spec.FirewallParams{} }
 
-// Requires lists nft or iptables-restore, by backend.
+// Requires lists nft or iptables-restore (and ip6tables-restore for IPv6), by backend.
 func (Firewall) Requires(f *plan.Function) []string {
 	if params(f).Backend == spec.BackendIptables {
+		if f.IPv6 {
+			return []string{"iptables", "iptables-restore", "ip6tables", "ip6tables-restore"}
+		}
 		return []string{"iptables", "iptables-restore"}
 	}
 	return []string{"nft"}
 }
 
-// Setup loads the ruleset in one transaction.
-// Equivalent to: nft -f RULESET (or iptables-restore --noflush RULES)
+// Setup loads the ruleset in one transaction (per family with iptables).
+// Equivalent to: nft -f RULESET (or iptables-restore --noflush RULES; ip6tables-restore --noflush RULES6)
 func (fw Firewall) Setup(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
 	if params(f).Backend == spec.BackendIptables {
 		if _, err := env.Node.Output(ctx, []byte(IptablesRules(f)), "iptables-restore", "-w", "--noflush"); err != nil {
 			return vnf.Errorf(env, "load iptables rules: %w", err)
+		}
+		if f.IPv6 {
+			if _, err := env.Node.Output(ctx, []byte(Ip6tablesRules(f)), "ip6tables-restore", "-w", "--noflush"); err != nil {
+				return vnf.Errorf(env, "load ip6tables rules: %w", err)
+			}
 		}
 		return nil
 	}
@@ -61,9 +73,13 @@ func (fw Firewall) Setup(ctx context.Context, env vnf.Env) error {
 func (Firewall) Teardown(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
 	if params(f).Backend == spec.BackendIptables {
-		return errors.Join(
+		errs := []error{
 			vnf.RemoveIptablesChain(ctx, env.Node, "filter", IptChain, "-A FORWARD -j "+IptChain),
-			vnf.RemoveIptablesChain(ctx, env.Node, "nat", "", "-A POSTROUTING -o "+f.Egress+" -j MASQUERADE"))
+			vnf.RemoveIptablesChain(ctx, env.Node, "nat", "", "-A POSTROUTING -o "+f.Egress+" -j MASQUERADE")}
+		if f.IPv6 {
+			errs = append(errs, vnf.RemoveIp6tablesChain(ctx, env.Node, "filter", IptChain, "-A FORWARD -j "+IptChain))
+		}
+		return errors.Join(errs...)
 	}
 	return vnf.DeleteNftTables(ctx, env.Node, "inet "+NftTable, "ip "+NftNatTable)
 }
@@ -74,6 +90,16 @@ func ruleMatch(r spec.FirewallRule) vnf.Match {
 
 // RuleName is the comment that tags rule i (0-based) so its counter can be read back.
 func RuleName(i int) string { return fmt.Sprintf("rule-%d", i+1) }
+
+// ruleMatchFor is rule r's match for a firewall: with IPv6 (dual-stack ports), protocol icmp
+// means ICMP of both families.
+func ruleMatchFor(f *plan.Function, r spec.FirewallRule) vnf.Match {
+	m := ruleMatch(r)
+	if f.IPv6 && r.Protocol == "icmp" {
+		m.Protocol = "{ icmp, ipv6-icmp }"
+	}
+	return m
+}
 
 // NftRuleset renders the nftables ruleset of a firewall.
 func NftRuleset(f *plan.Function) string {
@@ -88,7 +114,7 @@ func NftRuleset(f *plan.Function) string {
 		if r.Action == "reject" && r.Protocol == "tcp" {
 			verdict = "reject with tcp reset"
 		}
-		m := ruleMatch(r).Nft()
+		m := ruleMatchFor(f, r).Nft()
 		if m != "" {
 			m += " "
 		}
@@ -104,7 +130,14 @@ func NftRuleset(f *plan.Function) string {
 }
 
 // IptablesRules renders the firewall as iptables-restore input (used with --noflush).
-func IptablesRules(f *plan.Function) string {
+func IptablesRules(f *plan.Function) string { return iptablesRules(f, false) }
+
+// Ip6tablesRules renders the firewall's IPv6 half as ip6tables-restore input: the same chain,
+// rules and policy, except rules with an IPv4 source or destination (IPv4's only), protocol
+// icmp as ICMPv6, and no masquerade (a transparent lab has none).
+func Ip6tablesRules(f *plan.Function) string { return iptablesRules(f, true) }
+
+func iptablesRules(f *plan.Function, v6 bool) string {
 	p := params(f)
 	var b strings.Builder
 	b.WriteString("*filter\n")
@@ -117,7 +150,16 @@ func IptablesRules(f *plan.Function) string {
 		if r.Action == "reject" && r.Protocol == "tcp" {
 			target = "REJECT --reject-with tcp-reset"
 		}
-		m := ruleMatch(r).Iptables()
+		rm := ruleMatch(r)
+		if v6 {
+			if r.Source != "" || r.Destination != "" {
+				continue // addresses are IPv4: the rule cannot match IPv6
+			}
+			if r.Protocol == "icmp" {
+				rm.Protocol = "ipv6-icmp"
+			}
+		}
+		m := rm.Iptables()
 		if m != "" {
 			m += " "
 		}
@@ -129,7 +171,7 @@ func IptablesRules(f *plan.Function) string {
 	}
 	fmt.Fprintf(&b, "-A %s -m comment --comment policy -j %s\n", IptChain, policy)
 	b.WriteString("COMMIT\n")
-	if p.Masquerade {
+	if p.Masquerade && !v6 {
 		fmt.Fprintf(&b, "*nat\n-A POSTROUTING -o %s -j MASQUERADE\nCOMMIT\n", f.Egress)
 	}
 	return b.String()
@@ -142,25 +184,26 @@ var nftCounter = regexp.MustCompile(`counter packets (\d+) bytes (\d+).*comment 
 func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]vnf.Counter, error) {
 	var out []vnf.Counter
 	if params(f).Backend == spec.BackendIptables {
-		text, err := node.Output(ctx, nil, "iptables", "-w", "-L", IptChain, "-v", "-x", "-n")
-		if err != nil {
-			return nil, fmt.Errorf("read firewall counters: %w", err)
+		out, err := iptablesCounters(ctx, node, "iptables")
+		if err != nil || !f.IPv6 {
+			return out, err
 		}
-		sc := bufio.NewScanner(strings.NewReader(string(text)))
-		for sc.Scan() {
-			fields := strings.Fields(sc.Text())
-			i := strings.Index(sc.Text(), "/* ")
-			if len(fields) < 2 || i < 0 {
+		// Both families: a rule's counter is the sum.
+		out6, err := iptablesCounters(ctx, node, "ip6tables")
+		if err != nil {
+			return nil, err
+		}
+		at := map[string]int{}
+		for i, c := range out {
+			at[c.Rule] = i
+		}
+		for _, c := range out6 {
+			if i, ok := at[c.Rule]; ok {
+				out[i].Packets += c.Packets
+				out[i].Bytes += c.Bytes
 				continue
 			}
-			pk, err1 := strconv.ParseUint(fields[0], 10, 64)
-			by, err2 := strconv.ParseUint(fields[1], 10, 64)
-			if err1 != nil || err2 != nil {
-				continue
-			}
-			name := strings.TrimSuffix(strings.TrimSpace(sc.Text()[i+3:]), " */")
-			name, _, _ = strings.Cut(name, " */")
-			out = append(out, vnf.Counter{Rule: name, Packets: pk, Bytes: by})
+			out = append(out, c)
 		}
 		return out, nil
 	}
@@ -176,6 +219,33 @@ func Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]vnf.Count
 	return out, nil
 }
 
+// iptablesCounters reads the chain's counters with bin (iptables or ip6tables).
+// Equivalent to: BIN -L SFCLAB-FW -v -x -n
+func iptablesCounters(ctx context.Context, node vnf.Node, bin string) ([]vnf.Counter, error) {
+	text, err := node.Output(ctx, nil, bin, "-w", "-L", IptChain, "-v", "-x", "-n")
+	if err != nil {
+		return nil, fmt.Errorf("read firewall counters (%s): %w", bin, err)
+	}
+	var out []vnf.Counter
+	sc := bufio.NewScanner(strings.NewReader(string(text)))
+	for sc.Scan() {
+		fields := strings.Fields(sc.Text())
+		i := strings.Index(sc.Text(), "/* ")
+		if len(fields) < 2 || i < 0 {
+			continue
+		}
+		pk, err1 := strconv.ParseUint(fields[0], 10, 64)
+		by, err2 := strconv.ParseUint(fields[1], 10, 64)
+		if err1 != nil || err2 != nil {
+			continue
+		}
+		name := strings.TrimSuffix(strings.TrimSpace(sc.Text()[i+3:]), " */")
+		name, _, _ = strings.Cut(name, " */")
+		out = append(out, vnf.Counter{Rule: name, Packets: pk, Bytes: by})
+	}
+	return out, nil
+}
+
 // Counters reads the per-rule counters of one instance (vnf.RuleCounters, for inspect).
 func (Firewall) Counters(ctx context.Context, node vnf.Node, f *plan.Function) ([]vnf.Counter, error) {
 	return Counters(ctx, node, f)
@@ -184,7 +254,11 @@ func (Firewall) Counters(ctx context.Context, node vnf.Node, f *plan.Function) (
 // Compose loads the same ruleset in an exported container (vnf.Composer).
 func (Firewall) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
 	if params(f).Backend == spec.BackendIptables {
-		return []vnf.ComposeStep{{Cmd: "iptables-restore -w --noflush", Stdin: IptablesRules(f)}}, "", nil
+		steps := []vnf.ComposeStep{{Cmd: "iptables-restore -w --noflush", Stdin: IptablesRules(f)}}
+		if f.IPv6 {
+			steps = append(steps, vnf.ComposeStep{Cmd: "ip6tables-restore -w --noflush", Stdin: Ip6tablesRules(f)})
+		}
+		return steps, "", nil
 	}
 	return []vnf.ComposeStep{{Cmd: "nft -f -", Stdin: NftRuleset(f)}}, "", nil
 }
