@@ -282,4 +282,27 @@ func TestTransparentIPv6(t *testing.T) {
 	if icmp == 0 || icmpi == 0 {
 		t.Errorf("icmp rules matched %d ICMPv6 packets in the nftables instances and %d in ip6tables; want > 0 each", icmp, icmpi)
 	}
+	// fwi's rules by address family: rule-1 (an IPv4 destination) is iptables' alone, rule-3
+	// (an IPv6 destination) ip6tables' alone, and each carried its family's iperf3 (the
+	// policy drops the rest).
+	for _, tc := range []struct{ bin, has, hasNot string }{{"iptables", "rule-1", "rule-3"}, {"ip6tables", "rule-3", "rule-1"}} {
+		out, err := node(t, d, p, "fwi").Output(ctx, nil, tc.bin, "-w", "-L", "SFCLAB-FW", "-v", "-x", "-n")
+		if err != nil {
+			t.Fatalf("fwi %s: %v\n%s", tc.bin, err, out)
+		}
+		var pkts uint64
+		found := false
+		for _, line := range strings.Split(string(out), "\n") {
+			if strings.Contains(line, tc.hasNot) {
+				t.Errorf("fwi %s has %s, whose address is the other family's: %s", tc.bin, tc.hasNot, line)
+			}
+			if strings.Contains(line, tc.has) {
+				found = true
+				pkts, _ = strconv.ParseUint(strings.Fields(line)[0], 10, 64)
+			}
+		}
+		if !found || pkts == 0 {
+			t.Errorf("fwi %s: %s found %v, %d packets; want it, with the iperf3 packets of its family", tc.bin, tc.has, found, pkts)
+		}
+	}
 }

@@ -2,6 +2,7 @@ package spec
 
 import (
 	"fmt"
+	"net/netip"
 	"slices"
 )
 
@@ -107,6 +108,19 @@ func (p *Problems) Prefix(what, s string) {
 	if _, err := ParsePrefix(s); err != nil {
 		p.Addf("%s: %v", what, err)
 	}
+}
+
+// AnyPrefix checks that s, if set, is an IPv4 or IPv6 prefix or address, and returns it
+// (the zero Prefix when s is empty or bad).
+func (p *Problems) AnyPrefix(what, s string) netip.Prefix {
+	if s == "" {
+		return netip.Prefix{}
+	}
+	pr, err := ParseAnyPrefix(s)
+	if err != nil {
+		p.Addf("%s: %v", what, err)
+	}
+	return pr
 }
 
 // List returns the problems found, in the order they were added.

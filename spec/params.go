@@ -46,7 +46,8 @@ type FirewallRule struct {
 	Action string `yaml:"action" json:"action"`
 	// Protocol is "tcp", "udp", "icmp" or "" / "any".
 	Protocol string `yaml:"protocol,omitempty" json:"protocol,omitempty"`
-	// Source and Destination are CIDR prefixes or addresses.
+	// Source and Destination are CIDR prefixes or addresses (IPv6 too in a transparent lab,
+	// whose ports are dual-stack; source and destination of one family).
 	Source      string `yaml:"source,omitempty" json:"source,omitempty"`
 	Destination string `yaml:"destination,omitempty" json:"destination,omitempty"`
 	// Port is the destination port or range; SourcePort the source port or range.
@@ -292,18 +293,28 @@ func ObjectPath(size string) string { return "/obj-" + size }
 
 // ParsePrefix parses an IPv4 CIDR prefix or a bare address (as a /32).
 func ParsePrefix(s string) (netip.Prefix, error) {
+	p, err := ParseAnyPrefix(s)
+	if err != nil {
+		return netip.Prefix{}, err
+	}
+	if !p.Addr().Is4() {
+		return netip.Prefix{}, fmt.Errorf("%q is not IPv4 (sfclab labs are IPv4)", s)
+	}
+	return p, nil
+}
+
+// ParseAnyPrefix is ParsePrefix for either family: a firewall rule's address in a transparent
+// (dual-stack) lab may be IPv6.
+func ParseAnyPrefix(s string) (netip.Prefix, error) {
 	if a, err := netip.ParseAddr(s); err == nil {
-		if !a.Is4() {
-			return netip.Prefix{}, fmt.Errorf("%q is not IPv4 (sfclab labs are IPv4)", s)
+		if a.Zone() != "" {
+			return netip.Prefix{}, fmt.Errorf("%q has a zone; give the address alone", s)
 		}
-		return netip.PrefixFrom(a, 32), nil
+		return netip.PrefixFrom(a, a.BitLen()), nil
 	}
 	p, err := netip.ParsePrefix(s)
 	if err != nil {
 		return netip.Prefix{}, fmt.Errorf("%q is not a CIDR prefix like 198.18.0.0/24", s)
-	}
-	if !p.Addr().Is4() {
-		return netip.Prefix{}, fmt.Errorf("%q is not IPv4 (sfclab labs are IPv4)", s)
 	}
 	if p.Masked() != p {
 		return netip.Prefix{}, fmt.Errorf("%q has host bits set; did you mean %s?", s, p.Masked())
@@ -332,9 +343,25 @@ func (p *FirewallParams) Check(fn *Function, pr *Problems) {
 		what := fmt.Sprintf("rule %d", i+1)
 		pr.OneOf(what+" action", r.Action, "allow", "deny", "reject")
 		pr.Protocol(what, r.Protocol, r.Port, r.SourcePort)
-		pr.Prefix(what+" source", r.Source)
-		pr.Prefix(what+" destination", r.Destination)
+		src := pr.AnyPrefix(what+" source", r.Source)
+		dst := pr.AnyPrefix(what+" destination", r.Destination)
+		if src.IsValid() && dst.IsValid() && src.Addr().Is4() != dst.Addr().Is4() {
+			pr.Addf("%s: source %s and destination %s are of different IP versions; a packet has one: split the rule", what, r.Source, r.Destination)
+		}
 	}
+}
+
+// IPv6Rule returns the first rule (1-based) with an IPv6 source or destination, 0 if none:
+// only a transparent lab's ports have IPv6.
+func (p *FirewallParams) IPv6Rule() int {
+	for i, r := range p.Rules {
+		for _, s := range []string{r.Source, r.Destination} {
+			if a, err := ParseAnyPrefix(s); err == nil && !a.Addr().Is4() {
+				return i + 1
+			}
+		}
+	}
+	return 0
 }
 
 // SetDefaults fills in the backend (nftables) and each DNAT rule's to_port (its port).

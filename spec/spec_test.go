@@ -96,6 +96,8 @@ func badLabs(t testing.TB) []badLab {
 		{"empty chain entry", base("chains:\n", "chains:\n  - {}\n"), []string{`chain "chain0" is empty or incomplete`}},
 		{"bad cidr", base("source: 198.18.0.0/24", "source: 198.18.0.0/33"), []string{"not a CIDR prefix"}},
 		{"host bits", base("source: 198.18.0.0/24", "source: 198.18.0.1/24"), []string{"host bits set", "198.18.0.0/24"}},
+		{"IPv6 rule in a routed lab", base("source: 198.18.0.0/24", "source: 2001:2::/48"), []string{"bad.yaml:7:5:", "rule 2 has an IPv6 address", "use steering: transparent"}},
+		{"IPv6 host bits", base("source: 198.18.0.0/24", "source: 2001:2::1/48"), []string{"host bits set", "2001:2::/48"}},
 		{"bad port", base("port: 9999", "port: 70000"), []string{"bad.yaml:11:", "not a number from 1 to 65535"}},
 		{"port range backwards", base(`"5000-5100"`, `"5100-5000"`), []string{"runs backwards"}},
 		{"ports without protocol", base("{protocol: tcp, destination_port: 80}", "{destination_port: 80}"), []string{"ports but no protocol"}},

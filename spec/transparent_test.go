@@ -45,6 +45,11 @@ func TestTransparentBadInput(t *testing.T) {
 	if _, err := spec.Decode([]byte(transparentBase), "t.yaml", kinds.Spec()); err != nil {
 		t.Fatalf("base lab refused: %v", err)
 	}
+	// A transparent lab's ports are dual-stack: a firewall rule may name IPv6 addresses.
+	v6fw := strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: firewall, params: {rules: [{action: deny, protocol: tcp, source: 2001:2:0:1::/64}]}}", 1)
+	if _, err := spec.Decode([]byte(v6fw), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatalf("IPv6 firewall rule in a transparent lab refused: %v", err)
+	}
 	for _, tc := range []struct {
 		name, old, new, want string
 	}{
@@ -60,6 +65,8 @@ func TestTransparentBadInput(t *testing.T) {
 			"t.yaml:21:41: flow classifier dns: prefix family does not match ethertype IPv6"},
 		{"IPv6 prefix in an IPv4 classifier", "dns: {protocol: udp, logical_source_port: client.eth0}", "dns: {protocol: udp, source_ip_prefix: 2001:2::1, logical_source_port: client.eth0}",
 			"t.yaml:21:24: flow classifier dns: prefix family does not match ethertype IPv4"},
+		{"firewall rule of two IP versions", "b: {kind: forwarder}", "b: {kind: firewall, params: {rules: [{action: deny, source: 2001:2::/48, destination: 198.18.0.1}]}}",
+			"t.yaml:9:6: function \"b\": rule 1: source 2001:2::/48 and destination 198.18.0.1 are of different IP versions"},
 		{"rewriting kind", "b: {kind: forwarder}", "b: {kind: nat, params: {masquerade: true}}",
 			"t.yaml:9:6: function \"b\": kind nat rewrites addresses"},
 		{"routed chains", "hosts: [h1, h2]", "hosts: [h1, h2]\nchains: [{from: client, to: server}]",

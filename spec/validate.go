@@ -235,6 +235,11 @@ func (v *validator) functions(names map[string]string) {
 		for _, msg := range paramsProblems(f) {
 			v.bad(f.Pos, "function %q: %s", name, msg)
 		}
+		if fw, ok := f.Params.(*FirewallParams); ok && v.lab.Steering != SteeringTransparent {
+			if i := fw.IPv6Rule(); i > 0 {
+				v.bad(f.Pos, "function %q: rule %d has an IPv6 address, and only a transparent lab's ports have IPv6 (routed labs are IPv4): use steering: transparent or an IPv4 prefix", name, i)
+			}
+		}
 	}
 }
 

@@ -28,10 +28,10 @@ func (m Match) Nft() string {
 		p = append(p, fmt.Sprintf("oifname %q", m.OutIf))
 	}
 	if m.Source != "" {
-		p = append(p, "ip saddr "+m.Source)
+		p = append(p, nftFamily(m.Source)+" saddr "+m.Source)
 	}
 	if m.Destination != "" {
-		p = append(p, "ip daddr "+m.Destination)
+		p = append(p, nftFamily(m.Destination)+" daddr "+m.Destination)
 	}
 	if m.Protocol != "" && m.Protocol != "any" {
 		p = append(p, "meta l4proto "+m.Protocol)
@@ -71,4 +71,18 @@ func (m Match) Iptables() string {
 		p = append(p, "--dport "+strings.ReplaceAll(m.DstPort.String(), "-", ":"))
 	}
 	return strings.Join(p, " ")
+}
+
+// nftFamily is the nftables payload an address or prefix is matched in: ip, or ip6 for IPv6.
+func nftFamily(prefix string) string {
+	if IsIPv6(prefix) {
+		return "ip6"
+	}
+	return "ip"
+}
+
+// IsIPv6 reports whether an address or prefix (as the spec checked it) is IPv6.
+func IsIPv6(prefix string) bool {
+	p, err := spec.ParseAnyPrefix(prefix)
+	return err == nil && !p.Addr().Is4()
 }

@@ -4,6 +4,7 @@ import (
 	"flag"
 	"os"
 	"path/filepath"
+	"slices"
 	"testing"
 
 	"github.com/sfclab/sfclab/plan"
@@ -50,12 +51,18 @@ func TestRenderGolden(t *testing.T) {
 	natIpt.Params = &np
 	// The same firewall on dual-stack ports (a transparent lab): icmp is ICMPv6 too, and the
 	// iptables backend loads an ip6tables half.
+	// A rule with an IPv6 address goes to the IPv6 half alone (ip6 saddr in nftables).
+	v6rule := spec.FirewallRule{Action: "deny", Protocol: "tcp", Port: spec.PortRange{From: 22, To: 22}, Source: "2001:2:0:1::/64"}
 	fwDual := *fw
 	fwDual.IPv6 = true
+	fwip := *fw.Params.(*spec.FirewallParams)
+	fwip.Rules = append(slices.Clone(fwip.Rules), v6rule)
+	fwDual.Params = &fwip
 	fwDualNft := fwNft
 	fwDualNft.IPv6 = true
 	fwdp := *fwNft.Params.(*spec.FirewallParams)
 	fwdp.Masquerade = false
+	fwdp.Rules = append(slices.Clone(fwdp.Rules), v6rule)
 	fwDualNft.Params = &fwdp
 	cases := map[string]string{
 		"firewall.dual.iptables":   firewall.IptablesRules(&fwDual) + firewall.Ip6tablesRules(&fwDual),

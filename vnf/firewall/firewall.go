@@ -5,7 +5,8 @@
 //
 // In a transparent (dual-stack) lab the rules cover IPv6 too: the nftables table is inet
 // (both families) and protocol icmp matches ICMPv6 as well; the iptables backend loads the
-// same chain into ip6tables (a rule with an IPv4 source or destination is IPv4's only).
+// same chain into ip6tables (a rule with an IPv4 source or destination is IPv4's only, one
+// with an IPv6 address IPv6's only).
 package firewall
 
 import (
@@ -133,8 +134,9 @@ func NftRuleset(f *plan.Function) string {
 func IptablesRules(f *plan.Function) string { return iptablesRules(f, false) }
 
 // Ip6tablesRules renders the firewall's IPv6 half as ip6tables-restore input: the same chain,
-// rules and policy, except rules with an IPv4 source or destination (IPv4's only), protocol
-// icmp as ICMPv6, and no masquerade (a transparent lab has none).
+// rules and policy, except rules with an IPv4 source or destination (IPv4's only, as rules with
+// IPv6 addresses are left out of IptablesRules), protocol icmp as ICMPv6, and no masquerade (a
+// transparent lab has none).
 func Ip6tablesRules(f *plan.Function) string { return iptablesRules(f, true) }
 
 func iptablesRules(f *plan.Function, v6 bool) string {
@@ -151,13 +153,11 @@ func iptablesRules(f *plan.Function, v6 bool) string {
 			target = "REJECT --reject-with tcp-reset"
 		}
 		rm := ruleMatch(r)
-		if v6 {
-			if r.Source != "" || r.Destination != "" {
-				continue // addresses are IPv4: the rule cannot match IPv6
-			}
-			if r.Protocol == "icmp" {
-				rm.Protocol = "ipv6-icmp"
-			}
+		if addr := r.Source + r.Destination; addr != "" && vnf.IsIPv6(addr) != v6 {
+			continue // its addresses are the other family's: the rule cannot match here
+		}
+		if v6 && r.Protocol == "icmp" {
+			rm.Protocol = "ipv6-icmp"
 		}
 		m := rm.Iptables()
 		if m != "" {
