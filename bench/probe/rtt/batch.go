@@ -91,10 +91,14 @@ func (b *batch) oob(i int) []byte {
 // send sends messages [0, n) in one call on a non-blocking socket and returns how many left;
 // an error only when the first could not (unix.EAGAIN or ENOBUFS: the buffer is full).
 //
-// Equivalent to: sendmmsg(fd, msgs, n, 0), or sendmsg(fd, msgs[0], 0) for one.
+// Equivalent to: sendmmsg(fd, msgs, n, 0), or sendto(fd, buf, len, 0, name, namelen) for one.
 func (b *batch) send(fd int, n int) (int, error) {
-	if n == 1 { // one echo: sendmsg, as ping, skips sendmmsg's per-call work
-		if _, _, e := syscall.RawSyscall(unix.SYS_SENDMSG, uintptr(fd), uintptr(unsafe.Pointer(&b.msgs[0].hdr)), 0); e != 0 {
+	if n == 1 {
+		// One echo: sendto, as ping, skips sendmmsg's per-call work and sendmsg's copy of
+		// the message header and its iovec.
+		h := &b.msgs[0].hdr
+		if _, _, e := syscall.RawSyscall6(unix.SYS_SENDTO, uintptr(fd), uintptr(unsafe.Pointer(h.Iov.Base)), uintptr(h.Iov.Len), 0,
+			uintptr(unsafe.Pointer(h.Name)), uintptr(h.Namelen)); e != 0 {
 			return 0, e
 		}
 		return 1, nil

@@ -182,3 +182,48 @@ func TestPin(t *testing.T) {
 		t.Errorf("no cores: Cpus_allowed_list %q, %v", got, err)
 	}
 }
+
+// TestTracedEchoes checks the reading of perf script lines for BenchmarkFloorTraced: two
+// netif_rx after a send make an echo, a send cut short by the thread's next send is left out,
+// other processes are ignored, and the probe's echoes go to the iteration of the ping before.
+func TestTracedEchoes(t *testing.T) {
+	const in = ` 100/100   10.000000000:  syscalls:sys_enter_sendto: 
+ 100/100   10.000003000:               net:netif_rx: 
+ 300/300   10.000003500:               net:netif_rx: 
+ 100/100   10.000007000:               net:netif_rx: 
+ 100/100   10.000010000:  syscalls:sys_enter_sendto: 
+ 100/100   10.000012000:               net:netif_rx: 
+ 200/201   10.000020000: syscalls:sys_enter_sendmsg: 
+ 200/201   10.000024000:               net:netif_rx: 
+ 200/201   10.000029000:               net:netif_rx: 
+ 101/101   11.000000000:  syscalls:sys_enter_sendto: 
+ 101/101   11.000002000:               net:netif_rx: 
+ 101/101   11.000005000:               net:netif_rx: 
+ 200/201   11.000010000: syscalls:sys_enter_sendmsg: 
+ 200/201   11.000011000:  syscalls:sys_enter_sendmsg: 
+ 200/201   11.000013000:               net:netif_rx: 
+ 200/201   11.000016000:               net:netif_rx: 
+`
+	probe, ping := tracedEchoes([]byte(in), 200, map[int]int{100: 0, 101: 1}, 2)
+	us := func(n float64) time.Duration { return time.Duration(n * 1000) }
+	near := func(a, b time.Duration) bool { return a-b < 10 && b-a < 10 } // float seconds
+	tests := []struct {
+		name string
+		got  []tracedEcho
+		want []tracedEcho
+	}{
+		{"ping 0", ping[0], []tracedEcho{{us(3), us(7)}}},
+		{"ping 1", ping[1], []tracedEcho{{us(2), us(5)}}},
+		{"probe 0", probe[0], []tracedEcho{{us(4), us(9)}}},
+		{"probe 1", probe[1], []tracedEcho{{us(2), us(5)}}},
+	}
+	for _, tt := range tests {
+		ok := len(tt.got) == len(tt.want)
+		for i := 0; ok && i < len(tt.got); i++ {
+			ok = near(tt.got[i].stack, tt.want[i].stack) && near(tt.got[i].total, tt.want[i].total)
+		}
+		if !ok {
+			t.Errorf("%s: got %v, want %v", tt.name, tt.got, tt.want)
+		}
+	}
+}
