@@ -28,10 +28,7 @@ func transparentLab(name string, kinds []string) string {
 	var pairs, groups, hops []string
 	for i, k := range kinds {
 		f := fmt.Sprintf("f%d", i+1)
-		params := ""
-		if k == spec.KindFirewall {
-			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
-		}
+		k, params := benchKind(k)
 		fmt.Fprintf(&b, "  %s: {kind: %s%s}\n", f, k, params)
 		pairs = append(pairs, fmt.Sprintf("  p%d: {ingress: %s.eth0, egress: %s.eth0}", i+1, f, f))
 		groups = append(groups, fmt.Sprintf("  g%d: {port_pairs: [p%d]}", i+1, i+1))
@@ -43,6 +40,22 @@ func transparentLab(name string, kinds []string) string {
 	return b.String()
 }
 
+// firewallIptables names, in the benchmark's kind lists, the firewall with the iptables
+// backend (the plain firewall kind is the nftables default).
+const firewallIptables = "firewall-iptables"
+
+// benchKind returns the lab file kind of a benchmark kind and its params (", params: {...}").
+func benchKind(k string) (string, string) {
+	const rules = "policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]"
+	switch k {
+	case spec.KindFirewall:
+		return k, ", params: {" + rules + "}"
+	case firewallIptables:
+		return spec.KindFirewall, ", params: {backend: iptables, " + rules + "}"
+	}
+	return k, ""
+}
+
 // routedLab is the same chain with routed steering.
 func routedLab(name string, kinds []string) string {
 	var b strings.Builder
@@ -52,10 +65,7 @@ func routedLab(name string, kinds []string) string {
 		b.WriteString("functions:\n")
 	}
 	for i, k := range kinds {
-		params := ""
-		if k == spec.KindFirewall {
-			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
-		}
+		k, params := benchKind(k)
 		fmt.Fprintf(&b, "  f%d: {kind: %s%s}\n", i+1, k, params)
 		hops = append(hops, fmt.Sprintf("f%d", i+1))
 	}
@@ -160,24 +170,35 @@ func BenchmarkSteeringThroughput(b *testing.B) {
 		b.Skip("steering benchmarks build real namespaces")
 	}
 	fwd6 := []string{"forwarder", "forwarder", "forwarder", "forwarder", "forwarder", "forwarder"}
-	scenarios := []struct{ name, yaml string }{
-		{"baseline", routedLab("steer-b-base", nil)},
-		{"t-0", transparentLab("steer-b-t0", nil)},
-		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"})},
-		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"})},
-		{"t-fwd6", transparentLab("steer-b-t6", fwd6)},
-		{"r-fwd6", routedLab("steer-b-r6", fwd6)},
-		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"})},
-		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"})},
+	scenarios := []struct {
+		name, yaml string
+		bump       int // how transparent forwarders forward (bumpMode)
+	}{
+		{"baseline", routedLab("steer-b-base", nil), bumpPeer},
+		{"t-0", transparentLab("steer-b-t0", nil), bumpPeer},
+		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"}), bumpPeer},
+		{"t-fwd1-q", transparentLab("steer-b-t1q", []string{"forwarder"}), bumpQueue},
+		{"t-fwd1-k", transparentLab("steer-b-t1k", []string{"forwarder"}), bumpKernel},
+		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"}), bumpPeer},
+		{"t-fwd6", transparentLab("steer-b-t6", fwd6), bumpPeer},
+		{"t-fwd6-q", transparentLab("steer-b-t6q", fwd6), bumpQueue},
+		{"t-fwd6-k", transparentLab("steer-b-t6k", fwd6), bumpKernel},
+		{"r-fwd6", routedLab("steer-b-r6", fwd6), bumpPeer},
+		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"}), bumpPeer},
+		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"}), bumpPeer},
+		{"t-fw-ipt", transparentLab("steer-b-tfwi", []string{firewallIptables}), bumpPeer},
+		{"r-fw-ipt", routedLab("steer-b-rfwi", []string{firewallIptables}), bumpPeer},
 	}
+	defer func() { bumpMode = bumpPeer }()
 	// Each transparent scenario also against the same chain routed, in the same iteration.
-	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}}
+	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}, {"t-fw-ipt", "r-fw-ipt"}}
 	d := &Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	ratio := map[string]float64{}
 	base := 0.0
 	for i := 0; i < b.N; i++ {
 		rate := map[string]float64{}
 		for _, s := range scenarios {
+			bumpMode = s.bump
 			rate[s.name] = tcpRate(b, d, s.yaml)
 		}
 		base += rate["baseline"]

@@ -28,14 +28,11 @@ type Bump struct {
 // AttachBump makes a transparent forwarder forward the way b.In -> b.Out with the bump
 // program (bpf/bump.c) at tc ingress of b.In, instead of the kernel's L3 forwarding: one
 // program run and a redirect per packet. The program lives as long as its attachment (until
-// the interface goes with its namespace, or DetachBump).
+// the interface goes with its namespace).
 // Equivalent to: ip netns exec NS bpftool net attach tcx_ingress pinned BUMP dev IN (with
 // out_ifindex, peer and own set in its .rodata)
 func AttachBump(ns *netdev.NS, b Bump) error {
 	what := fmt.Sprintf("attach bump %s -> %s in %s", b.In, b.Out, ns.Name())
-	if len(b.Own) > MaxBumpAddrs {
-		return fmt.Errorf("%s: %d own addresses, at most %d", what, len(b.Own), MaxBumpAddrs)
-	}
 	var in, out int
 	err := ns.Do(func() error {
 		for _, x := range []struct {
@@ -53,9 +50,25 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
+	prog, err := loadBumpProgram(b, out)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	defer prog.Close() // the attachment keeps the program
+	if err := ns.Do(func() error { return attachIndex(in, b.In, prog) }); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// loadBumpProgram loads a bump program for way b whose egress port has ifindex out.
+func loadBumpProgram(b Bump, out int) (*ebpf.Program, error) {
+	if len(b.Own) > MaxBumpAddrs {
+		return nil, fmt.Errorf("%d own addresses, at most %d", len(b.Own), MaxBumpAddrs)
+	}
 	spec, err := loadBump()
 	if err != nil {
-		return fmt.Errorf("%s: load spec: %w", what, err)
+		return nil, fmt.Errorf("load spec: %w", err)
 	}
 	var own [MaxBumpAddrs]uint32
 	for i, a := range b.Own {
@@ -71,19 +84,18 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 	}
 	for name, v := range map[string]any{"out_ifindex": uint32(out), "peer": peer, "own": own} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return fmt.Errorf("%s: set %s: %w", what, name, err)
+			return nil, fmt.Errorf("set %s: %w", name, err)
 		}
 	}
 	var objs bumpObjects
 	if err := spec.LoadAndAssign(&objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return fmt.Errorf("%s: %+v", what, ve)
+			return nil, fmt.Errorf("%+v", ve)
 		}
-		return fmt.Errorf("%s: %w", what, err)
+		return nil, err
 	}
-	defer objs.Close() // the attachment keeps the program
-	return ns.Do(func() error { return attachIndex(in, b.In, objs.Bump) })
+	return objs.Bump, nil
 }
 
 // attachIndex attaches prog at tc ingress of the interface ifindex in the calling thread's
