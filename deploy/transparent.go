@@ -214,7 +214,7 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 				continue
 			}
 			done[x.In] = true
-			if err := steer.AttachBump(ns, steer.Bump{In: x.In, Out: x.Out, Own: own, Queue: bumpMode == bumpQueue}); err != nil {
+			if err := steer.AttachBump(ns, steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC, Queue: bumpMode == bumpQueue}); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}

@@ -3,6 +3,7 @@ package steer
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/netip"
 
 	"github.com/cilium/ebpf"
@@ -20,6 +21,9 @@ type Bump struct {
 	In, Out string // ifnames in the function's namespace
 	// Own are the function's addresses: packets for them go up its stack.
 	Own []netip.Addr
+	// Next is the destination MAC a forwarded frame leaves with: the placeholder neighbour's
+	// the kernel's forwarding sends to (hosts.PlaceholderMAC); its source MAC becomes Out's.
+	Next net.HardwareAddr
 	// Queue transmits on Out (the frame takes a backlog round and counts as Out's tx) instead
 	// of handing it straight to the peer's ingress (bpf_redirect_peer).
 	Queue bool
@@ -34,6 +38,7 @@ type Bump struct {
 func AttachBump(ns *netdev.NS, b Bump) error {
 	what := fmt.Sprintf("attach bump %s -> %s in %s", b.In, b.Out, ns.Name())
 	var in, out int
+	var outMAC net.HardwareAddr
 	err := ns.Do(func() error {
 		for _, x := range []struct {
 			name string
@@ -44,13 +49,14 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 				return err
 			}
 			*x.idx = l.Attrs().Index
+			outMAC = l.Attrs().HardwareAddr // the last one: Out's
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	prog, err := loadBumpProgram(b, out)
+	prog, err := loadBumpProgram(b, out, outMAC)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -61,11 +67,18 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 	return nil
 }
 
-// loadBumpProgram loads a bump program for way b whose egress port has ifindex out.
-func loadBumpProgram(b Bump, out int) (*ebpf.Program, error) {
+// loadBumpProgram loads a bump program for way b whose egress port has ifindex out and MAC
+// outMAC.
+func loadBumpProgram(b Bump, out int, outMAC net.HardwareAddr) (*ebpf.Program, error) {
 	if len(b.Own) > MaxBumpAddrs {
 		return nil, fmt.Errorf("%d own addresses, at most %d", len(b.Own), MaxBumpAddrs)
 	}
+	if len(outMAC) != 6 || len(b.Next) != 6 {
+		return nil, fmt.Errorf("MACs %q (egress port) and %q (next hop) must be Ethernet MACs", outMAC, b.Next)
+	}
+	var src, dst [6]byte
+	copy(src[:], outMAC)
+	copy(dst[:], b.Next)
 	spec, err := loadBump()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
@@ -82,7 +95,7 @@ func loadBumpProgram(b Bump, out int) (*ebpf.Program, error) {
 	if b.Queue {
 		peer = 0
 	}
-	for name, v := range map[string]any{"out_ifindex": uint32(out), "peer": peer, "own": own} {
+	for name, v := range map[string]any{"out_ifindex": uint32(out), "peer": peer, "own": own, "src_mac": src, "dst_mac": dst} {
 		if err := spec.Variables[name].Set(v); err != nil {
 			return nil, fmt.Errorf("set %s: %w", name, err)
 		}

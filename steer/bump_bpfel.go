@@ -17,9 +17,11 @@ import (
 // Used for safe lookups in a Collection or CollectionSpec.
 const (
 	bumpProgBump      = "bump"
+	bumpVarDstMac     = "dst_mac"
 	bumpVarOutIfindex = "out_ifindex"
 	bumpVarOwn        = "own"
 	bumpVarPeer       = "peer"
+	bumpVarSrcMac     = "src_mac"
 )
 
 // loadBump returns the embedded CollectionSpec for bump.
@@ -77,9 +79,11 @@ type bumpMapSpecs struct {
 //
 // It can be passed ebpf.CollectionSpec.Assign.
 type bumpVariableSpecs struct {
+	DstMac     *ebpf.VariableSpec `ebpf:"dst_mac"`
 	OutIfindex *ebpf.VariableSpec `ebpf:"out_ifindex"`
 	Own        *ebpf.VariableSpec `ebpf:"own"`
 	Peer       *ebpf.VariableSpec `ebpf:"peer"`
+	SrcMac     *ebpf.VariableSpec `ebpf:"src_mac"`
 }
 
 // bumpObjects contains all objects after they have been loaded into the kernel.
@@ -112,9 +116,11 @@ func (m *bumpMaps) Close() error {
 //
 // It can be passed to loadBumpObjects or ebpf.CollectionSpec.LoadAndAssign.
 type bumpVariables struct {
+	DstMac     *ebpf.Variable `ebpf:"dst_mac"`
 	OutIfindex *ebpf.Variable `ebpf:"out_ifindex"`
 	Own        *ebpf.Variable `ebpf:"own"`
 	Peer       *ebpf.Variable `ebpf:"peer"`
+	SrcMac     *ebpf.Variable `ebpf:"src_mac"`
 }
 
 // bumpPrograms contains all programs after they have been loaded into the kernel.

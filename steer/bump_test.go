@@ -33,8 +33,8 @@ func bumpFrame(dstMAC net.HardwareAddr, dst netip.Addr, ttl uint8) []byte {
 }
 
 // TestBumpProgram runs the bump program (BPF_PROG_TEST_RUN) on frames a transparent
-// forwarder gets: IPv4 for someone else is redirected with its TTL one less and its header
-// checksum still valid; everything the kernel should see (ARP, broadcast, multicast, its own
+// forwarder gets: IPv4 for someone else is redirected with its TTL one less, its header
+// checksum still valid and the MACs the kernel's forwarding would have written; everything the kernel should see (ARP, broadcast, multicast, its own
 // address, an expiring TTL) passes up the stack unchanged.
 func TestBumpProgram(t *testing.T) {
 	if os.Geteuid() != 0 {
@@ -43,6 +43,7 @@ func TestBumpProgram(t *testing.T) {
 	own := netip.MustParseAddr("198.18.0.3")
 	mine := net.HardwareAddr{2, 0, 0, 0, 0, 3}
 	server := netip.MustParseAddr("198.18.0.2")
+	next := net.HardwareAddr{2, 0x5f, 0xc1, 0xab, 0, 0xfe}
 	arp := bumpFrame(mine, server, 64)
 	arp[12], arp[13] = 0x08, 0x06
 	tests := []struct {
@@ -63,7 +64,7 @@ func TestBumpProgram(t *testing.T) {
 	}
 	progs := map[bool]*ebpf.Program{}
 	for _, queue := range []bool{false, true} {
-		p, err := loadBumpProgram(Bump{In: "eth0", Out: "eth0", Own: []netip.Addr{own}, Queue: queue}, 2)
+		p, err := loadBumpProgram(Bump{In: "eth0", Out: "eth0", Own: []netip.Addr{own}, Next: next, Queue: queue}, 2, mine)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -87,6 +88,12 @@ func TestBumpProgram(t *testing.T) {
 					t.Errorf("frame changed:\n got %x\nwant %x", out, tc.frame)
 				}
 				return
+			}
+			if got := net.HardwareAddr(out[0:6]); got.String() != next.String() {
+				t.Errorf("destination MAC %s, want %s", got, next)
+			}
+			if got := net.HardwareAddr(out[6:12]); got.String() != mine.String() {
+				t.Errorf("source MAC %s, want the egress port's %s", got, mine)
 			}
 			if out[14+8] != tc.wantTTL {
 				t.Errorf("TTL %d, want %d", out[14+8], tc.wantTTL)

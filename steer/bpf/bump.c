@@ -6,8 +6,7 @@
 // no netfilter, no qdisc, no backlog round): it decrements the TTL (so a steering loop ends,
 // as it would with kernel forwarding) and redirects the frame into the peer of the egress
 // port's veth, the host-side end, where the steering program takes it on in the same softirq
-// pass. The frame keeps its MACs: steering at the egress port rewrites the destination
-// anyway. Everything else (ARP, IPv6, broadcast and multicast, packets for the function's own
+// pass. Everything else (ARP, IPv6, broadcast and multicast, packets for the function's own
 // addresses, TTL about to expire) goes up the function's stack as before, so the kernel's
 // forwarding set-up stays the fallback (and sends ICMP time exceeded).
 
@@ -23,10 +22,15 @@
 
 // Set at load time: the egress port's ifindex in the function's namespace (the way's out),
 // whether to hand the frame to the peer directly (1) or transmit it on the egress port (0),
-// and the function's own IPv4 addresses (network order, 0: unused slot).
+// the function's own IPv4 addresses (network order, 0: unused slot), and the MACs the kernel's
+// forwarding would have written: the egress port's as source, the placeholder neighbour's as
+// destination (steering at the egress port rewrites it; with no flow state there, a frame
+// for a placeholder MAC takes the bridge, as it did, instead of bouncing back in).
 volatile const __u32 out_ifindex = 0;
 volatile const __u32 peer = 1;
 volatile const __u32 own[MAX_OWN] = {};
+volatile const __u8 src_mac[ETH_ALEN] = {};
+volatile const __u8 dst_mac[ETH_ALEN] = {};
 
 SEC("tc")
 int bump(struct __sk_buff *skb)
@@ -60,6 +64,14 @@ int bump(struct __sk_buff *skb)
 	if ((void *)(ip + 1) > end)
 		return TC_ACT_SHOT;
 	ip->ttl--;
+	eth = data;
+	if ((void *)(eth + 1) > end)
+		return TC_ACT_SHOT;
+#pragma unroll
+	for (int i = 0; i < ETH_ALEN; i++) {
+		eth->h_dest[i] = dst_mac[i];
+		eth->h_source[i] = src_mac[i];
+	}
 	if (peer)
 		return bpf_redirect_peer(out_ifindex, 0);
 	return bpf_redirect(out_ifindex, 0);
