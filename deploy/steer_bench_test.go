@@ -145,25 +145,21 @@ func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
 
 // BenchmarkSteeringThroughput runs, interleaved in one run, single-stream TCP through: the
 // routed baseline (client and server on one veth pair), the transparent baseline (both on a
-// bridge with steering attached, no chain), 1 forwarder, 6 forwarders and a stateful
-// nftables firewall, each transparent and routed. It reports every scenario's throughput as
-// a ratio of the routed baseline measured in the same iteration, and each transparent chain
-// as a ratio of the same chain routed (run under the suite lock: other load makes absolute
-// figures noisy; on the shared 2-vCPU machine one iteration's ratios swing by +-15 %, so
-// compare means over several).
+// bridge with steering attached, no chain), 1 forwarder, 6 forwarders and a stateful firewall
+// (nftables, and iptables), each transparent and routed; the transparent forwarders also as
+// they forwarded before the bump program (-k: kernel L3 forwarding) and with the bump
+// transmitting on the egress port (-q) instead of handing the frame to the peer. It reports
+// every scenario's throughput as a ratio of the routed baseline measured in the same
+// iteration, and each transparent chain as a ratio of the same chain routed (run under the
+// suite lock: other load makes absolute figures noisy; on the shared 2-vCPU machine one
+// iteration's ratios swing by +-15 %, so compare means over several).
 //
-// Why 6 transparent forwarders kept only ~0.75-0.8 of 6 routed ones: each hop runs the port
-// program once per data packet and once per ACK (TCP stays in ~54 KB GSO packets either way), and
-// each run was the full table walk, 9-13 hash lookups behind cls_bpf's classifier walk:
-// 13.4 % of the transfer's CPU (perf), as much as the 6 functions' own forwarding. The flow
-// cache (one LRU lookup per packet and port) and tcx attachment cut it to 5.1 %; transparent
-// and routed chains of 6 now run at the same speed (see docs/lab-file.md, "What a hop
-// costs": profiled single runs, 6 forwarders 7.17 vs 7.13 Gbit/s routed, 5.77 before; 1
-// forwarder 7.39 vs 7.48, 5.87 before; firewall 7.36 vs 8.03, 6.89 before). Measured 2026-11-23, 5 interleaved iterations each (mean, range):
-// t-fwd6/r-fwd6 0.81 (0.67-0.94) before, 0.92 (0.82-0.98) after; t-fw/r-fw 1.02 and 0.98;
-// t-fwd1/r-fwd1 0.95 and 0.87 (0.76-0.96): within the noise of one 2 s run. Against the
-// baseline veth pair the 6-forwarder targets stay out of reach in both modes here (routed
-// 0.87, transparent 0.79): six kernel forwarding hops cost that much themselves.
+// Measured 2026-11-26, 5 iterations (see docs/lab-file.md, "What a hop costs"): t-fwd6 0.94
+// (-q 0.87, -k 0.83), t-fwd1 0.98 (-q 1.01, -k 1.02: one hop is within the noise), t-fw 0.98,
+// t-fw-ipt 1.01, t-0 1.04; the same session's build before the bump: t-fwd6 0.72, t-fwd1 0.90,
+// t-fw 0.87. Earlier, the flow cache and tcx attachment had brought the port program from
+// 13.4 % to 5.1 % of a 6-forwarder transfer's CPU; the bump removed the functions' kernel
+// forwarding (about 12 %), the rest of the gap between transparent and routed chains.
 func BenchmarkSteeringThroughput(b *testing.B) {
 	requireRoot(b)
 	if testing.Short() {
