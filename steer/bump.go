@@ -147,3 +147,52 @@ func rawAttachTCX(ifindex int, prog *ebpf.Program) error {
 	return ebpflink.RawAttachProgram(ebpflink.RawAttachProgramOptions{Target: ifindex,
 		Program: prog, Attach: ebpf.AttachTCXIngress})
 }
+
+// BumpAttached reports whether ifname in ns carries a bump program (by tcx or as sfclab's
+// bump filter), for tests and inspection.
+// Equivalent to: ip netns exec NS bpftool net show dev IF | grep bump
+func BumpAttached(ns *netdev.NS, ifname string) (bool, error) {
+	found := false
+	err := ns.Do(func() error {
+		l, err := netlink.LinkByName(ifname)
+		if err != nil {
+			return err
+		}
+		if res, err := ebpflink.QueryPrograms(ebpflink.QueryOptions{Target: l.Attrs().Index, Attach: ebpf.AttachTCXIngress}); err == nil {
+			for _, p := range res.Programs {
+				if progName(p.ID) == "bump" {
+					found = true
+					return nil
+				}
+			}
+		}
+		fs, err := netlink.FilterList(l, netlink.HANDLE_MIN_INGRESS)
+		if err != nil {
+			return err
+		}
+		for _, f := range fs {
+			if b, ok := f.(*netlink.BpfFilter); ok && b.Name == BumpFilterName {
+				found = true
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return false, fmt.Errorf("list programs of %s in %s: %w", ifname, ns.Name(), err)
+	}
+	return found, nil
+}
+
+// progName is the name of program id ("" if it is gone).
+func progName(id ebpf.ProgramID) string {
+	p, err := ebpf.NewProgramFromID(id)
+	if err != nil {
+		return ""
+	}
+	defer p.Close()
+	info, err := p.Info()
+	if err != nil {
+		return ""
+	}
+	return info.Name
+}
