@@ -154,10 +154,11 @@ func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
 // suite lock: other load makes absolute figures noisy; on the shared 2-vCPU machine one
 // iteration's ratios swing by +-15 %, so compare means over several).
 //
-// Measured 2026-11-26, four runs of 3-5 iterations (see docs/lab-file.md, "What a hop
-// costs"): t-fwd6 0.93-0.98 (-q 0.78-0.96, -k 0.73-0.84), t-fwd1 0.90-1.06 (-q and -k
+// Measured 2026-11-26, five runs of 3-5 iterations (see docs/lab-file.md, "What a hop
+// costs"): t-fwd6 0.90-0.98 (-q 0.78-0.96, -k 0.73-0.84), t-fwd1 0.90-1.06 (-q and -k
 // alike: one hop is within the noise), t-fw 0.85-0.98, t-fw-ipt 0.89-1.01, t-0 0.93-1.04;
-// the build before the bump, same sessions: t-fwd6 0.72 and 0.86, t-fwd1 0.90 and 0.94.
+// the build before the bump, same sessions: t-fwd6 0.72, 0.86 and 0.73, t-fwd1 0.90, 0.94
+// and 0.90.
 // Earlier, the flow cache and tcx attachment had brought the port program from 13.4 % to
 // 5.1 % of a 6-forwarder transfer's CPU; the bump removed the functions' kernel forwarding
 // (about 12 %).
