@@ -28,10 +28,7 @@ func transparentLab(name string, kinds []string) string {
 	var pairs, groups, hops []string
 	for i, k := range kinds {
 		f := fmt.Sprintf("f%d", i+1)
-		params := ""
-		if k == spec.KindFirewall {
-			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
-		}
+		k, params := benchKind(k)
 		fmt.Fprintf(&b, "  %s: {kind: %s%s}\n", f, k, params)
 		pairs = append(pairs, fmt.Sprintf("  p%d: {ingress: %s.eth0, egress: %s.eth0}", i+1, f, f))
 		groups = append(groups, fmt.Sprintf("  g%d: {port_pairs: [p%d]}", i+1, i+1))
@@ -43,6 +40,22 @@ func transparentLab(name string, kinds []string) string {
 	return b.String()
 }
 
+// firewallIptables names, in the benchmark's kind lists, the firewall with the iptables
+// backend (the plain firewall kind is the nftables default).
+const firewallIptables = "firewall-iptables"
+
+// benchKind returns the lab file kind of a benchmark kind and its params (", params: {...}").
+func benchKind(k string) (string, string) {
+	const rules = "policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]"
+	switch k {
+	case spec.KindFirewall:
+		return k, ", params: {" + rules + "}"
+	case firewallIptables:
+		return spec.KindFirewall, ", params: {backend: iptables, " + rules + "}"
+	}
+	return k, ""
+}
+
 // routedLab is the same chain with routed steering.
 func routedLab(name string, kinds []string) string {
 	var b strings.Builder
@@ -52,10 +65,7 @@ func routedLab(name string, kinds []string) string {
 		b.WriteString("functions:\n")
 	}
 	for i, k := range kinds {
-		params := ""
-		if k == spec.KindFirewall {
-			params = ", params: {policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]}"
-		}
+		k, params := benchKind(k)
 		fmt.Fprintf(&b, "  f%d: {kind: %s%s}\n", i+1, k, params)
 		hops = append(hops, fmt.Sprintf("f%d", i+1))
 	}
@@ -135,49 +145,58 @@ func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
 
 // BenchmarkSteeringThroughput runs, interleaved in one run, single-stream TCP through: the
 // routed baseline (client and server on one veth pair), the transparent baseline (both on a
-// bridge with steering attached, no chain), 1 forwarder, 6 forwarders and a stateful
-// nftables firewall, each transparent and routed. It reports every scenario's throughput as
-// a ratio of the routed baseline measured in the same iteration, and each transparent chain
-// as a ratio of the same chain routed (run under the suite lock: other load makes absolute
-// figures noisy; on the shared 2-vCPU machine one iteration's ratios swing by +-15 %, so
-// compare means over several).
+// bridge with steering attached, no chain), 1 forwarder, 6 forwarders and a stateful firewall
+// (nftables, and iptables), each transparent and routed; the transparent forwarders also as
+// they forwarded before the bump program (-k: kernel L3 forwarding) and with the bump
+// transmitting on the egress port (-q) instead of handing the frame to the peer. It reports
+// every scenario's throughput as a ratio of the routed baseline measured in the same
+// iteration, and each transparent chain as a ratio of the same chain routed (run under the
+// suite lock: other load makes absolute figures noisy; on the shared 2-vCPU machine one
+// iteration's ratios swing by +-15 %, so compare means over several).
 //
-// Why 6 transparent forwarders kept only ~0.75-0.8 of 6 routed ones: each hop runs the port
-// program once per data packet and once per ACK (TCP stays in ~54 KB GSO packets either way), and
-// each run was the full table walk, 9-13 hash lookups behind cls_bpf's classifier walk:
-// 13.4 % of the transfer's CPU (perf), as much as the 6 functions' own forwarding. The flow
-// cache (one LRU lookup per packet and port) and tcx attachment cut it to 5.1 %; transparent
-// and routed chains of 6 now run at the same speed (see docs/lab-file.md, "What a hop
-// costs": profiled single runs, 6 forwarders 7.17 vs 7.13 Gbit/s routed, 5.77 before; 1
-// forwarder 7.39 vs 7.48, 5.87 before; firewall 7.36 vs 8.03, 6.89 before). Measured 2026-11-23, 5 interleaved iterations each (mean, range):
-// t-fwd6/r-fwd6 0.81 (0.67-0.94) before, 0.92 (0.82-0.98) after; t-fw/r-fw 1.02 and 0.98;
-// t-fwd1/r-fwd1 0.95 and 0.87 (0.76-0.96): within the noise of one 2 s run. Against the
-// baseline veth pair the 6-forwarder targets stay out of reach in both modes here (routed
-// 0.87, transparent 0.79): six kernel forwarding hops cost that much themselves.
+// Measured 2026-11-26, five runs of 3-5 iterations (see docs/lab-file.md, "What a hop
+// costs"): t-fwd6 0.90-0.98 (-q 0.78-0.96, -k 0.73-0.84), t-fwd1 0.90-1.06 (-q and -k
+// alike: one hop is within the noise), t-fw 0.85-0.98, t-fw-ipt 0.89-1.01, t-0 0.93-1.04;
+// the build before the bump, same sessions: t-fwd6 0.72, 0.86 and 0.73, t-fwd1 0.90, 0.94
+// and 0.90.
+// Earlier, the flow cache and tcx attachment had brought the port program from 13.4 % to
+// 5.1 % of a 6-forwarder transfer's CPU; the bump removed the functions' kernel forwarding
+// (about 12 %).
 func BenchmarkSteeringThroughput(b *testing.B) {
 	requireRoot(b)
 	if testing.Short() {
 		b.Skip("steering benchmarks build real namespaces")
 	}
 	fwd6 := []string{"forwarder", "forwarder", "forwarder", "forwarder", "forwarder", "forwarder"}
-	scenarios := []struct{ name, yaml string }{
-		{"baseline", routedLab("steer-b-base", nil)},
-		{"t-0", transparentLab("steer-b-t0", nil)},
-		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"})},
-		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"})},
-		{"t-fwd6", transparentLab("steer-b-t6", fwd6)},
-		{"r-fwd6", routedLab("steer-b-r6", fwd6)},
-		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"})},
-		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"})},
+	scenarios := []struct {
+		name, yaml string
+		bump       int // how transparent forwarders forward (bumpMode)
+	}{
+		{"baseline", routedLab("steer-b-base", nil), bumpPeer},
+		{"t-0", transparentLab("steer-b-t0", nil), bumpPeer},
+		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"}), bumpPeer},
+		{"t-fwd1-q", transparentLab("steer-b-t1q", []string{"forwarder"}), bumpQueue},
+		{"t-fwd1-k", transparentLab("steer-b-t1k", []string{"forwarder"}), bumpKernel},
+		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"}), bumpPeer},
+		{"t-fwd6", transparentLab("steer-b-t6", fwd6), bumpPeer},
+		{"t-fwd6-q", transparentLab("steer-b-t6q", fwd6), bumpQueue},
+		{"t-fwd6-k", transparentLab("steer-b-t6k", fwd6), bumpKernel},
+		{"r-fwd6", routedLab("steer-b-r6", fwd6), bumpPeer},
+		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"}), bumpPeer},
+		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"}), bumpPeer},
+		{"t-fw-ipt", transparentLab("steer-b-tfwi", []string{firewallIptables}), bumpPeer},
+		{"r-fw-ipt", routedLab("steer-b-rfwi", []string{firewallIptables}), bumpPeer},
 	}
+	defer func() { bumpMode = bumpPeer }()
 	// Each transparent scenario also against the same chain routed, in the same iteration.
-	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}}
+	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}, {"t-fw-ipt", "r-fw-ipt"}}
 	d := &Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	ratio := map[string]float64{}
 	base := 0.0
 	for i := 0; i < b.N; i++ {
 		rate := map[string]float64{}
 		for _, s := range scenarios {
+			bumpMode = s.bump
 			rate[s.name] = tcpRate(b, d, s.yaml)
 		}
 		base += rate["baseline"]

@@ -4,12 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/netip"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/sfc"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 	"github.com/vishvananda/netlink"
 )
@@ -203,8 +205,47 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	for _, w := range n.Ways {
 		ways = append(ways, hosts.Pair{In: w[0], Out: w[1]})
 	}
-	return hosts.ForwardIn(ns, ways, true)
+	if err := hosts.ForwardIn(ns, ways, true); err != nil {
+		return err
+	}
+	if n.Kind != spec.KindForwarder || bumpMode == bumpKernel {
+		return nil
+	}
+	// A forwarder forwards everything that is not its own: the bump program does it at its
+	// ingress port, with the kernel's forwarding above as the fallback for the rest.
+	var own []netip.Addr
+	for _, pt := range n.Ports {
+		if pt.Address.IsValid() {
+			own = append(own, pt.Address.Addr())
+		}
+	}
+	// Ways in ForwardIn's order, each with its reverse; the first way from a port wins, as the
+	// first matching policy rule does.
+	done := map[string]bool{}
+	for _, w := range ways {
+		for _, x := range []hosts.Pair{w, {In: w.Out, Out: w.In}} {
+			if done[x.In] {
+				continue
+			}
+			done[x.In] = true
+			if err := steer.AttachBump(ns, steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC, Queue: bumpMode == bumpQueue}); err != nil {
+				return fmt.Errorf("node %s: %w", n.Name, err)
+			}
+		}
+	}
+	return nil
 }
+
+// How a transparent forwarder forwards: bumpPeer (the bump program hands each packet to the
+// egress veth's peer), bumpQueue (the bump program transmits on the egress port) or
+// bumpKernel (the kernel's L3 forwarding; what other kinds use). Benchmarks compare them.
+const (
+	bumpPeer = iota
+	bumpQueue
+	bumpKernel
+)
+
+var bumpMode = bumpPeer
 
 // unpinSteering removes a lab's pinned steering maps (its programs went with its host
 // namespaces); nothing pinned is not an error.

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/steer"
 )
 
@@ -24,6 +25,24 @@ func TestTransparentDeploy(t *testing.T) {
 		}
 	})
 	deploy(t, d, p)
+	// The forwarder forwards both ways with the bump program; the firewall by the kernel.
+	for _, c := range []struct {
+		node, ifname string
+		want         bool
+	}{{"fwd", "in", true}, {"fwd", "out", true}, {"fw", "eth0", false}} {
+		ns, err := netdev.OpenNS(p.Transparent.Node(c.node).Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := steer.BumpAttached(ns, c.ifname)
+		ns.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got != c.want {
+			t.Errorf("%s.%s: bump attached %v, want %v", c.node, c.ifname, got, c.want)
+		}
+	}
 	client, server := node(t, d, p, "client"), node(t, d, p, "server")
 	srvAddr := p.Transparent.Node("server").Ports[0].Address.Addr().String()
 	if out, err := client.Output(context.Background(), nil, "ping", "-c", "2", "-i", "0.2", "-W", "2", srvAddr); err != nil {

@@ -16,10 +16,12 @@ import (
 
 	"github.com/sfclab/sfclab/bench/probe"
 	"github.com/sfclab/sfclab/bench/probe/iperf3"
+	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/vishvananda/netlink"
 )
 
 // Name is the probe's name in samples.
@@ -75,7 +77,10 @@ func (*prober) Name() string { return Name }
 // port is one counted port: a function's egress, or a tap's ingress.
 type port struct {
 	Port
-	ns          *netdev.NS
+	ns *netdev.NS
+	// host and peer: where a Peer port's host-side end is (its namespace, its ifindex there).
+	host        *netdev.NS
+	peer        int
 	first, last uint64
 }
 
@@ -84,6 +89,12 @@ type port struct {
 type Port struct {
 	Node, Host, Ifname, Netns string
 	Tap                       bool
+	// Peer: count what the host-side end of the port's veth received (in namespace HostNetns,
+	// "" the machine's own) instead of what the port transmitted. A transparent function's
+	// egress: a forwarder's bump program hands its frames to that end directly, so the port
+	// itself counts no transmit; the host-side end counts them either way.
+	Peer      bool
+	HostNetns string
 	// Prev and PrevHost are, for a tap, the hop before it in the (first) chain that taps
 	// into it, and that hop's host (study C: networking-sfc's tap worked only there).
 	Prev, PrevHost string
@@ -123,7 +134,10 @@ func Ports(p *plan.Plan) []Port {
 			if tap {
 				ifn = n.Function.Ingress
 			}
-			pt := Port{Node: n.Name, Host: n.Host, Ifname: ifn, Netns: n.Netns, Tap: tap}
+			pt := Port{Node: n.Name, Host: n.Host, Ifname: ifn, Netns: n.Netns, Tap: tap, Peer: !tap}
+			if h := t.Host(n.Host); h != nil {
+				pt.HostNetns = h.Netns
+			}
 			if b := t.Node(prev[n.Name]); tap && b != nil {
 				pt.Prev, pt.PrevHost = b.Name, b.Host
 			}
@@ -188,6 +202,9 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 			if pt.ns != nil {
 				pt.ns.Close()
 			}
+			if pt.host != nil {
+				pt.host.Close()
+			}
 		}
 	}()
 	for _, p := range Ports(env.Plan) {
@@ -195,9 +212,35 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 		if err != nil {
 			return fmt.Errorf("count ports of %s: %w", p.Node, err)
 		}
-		ports = append(ports, &port{Port: p, ns: ns})
+		pt := &port{Port: p, ns: ns}
+		ports = append(ports, pt)
+		if p.Peer {
+			if pt.peer, _, err = hosts.PeerOf(ns, p.Ifname); err != nil {
+				return fmt.Errorf("count ports of %s: %w", p.Node, err)
+			}
+			if pt.host, err = netdev.OpenNS(p.HostNetns); err != nil {
+				return fmt.Errorf("count ports of %s: %w", p.Node, err)
+			}
+		}
 	}
 	read := func(pt *port) (uint64, error) {
+		if pt.Peer {
+			var rx uint64
+			err := pt.host.Do(func() error {
+				l, err := netlink.LinkByIndex(pt.peer)
+				if err != nil {
+					return err
+				}
+				if st := l.Attrs().Statistics; st != nil {
+					rx = st.RxBytes
+				}
+				return nil
+			})
+			if err != nil {
+				return 0, fmt.Errorf("read counters of %s %s (its host-side end, ifindex %d): %w", pt.Node, pt.Ifname, pt.peer, err)
+			}
+			return rx, nil
+		}
 		st, err := pt.ns.LinkStats(pt.Ifname)
 		if err != nil {
 			return 0, fmt.Errorf("read counters of %s %s: %w", pt.Node, pt.Ifname, err)

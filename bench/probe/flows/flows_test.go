@@ -25,12 +25,13 @@ func studyC(t *testing.T, name string) *plan.Plan {
 	return p
 }
 
-// TestPorts checks what the probe counts: every function's egress, a tap's ingress with the
-// hop before it, on transparent and routed labs.
+// TestPorts checks what the probe counts: every function's egress (on a transparent lab at
+// its veth's host-side end, marked ^), a tap's ingress with the hop before it, on transparent
+// and routed labs.
 func TestPorts(t *testing.T) {
 	for _, tc := range []struct{ lab, want string }{
-		{"t-fig6.yaml", "v1@contr01:eth0 v2@comp02:eth0 v3@comp02:eth0 v4@comp03:eth0 v5@contr01:eth0 v6@comp04:eth0 v7@comp03:eth0"},
-		{"t-tap-remote.yaml", "tap@comp03:eth0(tap after v1@contr01) v1@contr01:eth0 v6@comp04:eth0"},
+		{"t-fig6.yaml", "v1@contr01:eth0^ v2@comp02:eth0^ v3@comp02:eth0^ v4@comp03:eth0^ v5@contr01:eth0^ v6@comp04:eth0^ v7@comp03:eth0^"},
+		{"t-tap-remote.yaml", "tap@comp03:eth0(tap after v1@contr01) v1@contr01:eth0^ v6@comp04:eth0^"},
 		{"t-c0.yaml", ""},
 		{"r-c2.yaml", "v1@:egress v6@:egress"},
 	} {
@@ -39,6 +40,9 @@ func TestPorts(t *testing.T) {
 			s := fmt.Sprintf("%s@%s:%s", p.Node, p.Host, p.Ifname)
 			if p.Tap {
 				s += fmt.Sprintf("(tap after %s@%s)", p.Prev, p.PrevHost)
+			}
+			if p.Peer {
+				s += "^" // counted at the host-side end
 			}
 			got = append(got, s)
 		}
