@@ -208,7 +208,7 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	if err := hosts.ForwardIn(ns, ways, true); err != nil {
 		return err
 	}
-	if n.Kind != spec.KindForwarder || bumpMode == bumpKernel {
+	if !bumped(n) || bumpMode == bumpKernel {
 		return nil
 	}
 	// A forwarder forwards everything that is not its own: the bump program does it at its
@@ -234,6 +234,20 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 		}
 	}
 	return nil
+}
+
+// bumped reports whether node n forwards by the bump program: a forwarder, unless its
+// datapath is the kernel's.
+func bumped(n *plan.TNode) bool {
+	if n.Kind != spec.KindForwarder {
+		return false
+	}
+	if n.Function != nil {
+		if fp, ok := n.Function.Params.(*spec.ForwarderParams); ok && fp.Datapath == spec.DatapathKernel {
+			return false
+		}
+	}
+	return true
 }
 
 // How a transparent forwarder forwards: bumpPeer (the bump program hands each packet to the

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 )
 
@@ -322,6 +324,26 @@ func TestTransparentIPv6(t *testing.T) {
 		}
 		if !found || pkts == 0 {
 			t.Errorf("fwi %s: %s found %v, %d packets; want it, with the iperf3 packets of its family", tc.bin, tc.has, found, pkts)
+		}
+	}
+}
+
+// TestBumped: only a forwarder takes the bump, and not with datapath: kernel.
+func TestBumped(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    plan.TNode
+		want bool
+	}{
+		{"forwarder, no function", plan.TNode{Kind: spec.KindForwarder}, true},
+		{"forwarder, default", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{}}}, true},
+		{"forwarder, bpf", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{Datapath: spec.DatapathBPF}}}, true},
+		{"forwarder, kernel", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{Datapath: spec.DatapathKernel}}}, false},
+		{"firewall", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{}}}, false},
+		{"tap", plan.TNode{Kind: spec.KindTap}, false},
+	} {
+		if got := bumped(&tc.n); got != tc.want {
+			t.Errorf("%s: bumped %v, want %v", tc.name, got, tc.want)
 		}
 	}
 }

@@ -24,8 +24,27 @@ const (
 	BackendIptables = "iptables"
 )
 
-// ForwarderParams are the parameters of a forwarder: a plain L3 router. It has none.
-type ForwarderParams struct{}
+// ForwarderParams are the parameters of a forwarder: a plain L3 router.
+type ForwarderParams struct {
+	// Datapath is how a forwarder in a transparent lab forwards: "bpf" (default there: a tc
+	// program at its ingress port hands each packet back to the host side, no IP stack) or
+	// "kernel" (the kernel's IP forwarding, as a VM or a container forwards: study C's VNFs).
+	// A routed lab's forwarders always forward by the kernel.
+	Datapath string `yaml:"datapath,omitempty" json:"datapath,omitempty"`
+}
+
+// Forwarder datapaths.
+const (
+	DatapathBPF    = "bpf"
+	DatapathKernel = "kernel"
+)
+
+// Check checks the datapath.
+func (p *ForwarderParams) Check(fn *Function, pr *Problems) {
+	if p.Datapath != "" {
+		pr.OneOf("datapath", p.Datapath, DatapathBPF, DatapathKernel)
+	}
+}
 
 // FirewallParams are the parameters of a stateful firewall: established and related traffic
 // is accepted, then the rules apply in order, then the policy.

@@ -45,6 +45,11 @@ func TestTransparentBadInput(t *testing.T) {
 	if _, err := spec.Decode([]byte(transparentBase), "t.yaml", kinds.Spec()); err != nil {
 		t.Fatalf("base lab refused: %v", err)
 	}
+	// A transparent forwarder may forward by the kernel instead of the bump program.
+	kfwd := strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: forwarder, params: {datapath: kernel}}", 1)
+	if _, err := spec.Decode([]byte(kfwd), "t.yaml", kinds.Spec()); err != nil {
+		t.Fatalf("datapath kernel in a transparent lab refused: %v", err)
+	}
 	// A transparent lab's ports are dual-stack: a firewall rule may name IPv6 addresses.
 	v6fw := strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: firewall, params: {rules: [{action: deny, protocol: tcp, source: 2001:2:0:1::/64}]}}", 1)
 	if _, err := spec.Decode([]byte(v6fw), "t.yaml", kinds.Spec()); err != nil {
