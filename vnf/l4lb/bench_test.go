@@ -54,6 +54,7 @@ var chainScenarios = []chainScenario{
 	{"haproxy-default", "t-lbb-hdef", "{impl: haproxy, port: 5201, splice: false}"},
 	{"haproxy-splice", "t-lbb-hspl", "{impl: haproxy, port: 5201, splice: true}"},
 	{"sfclab", "t-lbb-sfc", "{impl: sfclab, port: 5201}"},
+	{"sfclab-sockmap", "t-lbb-sfm", "{impl: sfclab, port: 5201, accel: sockmap}"},
 	{"sfclab-epoll", "t-lbb-sfe", "{impl: sfclab, port: 5201, loop: epoll}"},               // a loop per core
 	{"sfclab-epoll-1", "t-lbb-sf1", "{impl: sfclab, port: 5201, loop: epoll, threads: 1}"}, // one loop, as goroutines' one thread
 }
