@@ -229,16 +229,16 @@ type Stats struct {
 	Pid     int    `json:"pid"`
 	// Active connections now, Total accepted, Refused over maxconn, NoBackend closed because
 	// no backend was up or reachable, TimedOut idle clients closed.
-	Active    int64          `json:"active"`
-	Total     uint64         `json:"total"`
-	Refused   uint64         `json:"refused"`
-	NoBackend uint64         `json:"no_backend"`
-	TimedOut  uint64         `json:"timed_out"`
+	Active    int64  `json:"active"`
+	Total     uint64 `json:"total"`
+	Refused   uint64 `json:"refused"`
+	NoBackend uint64 `json:"no_backend"`
+	TimedOut  uint64 `json:"timed_out"`
 	// Accel is how bytes move: "sockmap" or "splice"; AccelFailed connections sockmap could
 	// not take were spliced.
-	Accel       string `json:"accel"`
-	AccelFailed uint64 `json:"accel_failed,omitempty"`
-	Backends  []BackendStats `json:"backends"`
+	Accel       string         `json:"accel"`
+	AccelFailed uint64         `json:"accel_failed,omitempty"`
+	Backends    []BackendStats `json:"backends"`
 }
 
 // BackendStats are one backend's counters.

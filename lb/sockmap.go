@@ -1,12 +1,12 @@
 package lb
 
 import (
-	"os"
 	"encoding/binary"
 	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"os"
 	"runtime"
 	"sync"
 
