@@ -256,3 +256,71 @@ func TestSockmapMovesBytes(t *testing.T) {
 		})
 	}
 }
+
+// TestAccelConfig: accel defaults to splice, sockmap needs loop goroutines, anything else is
+// refused with the reason.
+func TestAccelConfig(t *testing.T) {
+	tests := []struct {
+		accel, loop string
+		want        string // "" = refused
+	}{
+		{"", "", AccelSplice},
+		{AccelSplice, LoopEpoll, AccelSplice},
+		{AccelSockmap, "", AccelSockmap},
+		{AccelSockmap, LoopGoroutines, AccelSockmap},
+		{AccelSockmap, LoopEpoll, ""},
+		{"zerocopy", "", ""},
+	}
+	for _, tt := range tests {
+		c := Config{Listen: netip.AddrPortFrom(lbAddr, 7000), Accel: tt.accel, Loop: tt.loop,
+			Backends: []Backend{{Name: "b", Addr: netip.AddrPortFrom(backendAddr, 80)}}}
+		err := c.Validate()
+		switch {
+		case tt.want == "" && !errors.Is(err, ErrConfig):
+			t.Errorf("accel %q loop %q: %v, want ErrConfig", tt.accel, tt.loop, err)
+		case tt.want != "" && (err != nil || c.Accel != tt.want):
+			t.Errorf("accel %q loop %q: accel %q, %v; want %q", tt.accel, tt.loop, c.Accel, err, tt.want)
+		}
+	}
+}
+
+// TestSockmapFallsBackToSplice: a client that sends its request and half-closes at once may
+// be half-closed before the balancer attaches its socket, which the kernel refuses (sockmap
+// takes established sockets only); such a connection is spliced, its bytes intact.
+func TestSockmapFallsBackToSplice(t *testing.T) {
+	if !inOwnNetns(t) {
+		return
+	}
+	sumServer(t, netip.AddrPortFrom(backendAddr, 9100).String(), nil)
+	s, addr, stop := startSockmapLB(t, 9100)
+	defer stop()
+	const conns = 20
+	for range conns {
+		d := net.Dialer{LocalAddr: net.TCPAddrFromAddrPort(netip.AddrPortFrom(clientAddr, 0)), Timeout: 2 * time.Second}
+		c, err := d.Dial("tcp", addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		data := make([]byte, 1000)
+		_, _ = rand.Read(data)
+		_ = c.SetDeadline(time.Now().Add(5 * time.Second))
+		if _, err := c.Write(data); err != nil {
+			t.Fatal(err)
+		}
+		_ = c.(*net.TCPConn).CloseWrite()
+		got, err := io.ReadAll(c)
+		c.Close()
+		if err != nil || !bytes.Equal(got, answer(data)) {
+			t.Fatalf("got %d bytes, %v; want the %d-byte answer", len(got), err, len(data))
+		}
+	}
+	waitIdle(t, s)
+	st := s.Stats()
+	t.Logf("%d of %d connections spliced", st.AccelFailed, conns)
+	if b := st.Backends[0]; b.BytesIn != conns*1000 || b.BytesOut != conns*1000 {
+		t.Errorf("backend counted %d bytes in, %d out, want %d each", b.BytesIn, b.BytesOut, conns*1000)
+	}
+	if n := mapKeys(t, s.accel.objs.Bytes) + mapKeys(t, s.accel.objs.Peers) + mapKeys(t, s.accel.objs.Socks); n != 0 {
+		t.Errorf("%d map entries left", n)
+	}
+}

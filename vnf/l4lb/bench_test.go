@@ -103,7 +103,7 @@ func BenchmarkChain2VNF(b *testing.B) {
 	base, hdef, hspl, sfc := mean("baseline"), mean("haproxy-default"), mean("haproxy-splice"), mean("sfclab")
 	b.ReportMetric(hspl.single/base.single, "haproxy-splice/baseline-1stream")
 	cpu := func(f chainFigures) float64 { return f.lbCores / f.single }
-	for _, name := range []string{"sfclab", "sfclab-epoll", "sfclab-epoll-1"} {
+	for _, name := range []string{"sfclab", "sfclab-sockmap", "sfclab-epoll", "sfclab-epoll-1"} {
 		f := mean(name)
 		b.ReportMetric(f.single/base.single, name+"/baseline-1stream")
 		b.ReportMetric(f.single/hspl.single, name+"/haproxy-splice-1stream")
