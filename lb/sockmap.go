@@ -330,11 +330,17 @@ func (a *sockmapAccel) watch() {
 			if int32(sm.fds[1]) == ev.Fd {
 				i = 1
 			}
-			if ev.Events&unix.EPOLLERR != 0 {
+			// The event may be stale: its socket closed meanwhile and the descriptor number
+			// taken by a new connection. Ask the socket now.
+			pfd := []unix.PollFd{{Fd: ev.Fd, Events: unix.POLLRDHUP}}
+			if n, err := unix.Poll(pfd, 0); err != nil || n == 0 {
+				continue
+			}
+			if pfd[0].Revents&unix.POLLERR != 0 {
 				sm.c.close() // reset or failure: as the splice path, close both
 				continue
 			}
-			if ev.Events&(unix.EPOLLRDHUP|unix.EPOLLHUP) != 0 {
+			if pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP) != 0 {
 				sm.eof[i] = true
 				a.pending[sm] = struct{}{}
 			}
