@@ -70,8 +70,10 @@ type chainFigures struct {
 // baseline, interleaved (every iteration deploys every scenario in turn), and reports ratios
 // from the same run: single stream vs baseline and vs HAProxy with splice, 100 streams vs
 // baseline, connection rate vs HAProxy, and balancer CPU per Gbit/s vs HAProxy's default;
-// for sfclab's two data paths (goroutines, epoll with a loop per core and with one loop)
-// each of these and epoll's against goroutines'.
+// for sfclab's data paths (goroutines with splice and with accel sockmap, epoll with a loop
+// per core and with one loop) each of these and each against goroutines with splice. The
+// balancer CPU ratios mean nothing for sockmap: its bytes move in kernel workers outside the
+// balancer's cgroup (BenchmarkChainCores counts the host's busy cores instead).
 //
 // Run: flock /tmp/sfclab-suite.lock go test -run '^$' -bench Chain2VNF -benchtime 3x ./vnf/l4lb/
 func BenchmarkChain2VNF(b *testing.B) {
