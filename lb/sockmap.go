@@ -154,8 +154,9 @@ func dupFd(c *net.TCPConn) (int, error) {
 // cn still works as before.
 func (a *sockmapAccel) attach(cn *conn) (err error) {
 	sm := &smConn{c: cn, fds: [2]int{-1, -1}, done: make(chan struct{})}
+	released := false
 	defer func() {
-		if err != nil {
+		if err != nil && !released {
 			a.unmap(sm)
 			for _, fd := range sm.fds {
 				if fd >= 0 {
@@ -206,6 +207,9 @@ func (a *sockmapAccel) attach(cn *conn) (err error) {
 			return fmt.Errorf("kick socket: %w", err)
 		}
 	}
+	// Set before the watcher can see sm (a.mu orders the two); the watcher itself only ever
+	// touches sm, never cn.
+	cn.sm = sm
 	a.mu.Lock()
 	for _, fd := range sm.fds {
 		a.byFd[int32(fd)] = sm
@@ -214,15 +218,12 @@ func (a *sockmapAccel) attach(cn *conn) (err error) {
 	for _, fd := range sm.fds {
 		ev := unix.EpollEvent{Events: unix.EPOLLRDHUP | unix.EPOLLET, Fd: int32(fd)}
 		if err := unix.EpollCtl(a.epfd, unix.EPOLL_CTL_ADD, fd, &ev); err != nil {
-			a.mu.Lock()
-			for _, fd := range sm.fds {
-				delete(a.byFd, int32(fd))
-			}
-			a.mu.Unlock()
+			a.release(sm) // out of the watcher and the maps, our descriptors closed
+			released = true
+			cn.sm = nil
 			return fmt.Errorf("watch socket: %w", err)
 		}
 	}
-	cn.sm = sm
 	cn.client.Close()
 	cn.server.Close()
 	return nil
@@ -250,7 +251,7 @@ func (a *sockmapAccel) bytes(sm *smConn, i int) uint64 {
 }
 
 // release closes sm: out of the watcher and the maps, its counters into the backend's, its
-// sockets closed. Idempotent; cn.close calls it.
+// sockets closed. Idempotent; cn.close and the watcher call it.
 func (a *sockmapAccel) release(sm *smConn) {
 	sm.mu.Lock()
 	defer sm.mu.Unlock()
@@ -337,7 +338,7 @@ func (a *sockmapAccel) watch() {
 				continue
 			}
 			if pfd[0].Revents&unix.POLLERR != 0 {
-				sm.c.close() // reset or failure: as the splice path, close both
+				a.release(sm) // reset or failure: as the splice path, close both
 				continue
 			}
 			if pfd[0].Revents&(unix.POLLRDHUP|unix.POLLHUP) != 0 {
@@ -376,7 +377,7 @@ func (a *sockmapAccel) advance(sm *smConn) bool {
 	both := sm.shut[0] && sm.shut[1]
 	sm.mu.Unlock()
 	if both {
-		sm.c.close()
+		a.release(sm)
 		return true
 	}
 	return !waiting
