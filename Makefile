@@ -49,7 +49,7 @@ fuzz:
 # target needs clang, llvm and libbpf-dev.
 generate:
 	./scripts/install-deps.sh --bpf
-	$(GO) generate ./steer/...
+	$(GO) generate ./steer/... ./lb/...
 
 clean:
 	rm -rf bin

@@ -35,6 +35,16 @@ const (
 	LoopEpoll      = "epoll"
 )
 
+// How bytes move between a connection's two sockets (Config.Accel).
+const (
+	// AccelSplice: splice(2) through a pipe per direction, two calls per chunk.
+	AccelSplice = "splice"
+	// AccelSockmap: an sk_skb verdict program redirects each arriving skb to the other
+	// socket's egress in the kernel (bpf/sockmap.c); no call per chunk. Needs BPF (root or
+	// CAP_BPF+CAP_NET_ADMIN) and loop goroutines.
+	AccelSockmap = "sockmap"
+)
+
 // DefaultPipeSize is the pipe buffer per direction: 1 MiB (the kernel's pipe-max-size default)
 // lets one splice move up to 1 MiB, against 64 KiB with the kernel's default pipe.
 const DefaultPipeSize = 1 << 20
@@ -74,6 +84,8 @@ type Config struct {
 	// PipeSize is the pipe buffer per direction in bytes (0 = DefaultPipeSize, -1 = the
 	// kernel's 64 KiB).
 	PipeSize int `json:"pipe_size,omitempty"`
+	// Accel is how bytes move: "splice" (default) or "sockmap" (loop goroutines only).
+	Accel string `json:"accel,omitempty"`
 }
 
 // Backend is one server.
@@ -139,6 +151,17 @@ func (c *Config) Validate() error {
 	case LoopGoroutines, LoopEpoll:
 	default:
 		return bad("loop %q is not one of goroutines, epoll", c.Loop)
+	}
+	switch c.Accel {
+	case "":
+		c.Accel = AccelSplice
+	case AccelSplice:
+	case AccelSockmap:
+		if c.Loop != LoopGoroutines {
+			return bad("accel sockmap works with loop goroutines, not %s", c.Loop)
+		}
+	default:
+		return bad("accel %q is not one of splice, sockmap", c.Accel)
 	}
 	if c.MaxConn <= 0 {
 		c.MaxConn = 4096

@@ -20,10 +20,27 @@ type conn struct {
 	// it between two firings.
 	moves     atomic.Uint64
 	closeOnce sync.Once
+	// backend is the one server connects to; sm and accel are set when accel sockmap moves
+	// the bytes.
+	backend *backend
+	sm      *smConn
+	accel   *sockmapAccel
+}
+
+// progress is what the idle timer compares between two firings.
+func (c *conn) progress() uint64 {
+	if c.sm != nil {
+		return c.accel.progress(c.sm)
+	}
+	return c.moves.Load()
 }
 
 func (c *conn) close() {
 	c.closeOnce.Do(func() {
+		if c.sm != nil {
+			c.accel.release(c.sm)
+			return
+		}
 		c.client.Close()
 		if c.server != nil {
 			c.server.Close()
@@ -61,7 +78,9 @@ func (s *Server) handle(client *net.TCPConn) {
 		}
 		tried[b] = true
 	}
-	cn := &conn{client: client, server: server}
+	cn := &conn{client: client, server: server, backend: b}
+	// Handed to the kernel before anything else can see cn (drain, the idle timer, stats).
+	accelerated := s.accel != nil && s.sockmap(cn)
 	s.mu.Lock()
 	s.conns[cn] = struct{}{}
 	s.mu.Unlock()
@@ -72,7 +91,7 @@ func (s *Server) handle(client *net.TCPConn) {
 	var last uint64
 	var timer *time.Timer
 	timer = time.AfterFunc(idle, func() {
-		if m := cn.moves.Load(); m != last {
+		if m := cn.progress(); m != last {
 			last = m
 			timer.Reset(idle)
 			return
@@ -81,14 +100,18 @@ func (s *Server) handle(client *net.TCPConn) {
 		cn.close()
 	})
 
-	var wg sync.WaitGroup
-	wg.Add(1)
-	go func() {
-		defer wg.Done()
-		cn.pump(server, client, &b.bytesIn, s.cfg.PipeSize)
-	}()
-	cn.pump(client, server, &b.bytesOut, s.cfg.PipeSize)
-	wg.Wait()
+	if accelerated {
+		<-cn.sm.done
+	} else {
+		var wg sync.WaitGroup
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			cn.pump(server, client, &b.bytesIn, s.cfg.PipeSize)
+		}()
+		cn.pump(client, server, &b.bytesOut, s.cfg.PipeSize)
+		wg.Wait()
+	}
 	timer.Stop()
 	cn.close()
 	b.active.Add(-1)

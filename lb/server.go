@@ -21,12 +21,16 @@ type Server struct {
 	ln     *net.TCPListener // goroutine data path
 	lfd    int              // epoll data path: the listening socket
 	stats  net.Listener
+	accel  *sockmapAccel // accel sockmap; nil: splice
 
 	active    atomic.Int64
 	total     atomic.Uint64
 	refused   atomic.Uint64 // over maxconn
 	noBackend atomic.Uint64 // no backend reachable
 	timedOut  atomic.Uint64 // idle clients closed
+	// accelFailed counts connections accel sockmap could not take (they were spliced).
+	accelFailed atomic.Uint64
+	warnOnce    sync.Once
 
 	mu    sync.Mutex
 	conns map[*conn]struct{}
@@ -62,6 +66,16 @@ func Listen(cfg Config) (*Server, error) {
 			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 		}
 		s.ln, s.lfd, closeListener = ln, -1, func() { ln.Close() }
+	}
+	if cfg.Accel == AccelSockmap {
+		a, err := newSockmapAccel(cfg.MaxConn)
+		if err != nil {
+			closeListener()
+			return nil, fmt.Errorf("accel sockmap (accel: splice works without BPF): %w", err)
+		}
+		s.accel = a
+		prev := closeListener
+		closeListener = func() { prev(); a.close() }
 	}
 	if cfg.Stats != "" {
 		_ = os.Remove(cfg.Stats)
@@ -131,7 +145,26 @@ func (s *Server) Serve(ctx context.Context) error {
 		go s.handle(c)
 	}
 	s.drain()
+	if s.accel != nil {
+		s.accel.close()
+	}
 	return err
+}
+
+// sockmap hands cn to the sockmap verdict program; false (cn is spliced) when that fails,
+// which is said once.
+func (s *Server) sockmap(cn *conn) bool {
+	cn.accel = s.accel
+	err := s.accel.attach(cn)
+	if err == nil {
+		return true
+	}
+	cn.accel = nil
+	s.accelFailed.Add(1)
+	s.warnOnce.Do(func() {
+		fmt.Fprintf(os.Stderr, "sfclab lb: accel sockmap: %v; such connections are spliced\n", err)
+	})
+	return false
 }
 
 // drain waits up to cfg.Drain for open connections, then closes what is left.
@@ -196,12 +229,16 @@ type Stats struct {
 	Pid     int    `json:"pid"`
 	// Active connections now, Total accepted, Refused over maxconn, NoBackend closed because
 	// no backend was up or reachable, TimedOut idle clients closed.
-	Active    int64          `json:"active"`
-	Total     uint64         `json:"total"`
-	Refused   uint64         `json:"refused"`
-	NoBackend uint64         `json:"no_backend"`
-	TimedOut  uint64         `json:"timed_out"`
-	Backends  []BackendStats `json:"backends"`
+	Active    int64  `json:"active"`
+	Total     uint64 `json:"total"`
+	Refused   uint64 `json:"refused"`
+	NoBackend uint64 `json:"no_backend"`
+	TimedOut  uint64 `json:"timed_out"`
+	// Accel is how bytes move: "sockmap" or "splice"; AccelFailed connections sockmap could
+	// not take were spliced.
+	Accel       string         `json:"accel"`
+	AccelFailed uint64         `json:"accel_failed,omitempty"`
+	Backends    []BackendStats `json:"backends"`
 }
 
 // BackendStats are one backend's counters.
@@ -223,11 +260,25 @@ type BackendStats struct {
 func (s *Server) Stats() Stats {
 	st := Stats{Listen: s.cfg.Listen.String(), Balance: s.cfg.Balance, Pid: os.Getpid(),
 		Active: s.active.Load(), Total: s.total.Load(), Refused: s.refused.Load(),
-		NoBackend: s.noBackend.Load(), TimedOut: s.timedOut.Load()}
+		NoBackend: s.noBackend.Load(), TimedOut: s.timedOut.Load(), Accel: s.cfg.Accel,
+		AccelFailed: s.accelFailed.Load()}
+	// Bytes of open accelerated connections are in the kernel's counters until they close.
+	live := map[*backend][2]uint64{}
+	if s.accel != nil {
+		s.mu.Lock()
+		for c := range s.conns {
+			if c.sm != nil {
+				in, out := s.accel.liveBytes(c.sm)
+				l := live[c.backend]
+				live[c.backend] = [2]uint64{l[0] + in, l[1] + out}
+			}
+		}
+		s.mu.Unlock()
+	}
 	for _, b := range s.picker.backends {
 		st.Backends = append(st.Backends, BackendStats{Name: b.Name, Addr: b.Addr.String(), Weight: b.Weight,
 			Up: b.up.Load(), Active: b.active.Load(), Total: b.total.Load(), Failed: b.failed.Load(),
-			BytesIn: b.bytesIn.Load(), BytesOut: b.bytesOut.Load()})
+			BytesIn: b.bytesIn.Load() + live[b][0], BytesOut: b.bytesOut.Load() + live[b][1]})
 	}
 	return st
 }

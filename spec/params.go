@@ -148,12 +148,22 @@ type L4LBParams struct {
 	// threads default 1) or "epoll" (an edge-triggered epoll loop per thread, threads default
 	// one per core).
 	Loop string `yaml:"loop,omitempty" json:"loop,omitempty"`
+	// Accel is how impl sfclab moves bytes between a connection's sockets: "splice" (default,
+	// splice(2) through a pipe) or "sockmap" (an eBPF sk_skb program redirects them in the
+	// kernel; loop goroutines only, needs BPF).
+	Accel string `yaml:"accel,omitempty" json:"accel,omitempty"`
 }
 
 // Data paths of impl sfclab (the l4lb loop parameter).
 const (
 	LoopGoroutines = "goroutines"
 	LoopEpoll      = "epoll"
+)
+
+// Byte movers of impl sfclab (the l4lb accel parameter).
+const (
+	AccelSplice  = "splice"
+	AccelSockmap = "sockmap"
 )
 
 // L4LB defaults that are not filled into the parameters (so plans written before they
@@ -471,6 +481,15 @@ func (p *L4LBParams) Check(fn *Function, pr *Problems) {
 			pr.Addf("loop is a parameter of impl sfclab, not %s", p.Impl)
 		}
 		pr.OneOf("loop", p.Loop, LoopGoroutines, LoopEpoll)
+	}
+	if p.Accel != "" {
+		if p.Impl != ImplSfclab {
+			pr.Addf("accel is a parameter of impl sfclab, not %s", p.Impl)
+		}
+		pr.OneOf("accel", p.Accel, AccelSplice, AccelSockmap)
+		if p.Accel == AccelSockmap && p.Loop == LoopEpoll {
+			pr.Addf("accel sockmap works with loop goroutines, not epoll")
+		}
 	}
 	if p.MaxConn < 1 {
 		pr.Addf("maxconn must be positive, got %d", p.MaxConn)

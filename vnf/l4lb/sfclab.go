@@ -37,7 +37,7 @@ func LBConfig(f *plan.Function, stats string) lb.Config {
 	c := lb.Config{Listen: netip.AddrPortFrom(f.IngressAddr, f.Port), Balance: p.Balance, MaxConn: p.MaxConn,
 		CheckInterval: lb.Duration(check), Rise: rise, Fall: fall,
 		TimeoutClient: lb.Duration(client), TimeoutConnect: lb.Duration(connect), Drain: lb.Duration(drain),
-		Stats: stats, Loop: p.Loop, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
+		Stats: stats, Loop: p.Loop, Accel: p.Accel, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
 	if p.Loop == spec.LoopEpoll {
 		c.Threads = p.Threads // 0: a loop per core
 	}

@@ -37,7 +37,8 @@ func TestMain(m *testing.M) {
 	os.Exit(m.Run())
 }
 
-// lbLab is a balancer over three weighted backends with the given data path.
+// lbLab is a balancer over three weighted backends with the given data path (the loop
+// parameter and any more parameters after it, "goroutines, accel: sockmap").
 func lbLab(name, loop string) string {
 	return "name: " + name + `
 endpoints:
@@ -163,11 +164,12 @@ func variant(t *testing.T, l *labtest.Lab, port uint16, change func(p *spec.L4LB
 // TestSfclabLB runs the balancer's behaviour tests on each data path.
 func TestSfclabLB(t *testing.T) {
 	labtest.Exclusive(t)
-	for _, tt := range []struct{ loop, lab string }{
-		{spec.LoopGoroutines, "t-lb-sfc"},
-		{spec.LoopEpoll, "t-lb-sfe"},
+	for _, tt := range []struct{ name, loop, lab string }{
+		{spec.LoopGoroutines, spec.LoopGoroutines, "t-lb-sfc"},
+		{spec.LoopEpoll, spec.LoopEpoll, "t-lb-sfe"},
+		{"sockmap", spec.LoopGoroutines + ", accel: " + spec.AccelSockmap, "t-lb-sfm"},
 	} {
-		t.Run(tt.loop, func(t *testing.T) { testSfclabLB(t, tt.lab, tt.loop) })
+		t.Run(tt.name, func(t *testing.T) { testSfclabLB(t, tt.lab, tt.loop) })
 	}
 }
 
