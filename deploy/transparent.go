@@ -208,11 +208,14 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	if err := hosts.ForwardIn(ns, ways, true); err != nil {
 		return err
 	}
-	if !bumped(n) || bumpMode == bumpKernel {
+	bump, offload := bumped(n) && bumpMode != bumpKernel, offloaded(n)
+	if !bump && !offload {
 		return nil
 	}
 	// A forwarder forwards everything that is not its own: the bump program does it at its
-	// ingress port, with the kernel's forwarding above as the fallback for the rest.
+	// ingress port, with the kernel's forwarding above as the fallback for the rest. A
+	// firewall's offload program forwards the packets of established flows the same way and
+	// leaves the rest to the kernel's forwarding, conntrack and ruleset.
 	var own []netip.Addr
 	for _, pt := range n.Ports {
 		if pt.Address.IsValid() {
@@ -228,7 +231,12 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 				continue
 			}
 			done[x.In] = true
-			if err := steer.AttachBump(ns, steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC, Queue: bumpMode == bumpQueue}); err != nil {
+			b := steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC, Queue: bumpMode == bumpQueue}
+			attach := steer.AttachBump
+			if offload {
+				attach = steer.AttachFwOffload
+			}
+			if err := attach(ns, b); err != nil {
 				return fmt.Errorf("node %s: %w", n.Name, err)
 			}
 		}
@@ -244,6 +252,20 @@ func bumped(n *plan.TNode) bool {
 	}
 	if n.Function != nil {
 		if fp, ok := n.Function.Params.(*spec.ForwarderParams); ok && fp.Datapath == spec.DatapathKernel {
+			return false
+		}
+	}
+	return true
+}
+
+// offloaded reports whether node n is a firewall that forwards its established flows by the
+// offload program: a firewall, unless its offload is none.
+func offloaded(n *plan.TNode) bool {
+	if n.Kind != spec.KindFirewall {
+		return false
+	}
+	if n.Function != nil {
+		if fp, ok := n.Function.Params.(*spec.FirewallParams); ok && fp.Offload == spec.OffloadNone {
 			return false
 		}
 	}

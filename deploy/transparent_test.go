@@ -27,7 +27,8 @@ func TestTransparentDeploy(t *testing.T) {
 		}
 	})
 	deploy(t, d, p)
-	// The forwarder forwards both ways with the bump program; the firewall by the kernel.
+	// The forwarder forwards both ways with the bump program; the firewall by the kernel,
+	// with the offload program (not the bump) at its port.
 	for _, c := range []struct {
 		node, ifname string
 		want         bool
@@ -345,5 +346,102 @@ func TestBumped(t *testing.T) {
 		if got := bumped(&tc.n); got != tc.want {
 			t.Errorf("%s: bumped %v, want %v", tc.name, got, tc.want)
 		}
+	}
+}
+
+// TestOffloaded: only a firewall takes the offload program, and not with offload: none.
+func TestOffloaded(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		n    plan.TNode
+		want bool
+	}{
+		{"firewall, no function", plan.TNode{Kind: spec.KindFirewall}, true},
+		{"firewall, default", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{}}}, true},
+		{"firewall, bpf", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{Offload: spec.OffloadBPF}}}, true},
+		{"firewall, none", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{Offload: spec.OffloadNone}}}, false},
+		{"forwarder", plan.TNode{Kind: spec.KindForwarder}, false},
+		{"nat", plan.TNode{Kind: spec.KindNAT}, false},
+	} {
+		if got := offloaded(&tc.n); got != tc.want {
+			t.Errorf("%s: offloaded %v, want %v", tc.name, got, tc.want)
+		}
+	}
+}
+
+// TestFirewallOffload deploys a transparent lab with one stateful firewall (policy drop, TCP
+// 5201 allowed) that offloads by default: the offload program sits at its port, iperf3 to
+// 5201 gets through and most of its packets are offloaded, a connection to 5202 (listened on,
+// denied by the policy) never gets through, and destroy leaves nothing (deploy's cleanup).
+func TestFirewallOffload(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	// The benchmark's firewall without its offload: none, so offload is the default's.
+	p := decodePlan(t, strings.Replace(transparentLab("steer-dfwo", []string{"firewall"}), "offload: none, ", "", 1))
+	deploy(t, d, p)
+	ns, err := netdev.OpenNS(p.Transparent.Node("f1").Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	if bumped, err := steer.BumpAttached(ns, "eth0"); err != nil || bumped {
+		t.Fatalf("firewall port carries the bump program (%v, %v): the firewall must decide itself", bumped, err)
+	}
+	before, progs, err := steer.FwOffloadCounters(ns, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if progs != 1 || before.Offloaded != 0 {
+		t.Fatalf("firewall port: %d offload programs, %d packets offloaded before any traffic; want 1, 0", progs, before.Offloaded)
+	}
+	client, server := node(t, d, p, "client"), node(t, d, p, "server")
+	srvAddr := p.Transparent.Node("server").Ports[0].Address.Addr().String()
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-1", "-p", "5201"}, t.TempDir()+"/iperf3.log"); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	for range 40 {
+		out, err = client.Output(context.Background(), nil, "iperf3", "-c", srvAddr, "-p", "5201", "-t", "1")
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("iperf3 to an allowed port through the offloading firewall: %v\n%s", err, out)
+	}
+	after, _, err := steer.FwOffloadCounters(ns, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	// A 1 s transfer is tens of thousands of segments and ACKs; the handshake, FIN and RST
+	// are the kernel's.
+	if after.Offloaded < 1000 {
+		t.Errorf("%d packets of an iperf3 transfer offloaded, want most of them (>= 1000)", after.Offloaded)
+	}
+	t.Logf("offloaded %d packets, %d conntrack timeout refreshes", after.Offloaded, after.Refreshed)
+	// A port the policy drops: listened on (checked from the server itself), never reached.
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-p", "5202"}, t.TempDir()+"/iperf3-denied.log"); err != nil {
+		t.Fatal(err)
+	}
+	for range 10 {
+		out, err = server.Output(context.Background(), nil, "timeout", "5", "iperf3", "-c", srvAddr, "-p", "5202", "-t", "1")
+		if err == nil || !strings.Contains(err.Error(), "refused") {
+			break
+		}
+	}
+	if err != nil {
+		t.Fatalf("iperf3 to 5202 on the server itself: %v\n%s", err, out)
+	}
+	for try := range 3 {
+		if out, err := client.Output(context.Background(), nil, "timeout", "3", "iperf3", "-c", srvAddr, "-p", "5202", "-t", "1"); err == nil {
+			t.Fatalf("try %d: a connection to a port the firewall denies got through:\n%s", try, out)
+		}
+	}
+	final, _, err := steer.FwOffloadCounters(ns, "eth0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if final.Offloaded != after.Offloaded {
+		t.Errorf("denied connections: %d packets offloaded, want none", final.Offloaded-after.Offloaded)
 	}
 }

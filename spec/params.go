@@ -57,7 +57,19 @@ type FirewallParams struct {
 	Masquerade bool `yaml:"masquerade,omitempty" json:"masquerade,omitempty"`
 	// Rules are tried in order on new connections.
 	Rules []FirewallRule `yaml:"rules,omitempty" json:"rules,omitempty"`
+	// Offload is how a firewall in a transparent lab forwards the packets of flows it has let
+	// through: "bpf" (default there: a tc program at its ingress ports hands packets of
+	// conntrack entries established both ways on, skipping the IP stack, conntrack and the
+	// ruleset, as an nftables flowtable does) or "none" (every packet through the kernel). A
+	// routed lab's firewalls always forward by the kernel.
+	Offload string `yaml:"offload,omitempty" json:"offload,omitempty"`
 }
+
+// Firewall offloads.
+const (
+	OffloadBPF  = "bpf"
+	OffloadNone = "none"
+)
 
 // FirewallRule allows, denies (drops) or rejects matching new connections.
 type FirewallRule struct {
@@ -364,10 +376,13 @@ func (p *FirewallParams) SetDefaults() {
 	}
 }
 
-// Check checks the backend, the policy and every rule.
+// Check checks the backend, the policy, the offload and every rule.
 func (p *FirewallParams) Check(fn *Function, pr *Problems) {
 	pr.OneOf("backend", p.Backend, BackendNftables, BackendIptables)
 	pr.OneOf("policy", p.Policy, "accept", "drop")
+	if p.Offload != "" {
+		pr.OneOf("offload", p.Offload, OffloadBPF, OffloadNone)
+	}
 	for i, r := range p.Rules {
 		what := fmt.Sprintf("rule %d", i+1)
 		pr.OneOf(what+" action", r.Action, "allow", "deny", "reject")

@@ -98,6 +98,8 @@ func badLabs(t testing.TB) []badLab {
 		{"host bits", base("source: 198.18.0.0/24", "source: 198.18.0.1/24"), []string{"host bits set", "198.18.0.0/24"}},
 		{"IPv6 rule in a routed lab", base("source: 198.18.0.0/24", "source: 2001:2::/48"), []string{"bad.yaml:7:5:", "rule 2 has an IPv6 address", "use steering: transparent"}},
 		{"bpf datapath in a routed lab", base("  lb: {kind: l4lb, params: {impl: nft, port: 80}}", "  lb: {kind: forwarder, params: {datapath: bpf}}"), []string{"bad.yaml:13:7:", "datapath bpf is transparent steering's"}},
+		{"bpf offload in a routed lab", base("      masquerade: true", "      masquerade: true\n      offload: bpf"), []string{"bad.yaml:7:5:", "offload bpf is transparent steering's"}},
+		{"unknown offload", base("      masquerade: true", "      masquerade: true\n      offload: flowtable"), []string{"bad.yaml:7:5:", `offload "flowtable" is not one of [bpf none]`}},
 		{"unknown datapath", base("  lb: {kind: l4lb, params: {impl: nft, port: 80}}", "  lb: {kind: forwarder, params: {datapath: xdp}}"), []string{"bad.yaml:13:7:", `datapath "xdp" is not one of [bpf kernel]`}},
 		{"IPv6 host bits", base("source: 198.18.0.0/24", "source: 2001:2::1/48"), []string{"host bits set", "2001:2::/48"}},
 		{"bad port", base("port: 9999", "port: 70000"), []string{"bad.yaml:11:", "not a number from 1 to 65535"}},

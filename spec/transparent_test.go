@@ -50,6 +50,13 @@ func TestTransparentBadInput(t *testing.T) {
 	if _, err := spec.Decode([]byte(kfwd), "t.yaml", kinds.Spec()); err != nil {
 		t.Fatalf("datapath kernel in a transparent lab refused: %v", err)
 	}
+	// A transparent firewall may offload or not.
+	for _, o := range []string{"bpf", "none"} {
+		fw := strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: firewall, params: {offload: "+o+"}}", 1)
+		if _, err := spec.Decode([]byte(fw), "t.yaml", kinds.Spec()); err != nil {
+			t.Fatalf("offload %s in a transparent lab refused: %v", o, err)
+		}
+	}
 	// A transparent lab's ports are dual-stack: a firewall rule may name IPv6 addresses.
 	v6fw := strings.Replace(transparentBase, "b: {kind: forwarder}", "b: {kind: firewall, params: {rules: [{action: deny, protocol: tcp, source: 2001:2:0:1::/64}]}}", 1)
 	if _, err := spec.Decode([]byte(v6fw), "t.yaml", kinds.Spec()); err != nil {

@@ -36,7 +36,13 @@ type Bump struct {
 // Equivalent to: ip netns exec NS bpftool net attach tcx_ingress pinned BUMP dev IN (with
 // out_ifindex, peer and own set in its .rodata)
 func AttachBump(ns *netdev.NS, b Bump) error {
-	what := fmt.Sprintf("attach bump %s -> %s in %s", b.In, b.Out, ns.Name())
+	return attachWay(ns, b, "bump", BumpFilterName, loadBumpProgram)
+}
+
+// attachWay loads a program for way b (load, given the egress port's ifindex and MAC) and
+// attaches it at tc ingress of b.In in ns (filter: its name as a cls_bpf filter).
+func attachWay(ns *netdev.NS, b Bump, what, filter string, load func(Bump, int, net.HardwareAddr) (*ebpf.Program, error)) error {
+	what = fmt.Sprintf("attach %s %s -> %s in %s", what, b.In, b.Out, ns.Name())
 	var in, out int
 	var outMAC net.HardwareAddr
 	err := ns.Do(func() error {
@@ -56,12 +62,12 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
-	prog, err := loadBumpProgram(b, out, outMAC)
+	prog, err := load(b, out, outMAC)
 	if err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	defer prog.Close() // the attachment keeps the program
-	if err := ns.Do(func() error { return attachIndex(in, b.In, prog) }); err != nil {
+	if err := ns.Do(func() error { return attachIndex(in, b.In, filter, prog) }); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
@@ -70,19 +76,32 @@ func AttachBump(ns *netdev.NS, b Bump) error {
 // loadBumpProgram loads a bump program for way b whose egress port has ifindex out and MAC
 // outMAC.
 func loadBumpProgram(b Bump, out int, outMAC net.HardwareAddr) (*ebpf.Program, error) {
-	if len(b.Own) > MaxBumpAddrs {
-		return nil, fmt.Errorf("%d own addresses, at most %d", len(b.Own), MaxBumpAddrs)
-	}
-	if len(outMAC) != 6 || len(b.Next) != 6 {
-		return nil, fmt.Errorf("MACs %q (egress port) and %q (next hop) must be Ethernet MACs", outMAC, b.Next)
-	}
-	var src, dst [6]byte
-	copy(src[:], outMAC)
-	copy(dst[:], b.Next)
 	spec, err := loadBump()
 	if err != nil {
 		return nil, fmt.Errorf("load spec: %w", err)
 	}
+	if err := setWire(spec, b, out, outMAC); err != nil {
+		return nil, err
+	}
+	var objs bumpObjects
+	if err := loadAndAssign(spec, &objs); err != nil {
+		return nil, err
+	}
+	return objs.Bump, nil
+}
+
+// setWire sets the constants of bpf/wire.h in spec for way b whose egress port has ifindex
+// out and MAC outMAC.
+func setWire(spec *ebpf.CollectionSpec, b Bump, out int, outMAC net.HardwareAddr) error {
+	if len(b.Own) > MaxBumpAddrs {
+		return fmt.Errorf("%d own addresses, at most %d", len(b.Own), MaxBumpAddrs)
+	}
+	if len(outMAC) != 6 || len(b.Next) != 6 {
+		return fmt.Errorf("MACs %q (egress port) and %q (next hop) must be Ethernet MACs", outMAC, b.Next)
+	}
+	var src, dst [6]byte
+	copy(src[:], outMAC)
+	copy(dst[:], b.Next)
 	var own [MaxBumpAddrs]uint32
 	for i, a := range b.Own {
 		if !a.Is4() {
@@ -97,23 +116,27 @@ func loadBumpProgram(b Bump, out int, outMAC net.HardwareAddr) (*ebpf.Program, e
 	}
 	for name, v := range map[string]any{"out_ifindex": uint32(out), "peer": peer, "own": own, "src_mac": src, "dst_mac": dst} {
 		if err := spec.Variables[name].Set(v); err != nil {
-			return nil, fmt.Errorf("set %s: %w", name, err)
+			return fmt.Errorf("set %s: %w", name, err)
 		}
 	}
-	var objs bumpObjects
-	if err := spec.LoadAndAssign(&objs, nil); err != nil {
+	return nil
+}
+
+// loadAndAssign loads spec into objs, with the verifier's log in the error if it refuses.
+func loadAndAssign(spec *ebpf.CollectionSpec, objs any) error {
+	if err := spec.LoadAndAssign(objs, nil); err != nil {
 		var ve *ebpf.VerifierError
 		if errors.As(err, &ve) {
-			return nil, fmt.Errorf("%+v", ve)
+			return fmt.Errorf("%+v", ve)
 		}
-		return nil, err
+		return err
 	}
-	return objs.Bump, nil
+	return nil
 }
 
 // attachIndex attaches prog at tc ingress of the interface ifindex in the calling thread's
 // namespace: by tcx, or as a cls_bpf filter under clsact where the kernel has no tcx.
-func attachIndex(ifindex int, ifname string, prog *ebpf.Program) error {
+func attachIndex(ifindex int, ifname, filter string, prog *ebpf.Program) error {
 	tcxErr := rawAttachTCX(ifindex, prog)
 	if tcxErr == nil {
 		return nil
@@ -131,7 +154,7 @@ func attachIndex(ifindex int, ifname string, prog *ebpf.Program) error {
 	f := &netlink.BpfFilter{
 		FilterAttrs: netlink.FilterAttrs{LinkIndex: ifindex, Parent: netlink.HANDLE_MIN_INGRESS,
 			Handle: 1, Protocol: unix.ETH_P_ALL, Priority: 1},
-		Fd: prog.FD(), Name: BumpFilterName, DirectAction: true,
+		Fd: prog.FD(), Name: filter, DirectAction: true,
 	}
 	if err := h.FilterReplace(f); err != nil {
 		return fmt.Errorf("add bpf filter to %s (tcx: %v): %w", ifname, tcxErr, err)
@@ -152,7 +175,14 @@ func rawAttachTCX(ifindex int, prog *ebpf.Program) error {
 // bump filter), for tests and inspection.
 // Equivalent to: ip netns exec NS bpftool net show dev IF | grep bump
 func BumpAttached(ns *netdev.NS, ifname string) (bool, error) {
-	found := false
+	ids, err := attachedIDs(ns, ifname, "bump", BumpFilterName)
+	return len(ids) > 0, err
+}
+
+// attachedIDs lists the programs named name at tc ingress of ifname in ns, by tcx or as a
+// cls_bpf filter named filter.
+func attachedIDs(ns *netdev.NS, ifname, name, filter string) ([]ebpf.ProgramID, error) {
+	var ids []ebpf.ProgramID
 	err := ns.Do(func() error {
 		l, err := netlink.LinkByName(ifname)
 		if err != nil {
@@ -160,9 +190,8 @@ func BumpAttached(ns *netdev.NS, ifname string) (bool, error) {
 		}
 		if res, err := ebpflink.QueryPrograms(ebpflink.QueryOptions{Target: l.Attrs().Index, Attach: ebpf.AttachTCXIngress}); err == nil {
 			for _, p := range res.Programs {
-				if progName(p.ID) == "bump" {
-					found = true
-					return nil
+				if progName(p.ID) == name {
+					ids = append(ids, p.ID)
 				}
 			}
 		}
@@ -171,16 +200,16 @@ func BumpAttached(ns *netdev.NS, ifname string) (bool, error) {
 			return err
 		}
 		for _, f := range fs {
-			if b, ok := f.(*netlink.BpfFilter); ok && b.Name == BumpFilterName {
-				found = true
+			if b, ok := f.(*netlink.BpfFilter); ok && b.Name == filter {
+				ids = append(ids, ebpf.ProgramID(b.Id))
 			}
 		}
 		return nil
 	})
 	if err != nil {
-		return false, fmt.Errorf("list programs of %s in %s: %w", ifname, ns.Name(), err)
+		return nil, fmt.Errorf("list programs of %s in %s: %w", ifname, ns.Name(), err)
 	}
-	return found, nil
+	return ids, nil
 }
 
 // progName is the name of program id ("" if it is gone).
