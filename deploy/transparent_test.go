@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -409,9 +410,18 @@ func TestFirewallOffload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 to an allowed port through the offloading firewall: %v\n%s", err, out)
 	}
-	after, _, err := steer.FwOffloadCounters(ns, "eth0")
-	if err != nil {
-		t.Fatal(err)
+	// The transfer's last packets (the control connection's results and their ACKs) can
+	// still be on their way when the client returns: read until the counter settles.
+	var after steer.FwOffloadStats
+	for range 50 {
+		prev := after
+		if after, _, err = steer.FwOffloadCounters(ns, "eth0"); err != nil {
+			t.Fatal(err)
+		}
+		if after == prev {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 	// A 1 s transfer is tens of thousands of segments and ACKs; the handshake, FIN and RST
 	// are the kernel's.

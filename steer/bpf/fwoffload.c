@@ -8,8 +8,9 @@
 // or RST, TTL > 1, not for the firewall itself, and a conntrack entry (bpf_skb_ct_lookup) that
 // is ASSURED (for TCP: conntrack saw the handshake complete, ESTABLISHED; for UDP: traffic
 // both ways and then more), CONFIRMED and without NAT, sequence adjustment, a helper or
-// dying. Everything else goes up the stack as before, so the ruleset decides every new flow
-// and conntrack sees every flow's start (SYN) and end (FIN, RST).
+// dying, and for TCP still in conntrack's ESTABLISHED state (after a FIN every packet of the
+// flow, the last ACKs too, is the kernel's). Everything else goes up the stack as before, so
+// the ruleset decides every new flow and conntrack sees every flow's start and whole end.
 //
 // What offloaded packets miss, as with a flowtable: the ruleset's counters (the established
 // rule's), conntrack's per-packet TCP window tracking and its packet counters. What keeps the
@@ -20,10 +21,23 @@
 #include <linux/tcp.h>
 
 // The kernel's struct nf_conn, the fields read (CO-RE relocates their offsets).
+struct ip_ct_tcp {
+	__u8 state; // enum tcp_conntrack
+} __attribute__((preserve_access_index));
+
+union nf_conntrack_proto {
+	struct ip_ct_tcp tcp;
+} __attribute__((preserve_access_index));
+
 struct nf_conn {
 	__u32 timeout; // jiffies (32 bits) at which the entry expires
 	unsigned long status;
+	union nf_conntrack_proto proto;
 } __attribute__((preserve_access_index));
+
+// TCP_CONNTRACK_ESTABLISHED of enum tcp_conntrack: once either side has sent a FIN the entry
+// leaves it, and the rest of the teardown (the last ACKs too) is the kernel's again.
+#define TCP_CONNTRACK_ESTABLISHED 3
 
 // struct bpf_ct_opts of the conntrack kfuncs, the first 12 bytes every kernel with them takes.
 struct bpf_ct_opts {
@@ -111,7 +125,8 @@ int fwoffload(struct __sk_buff *skb)
 		return TC_ACT_OK;
 	unsigned long status = ct->status;
 	if ((status & (IPS_ASSURED | IPS_SEEN_REPLY | IPS_CONFIRMED)) != (IPS_ASSURED | IPS_SEEN_REPLY | IPS_CONFIRMED) ||
-	    (status & (IPS_NAT_MASK | IPS_SEQ_ADJUST | IPS_DYING | IPS_HELPER))) {
+	    (status & (IPS_NAT_MASK | IPS_SEQ_ADJUST | IPS_DYING | IPS_HELPER)) ||
+	    (proto == IPPROTO_TCP && ct->proto.tcp.state != TCP_CONNTRACK_ESTABLISHED)) {
 		bpf_ct_release(ct);
 		return TC_ACT_OK;
 	}
