@@ -212,6 +212,16 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	if !bump && !offload {
 		return nil
 	}
+	if offload {
+		// Conntrack does not see offloaded segments, so its TCP window for the flow falls
+		// behind, and the FIN that ends the flow (the kernel's again) would be out of its
+		// window: ct state invalid, dropped by the ruleset, and the connection never closes.
+		// An nftables flowtable marks its flows' entries liberal for the same reason; the
+		// namespace's sysctl does it for every flow of the firewall.
+		if err := ns.SetSysctls([][2]string{{"net.netfilter.nf_conntrack_tcp_be_liberal", "1"}}); err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+	}
 	// A forwarder forwards everything that is not its own: the bump program does it at its
 	// ingress port, with the kernel's forwarding above as the fallback for the rest. A
 	// firewall's offload program forwards the packets of established flows the same way and

@@ -410,18 +410,33 @@ func TestFirewallOffload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 to an allowed port through the offloading firewall: %v\n%s", err, out)
 	}
-	// The transfer's last packets (the control connection's results and their ACKs) can
-	// still be on their way when the client returns: read until the counter settles.
-	var after steer.FwOffloadStats
-	for range 50 {
-		prev := after
-		if after, _, err = steer.FwOffloadCounters(ns, "eth0"); err != nil {
+	// The transfer's last packets (the control connection's results and their ACKs, a
+	// retransmission on a busy host) can still be on their way when the client returns, and
+	// are offloaded while their flow's entry is ESTABLISHED: wait until the firewall's
+	// conntrack has no established 5201 flow left, then read the counter.
+	fw := node(t, d, p, "f1")
+	for try := 0; ; try++ {
+		ct, err := fw.Output(context.Background(), nil, "cat", "/proc/net/nf_conntrack")
+		if err != nil {
 			t.Fatal(err)
 		}
-		if after == prev {
+		open := 0
+		for _, line := range strings.Split(string(ct), "\n") {
+			if strings.Contains(line, " ESTABLISHED ") && strings.Contains(line, "dport=5201 ") {
+				open++
+			}
+		}
+		if open == 0 {
 			break
 		}
+		if try == 100 {
+			t.Fatalf("%d established 5201 flows left in the firewall's conntrack 10 s after the client returned:\n%s", open, ct)
+		}
 		time.Sleep(100 * time.Millisecond)
+	}
+	after, _, err := steer.FwOffloadCounters(ns, "eth0")
+	if err != nil {
+		t.Fatal(err)
 	}
 	// A 1 s transfer is tens of thousands of segments and ACKs; the handshake, FIN and RST
 	// are the kernel's.
