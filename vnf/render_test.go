@@ -52,7 +52,7 @@ func TestRenderGolden(t *testing.T) {
 	// The same firewall on dual-stack ports (a transparent lab): icmp is ICMPv6 too, and the
 	// iptables backend loads an ip6tables half.
 	// A rule with an IPv6 address goes to the IPv6 half alone (ip6 saddr in nftables).
-	v6rule := spec.FirewallRule{Action: "deny", Protocol: "tcp", Port: spec.PortRange{From: 22, To: 22}, Source: "2001:2:0:1::/64"}
+	v6rule := spec.FirewallRule{Action: "deny", Protocol: "tcp", Port: spec.PortRange{From: 22, To: 22}, Source: "2001:2:0:1::/64", Destination: "2001:2::5"}
 	fwDual := *fw
 	fwDual.IPv6 = true
 	fwip := *fw.Params.(*spec.FirewallParams)

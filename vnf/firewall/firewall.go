@@ -153,7 +153,11 @@ func iptablesRules(f *plan.Function, v6 bool) string {
 			target = "REJECT --reject-with tcp-reset"
 		}
 		rm := ruleMatch(r)
-		if addr := r.Source + r.Destination; addr != "" && vnf.IsIPv6(addr) != v6 {
+		addr := r.Source
+		if addr == "" {
+			addr = r.Destination // both set are of one family (spec checks it)
+		}
+		if addr != "" && vnf.IsIPv6(addr) != v6 {
 			continue // its addresses are the other family's: the rule cannot match here
 		}
 		if v6 && r.Protocol == "icmp" {
