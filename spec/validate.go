@@ -235,16 +235,27 @@ func (v *validator) functions(names map[string]string) {
 		for _, msg := range paramsProblems(f) {
 			v.bad(f.Pos, "function %q: %s", name, msg)
 		}
-		if fp, ok := f.Params.(*ForwarderParams); ok && fp.Datapath == DatapathBPF && v.lab.Steering != SteeringTransparent {
+		if v.lab.Steering != SteeringTransparent {
+			v.routedParams(name, f)
+		}
+	}
+}
+
+// routedParams refuses the parameters only a transparent lab can honour: a program between a
+// function's port and the host's bridge (datapath, offload: bpf), and IPv6 addresses (only a
+// transparent lab's ports have IPv6).
+func (v *validator) routedParams(name string, f *Function) {
+	switch p := f.Params.(type) {
+	case *ForwarderParams:
+		if p.Datapath == DatapathBPF {
 			v.bad(f.Pos, "function %q: datapath bpf is transparent steering's (its program sits between the function's port and the host's bridge); a routed forwarder forwards by the kernel: drop datapath or use steering: transparent", name)
 		}
-		if fw, ok := f.Params.(*FirewallParams); ok && fw.Offload == OffloadBPF && v.lab.Steering != SteeringTransparent {
+	case *FirewallParams:
+		if p.Offload == OffloadBPF {
 			v.bad(f.Pos, "function %q: offload bpf is transparent steering's (its program sits between the firewall's port and the host's bridge); a routed firewall forwards by the kernel: drop offload or use steering: transparent", name)
 		}
-		if fw, ok := f.Params.(*FirewallParams); ok && v.lab.Steering != SteeringTransparent {
-			if i := fw.IPv6Rule(); i > 0 {
-				v.bad(f.Pos, "function %q: rule %d has an IPv6 address, and only a transparent lab's ports have IPv6 (routed labs are IPv4): use steering: transparent or an IPv4 prefix", name, i)
-			}
+		if i := p.IPv6Rule(); i > 0 {
+			v.bad(f.Pos, "function %q: rule %d has an IPv6 address, and only a transparent lab's ports have IPv6 (routed labs are IPv4): use steering: transparent or an IPv4 prefix", name, i)
 		}
 	}
 }
