@@ -267,7 +267,17 @@ func TestTransparentIPv6(t *testing.T) {
 	if n := sum(c, web4); n != 0 {
 		t.Errorf("IPv6 traffic was steered into the IPv4 chain web4: %d packets", n)
 	}
+	// The IPv6 transfer's last packets (its connections' teardown) can still be on their way
+	// when the client returns: wait until the IPv6 chains' counters settle (at most 5 s).
 	before6 := sum(c, web6, ping6)
+	for range 25 {
+		time.Sleep(200 * time.Millisecond)
+		n := sum(counters(), web6, ping6)
+		if n == before6 {
+			break
+		}
+		before6 = n
+	}
 	iperf(srv4)
 	c = counters()
 	if c[[2]uint32{web4, 0}] == 0 || c[[2]uint32{web4 | 1, 0}] == 0 {
