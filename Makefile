@@ -3,22 +3,36 @@ GO      ?= go
 BIN     := bin/sfclab
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps build test run bench fuzz vet clean generate
+.PHONY: all deps cluster build test run bench fuzz vet clean generate
 
 all: build
 
 deps:
 	./scripts/install-deps.sh
 
+# The Kubernetes binaries of the test cluster (scripts/kubecluster), built from the Go module
+# proxy in a wrapper module of their own (the main go.mod stays free of k8s.io/kubernetes).
+# Cold: ~6-8 min on 2 cores; with the Go build cache: seconds. Only the tests need them.
+# It needs only Go (CGO off), so `make test` builds it while deps' apt installs run.
+cluster:
+	./scripts/kubecluster/build.sh
+
+# bin/sfclab-guest is the VM guests' init and agent (runtime vm copies it into guest images
+# when it sits beside sfclab, built from the same source; sfclab itself otherwise).
 build:
 	$(GO) build -ldflags "-X github.com/sfclab/sfclab/internal/cli.Version=$(VERSION)" -o $(BIN) ./cmd/sfclab
+	$(GO) build -ldflags "-s -w" -o bin/sfclab-guest ./cmd/sfclab-guest
 
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 
 # Tests run for real as root against the kernel; packages run one at a time (2 cores).
-test: deps build vet
+# deps and cluster run side by side (apt waits on the network and dpkg, the build on the CPU):
+# on a fresh machine that saves the apt minutes; with everything installed both are no-ops.
+test:
+	@$(MAKE) --no-print-directory -j2 --output-sync=target deps cluster
+	@$(MAKE) --no-print-directory build vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
 # The main job: reproduce study A (on Docker, netns beside; 3 runs x 30 s per scenario, ~20 minutes); the report lands in
@@ -31,25 +45,25 @@ run: deps build
 # (./deploy/) deploys a generated 1,000-node lab; BenchmarkChain2VNF (./vnf/l4lb/) compares
 # the load balancers in study A's 2-VNF chain, ratios from one interleaved run.
 bench: deps build
-	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/ ./bench/... ./vnf/l4lb/
+	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 3x ./netdev/ ./deploy/ ./bench/... ./probe/... ./pktgen/ ./vnf/l4lb/
 	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 100x ./api/...
 	flock /tmp/sfclab-suite.lock $(GO) test -run '^$$' -bench . -benchtime 1x ./steer/
 
 # Fuzzing: each target for FUZZTIME (plain go test, as in `make test`, runs only the seeds in
 # testdata/fuzz). A crasher lands in the package's testdata/fuzz/TARGET: fix it and commit it.
 FUZZTIME ?= 60s
-FUZZ_TARGETS := ./spec:FuzzDecode ./experiment:FuzzDecode ./bench/probe/iperf3:FuzzParse ./bench/probe/ping:FuzzParse
+FUZZ_TARGETS := ./spec:FuzzDecode ./experiment:FuzzDecode ./probe/iperf3:FuzzParse ./probe/ping:FuzzParse ./api:FuzzRequestBody
 fuzz:
 	@set -e; for t in $(FUZZ_TARGETS); do \
 		echo "fuzz $${t%%:*} $${t##*:} for $(FUZZTIME)"; \
 		nice -n 19 $(GO) test -timeout 0 -run '^$$' -fuzz "^$${t##*:}$$" -fuzztime $(FUZZTIME) "$${t%%:*}"; \
 	done
 
-# Rebuild the committed eBPF objects (steer/steer_bpfel.{go,o}) from steer/bpf/*.c; only this
+# Rebuild the committed eBPF objects (steer/*_bpfel.{go,o}, probe/rtt/tcstamp/) from their bpf/*.c; only this
 # target needs clang, llvm and libbpf-dev.
 generate:
 	./scripts/install-deps.sh --bpf
-	$(GO) generate ./steer/... ./lb/...
+	$(GO) generate ./steer/... ./lb/... ./probe/rtt/tcstamp/... ./pktgen/...
 
 clean:
 	rm -rf bin

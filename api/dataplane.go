@@ -36,6 +36,17 @@ type GraphPlane interface {
 	RemoveGraph(ctx context.Context, lab, id string) error
 }
 
+// Checker is a DataPlane that says, before anything is stored or applied, whether it can
+// steer a chain or link a graph, so that a limit of the data plane is a 400 the client can
+// act on, not a 500 after the fact: networking-sfc's drivers refuse what they cannot do the
+// same way, with SfcBadRequest in their precommit. Both return nil, an *Error (the API
+// answers it as it is), or another error (the check itself failed: a 500 SfcDriverError).
+// c and g replace the chain or graph of their id, if there is one.
+type Checker interface {
+	CheckChain(ctx context.Context, c *Chain) error
+	CheckGraph(ctx context.Context, g *Graph) error
+}
+
 // Graph is a service graph resolved for a data plane: its edges by port chain id.
 type Graph struct {
 	Lab  string `json:"lab"`
@@ -68,18 +79,22 @@ type Chain struct {
 
 // Classifier is a flow classifier with its logical ports resolved.
 type Classifier struct {
-	ID                      string   `json:"id"`
-	Ethertype               string   `json:"ethertype"`
-	Protocol                string   `json:"protocol,omitempty"`
-	SourcePortRangeMin      int      `json:"source_port_range_min,omitempty"`
-	SourcePortRangeMax      int      `json:"source_port_range_max,omitempty"`
-	DestinationPortRangeMin int      `json:"destination_port_range_min,omitempty"`
-	DestinationPortRangeMax int      `json:"destination_port_range_max,omitempty"`
-	SourceIPPrefix          string   `json:"source_ip_prefix,omitempty"`
-	DestinationIPPrefix     string   `json:"destination_ip_prefix,omitempty"`
-	LogicalSource           *PortRef `json:"logical_source_port,omitempty"`
-	LogicalDestination      *PortRef `json:"logical_destination_port,omitempty"`
-	LabFile                 string   `json:"lab_file,omitempty"`
+	ID                      string `json:"id"`
+	Ethertype               string `json:"ethertype"`
+	Protocol                string `json:"protocol,omitempty"`
+	SourcePortRangeMin      int    `json:"source_port_range_min,omitempty"`
+	SourcePortRangeMax      int    `json:"source_port_range_max,omitempty"`
+	DestinationPortRangeMin int    `json:"destination_port_range_min,omitempty"`
+	DestinationPortRangeMax int    `json:"destination_port_range_max,omitempty"`
+	SourceIPPrefix          string `json:"source_ip_prefix,omitempty"`
+	DestinationIPPrefix     string `json:"destination_ip_prefix,omitempty"`
+	// PortZero says a port range of the classifier is exactly port 0 (0:0): a data plane
+	// that reads 0 as "any port" cannot steer it. Port ranges given with one bound have
+	// the other filled in (0 or 65535).
+	PortZero           bool     `json:"port_zero,omitempty"`
+	LogicalSource      *PortRef `json:"logical_source_port,omitempty"`
+	LogicalDestination *PortRef `json:"logical_destination_port,omitempty"`
+	LabFile            string   `json:"lab_file,omitempty"`
 }
 
 // Group is one hop of a chain: a port pair group.

@@ -88,7 +88,7 @@ func decodeBody(r *http.Request, singular string, allowed map[string]attr, post 
 	}
 	var top map[string]json.RawMessage
 	if err := json.Unmarshal(data, &top); err != nil {
-		return nil, badRequest("MalformedRequestBody", "Malformed request body: %v", err)
+		return nil, badRequest("MalformedRequestBody", "Malformed request body: Cannot understand JSON.")
 	}
 	inner, ok := top[singular]
 	if !ok {
@@ -99,7 +99,7 @@ func decodeBody(r *http.Request, singular string, allowed map[string]attr, post 
 	}
 	var f fields
 	if err := json.Unmarshal(inner, &f); err != nil || f == nil {
-		return nil, badRequest("HTTPBadRequest", "Body contains invalid data: '%s' must be an object", singular)
+		return nil, badRequest("HTTPBadRequest", "Object '%s' contains invalid data", singular)
 	}
 	if extra := unknownKeys(f, allowed); len(extra) > 0 {
 		return nil, badRequest("HTTPBadRequest", "Unrecognized attribute(s) '%s'", strings.Join(extra, ", "))
@@ -228,17 +228,32 @@ func (f fields) portValue(name string) (*int, error) {
 	}
 	n, ok := toInt(raw)
 	if !ok || n < 0 || n > 65535 {
-		return nil, badRequest("FlowClassifierInvalidPortValue", "Flow Classifier has invalid port value %s.", string(raw))
+		return nil, badRequest("FlowClassifierInvalidPortValue", "Flow Classifier has invalid port value %s.", pyStr(raw))
 	}
 	return &n, nil
 }
 
-// toInt converts a JSON number or numeric string to an int, as convert_to_int does.
+// toInt converts a value to an int as Python's int() does in convert_to_int and
+// networking-sfc's normalize_port_value: a JSON number (a fraction is truncated), a boolean
+// (1 or 0) or a decimal string.
 func toInt(raw json.RawMessage) (int, bool) {
 	var n json.Number
 	if err := json.Unmarshal(raw, &n); err == nil {
-		i, err := strconv.Atoi(n.String())
-		return i, err == nil
+		if i, err := strconv.Atoi(n.String()); err == nil {
+			return i, true
+		}
+		f, err := n.Float64()
+		if err != nil || f != f || f > 1<<53 || f < -(1<<53) {
+			return 0, false
+		}
+		return int(f), true
+	}
+	var b bool
+	if err := json.Unmarshal(raw, &b); err == nil {
+		if b {
+			return 1, true
+		}
+		return 0, true
 	}
 	var s string
 	if err := json.Unmarshal(raw, &s); err == nil {
@@ -263,8 +278,9 @@ func toBool(raw json.RawMessage) (bool, bool) {
 			return false, true
 		}
 	}
-	if n, ok := toInt(raw); ok && (n == 0 || n == 1) {
-		return n == 1, true
+	var n json.Number
+	if err := json.Unmarshal(raw, &n); err == nil && (n == "0" || n == "1") {
+		return n == "1", true
 	}
 	return false, false
 }
@@ -280,7 +296,7 @@ func (f fields) object(name string) (map[string]json.RawMessage, bool, error) {
 	}
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(raw, &m); err != nil || m == nil {
-		return nil, true, invalidInput(name, "'%s' is not a dictionary", string(raw))
+		return nil, true, invalidInput(name, "%s is not a dictionary", pyRepr(decoded(raw)))
 	}
 	return m, true, nil
 }
@@ -291,14 +307,15 @@ func (f fields) prefix(name string) (*string, error) {
 	if err != nil || s == nil {
 		return s, err
 	}
-	p, err := netip.ParsePrefix(*s)
-	if err != nil {
-		return nil, invalidInput(name, "'%s' is not a valid IP subnet", *s)
+	// neutron_lib's validate_subnet: a prefix with host bits is accepted as given (neutron
+	// stores "10.0.0.5/24"); an address without a length is refused with its /32 or /128.
+	if _, err := netip.ParsePrefix(*s); err == nil {
+		return s, nil
 	}
-	if p.Masked() != p {
-		return nil, invalidInput(name, "'%s' isn't a recognized IP subnet cidr, '%s' is recommended", *s, p.Masked())
+	if a, err := netip.ParseAddr(*s); err == nil {
+		return nil, invalidInput(name, "'%s' isn't a recognized IP subnet cidr, '%s' is recommended", *s, netip.PrefixFrom(a, a.BitLen()))
 	}
-	return s, nil
+	return nil, invalidInput(name, "'%s' is not a valid IP subnet", *s)
 }
 
 func requireField(f fields, name string) error {
@@ -319,4 +336,56 @@ func checkAllowed(name string, list []string, allowed []string) error {
 		return invalidInput(name, "Illegal values in a list: %s", strings.Join(bad, ", "))
 	}
 	return nil
+}
+
+// pyStr is a JSON value as Python's %s prints the decoded value, as networking-sfc's
+// messages show it: strings bare, True/False/None, lists and dicts in Python's repr.
+func pyStr(raw json.RawMessage) string {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		return string(raw)
+	}
+	if s, ok := v.(string); ok {
+		return s
+	}
+	return pyRepr(v)
+}
+
+func pyRepr(v any) string {
+	switch x := v.(type) {
+	case nil:
+		return "None"
+	case bool:
+		if x {
+			return "True"
+		}
+		return "False"
+	case string:
+		return "'" + x + "'"
+	case float64:
+		if x == float64(int64(x)) {
+			return strconv.FormatInt(int64(x), 10)
+		}
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case []any:
+		parts := make([]string, len(x))
+		for i, e := range x {
+			parts[i] = pyRepr(e)
+		}
+		return "[" + strings.Join(parts, ", ") + "]"
+	case map[string]any:
+		parts := make([]string, 0, len(x))
+		for _, k := range sortedKeys(x) {
+			parts = append(parts, "'"+k+"': "+pyRepr(x[k]))
+		}
+		return "{" + strings.Join(parts, ", ") + "}"
+	}
+	return fmt.Sprint(v)
+}
+
+// decoded is a JSON value decoded into Go's generic types (nil if it is not JSON).
+func decoded(raw json.RawMessage) any {
+	var v any
+	_ = json.Unmarshal(raw, &v)
+	return v
 }

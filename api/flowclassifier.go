@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"net/netip"
 	"slices"
@@ -56,7 +57,7 @@ var (
 )
 
 func createFC(s *Server, _ context.Context, f fields) (any, error) {
-	fc := &FlowClassifier{ID: uuid.NewString(), Ethertype: "IPv4", L7Parameters: map[string]any{}}
+	fc := &FlowClassifier{Resource: Resource{ID: uuid.NewString()}, Ethertype: "IPv4", L7Parameters: map[string]any{}}
 	if err := nameAndDescription(f, &fc.Name, &fc.Description); err != nil {
 		return nil, err
 	}
@@ -71,7 +72,7 @@ func createFC(s *Server, _ context.Context, f fields) (any, error) {
 		}
 		if i < 0 {
 			return nil, badRequest("FlowClassifierInvalidEthertype",
-				"Flow Classifier does not support ethertype %s. Supported ethertype values are ['IPv4', 'IPv6'].", string(raw))
+				"Flow Classifier does not support ethertype %s. Supported ethertype values are ['IPv4', 'IPv6'].", pyStr(raw))
 		}
 		fc.Ethertype = fcEthertypes[i]
 	}
@@ -79,7 +80,7 @@ func createFC(s *Server, _ context.Context, f fields) (any, error) {
 		v, err := f.optStr("protocol")
 		if err != nil || !slices.Contains(fcProtocols, strings.ToLower(*v)) {
 			return nil, badRequest("FlowClassifierInvalidProtocol",
-				"Flow Classifier does not support protocol %s. Supported protocol values are ['tcp', 'udp', 'icmp'].", string(raw))
+				"Flow Classifier does not support protocol %s. Supported protocol values are ['tcp', 'udp', 'icmp'].", pyStr(raw))
 		}
 		p := strings.ToLower(*v)
 		fc.Protocol = &p
@@ -119,6 +120,12 @@ func createFC(s *Server, _ context.Context, f fields) (any, error) {
 	}
 	if fc.LogicalDestinationPort, err = f.optUUID("logical_destination_port"); err != nil {
 		return nil, err
+	}
+	// normalize_l7parameters iterates the value: a list's first element is its "key".
+	var l7list []any
+	if raw, ok := f["l7_parameters"]; ok && json.Unmarshal(raw, &l7list) == nil && len(l7list) > 0 {
+		return nil, badRequest("FlowClassifierInvalidL7Parameter",
+			"Invalid Flow Classifier parameters: Unknown key %s.. Supported flow classifier parameters are {}.", pyStr(mustJSON(l7list[0])))
 	}
 	l7, _, err := f.object("l7_parameters")
 	if err != nil {
@@ -202,14 +209,26 @@ func (s *Server) classifierOf(fc *FlowClassifier) (Classifier, error) {
 	if fc.Protocol != nil {
 		c.Protocol = *fc.Protocol
 	}
-	deref := func(p *int) int {
-		if p == nil {
-			return 0
+	// A range given by one bound is open at the other (networking-sfc matches from 0 or up
+	// to 65535); no bound at all is any port (0, 0).
+	bounds := func(lo, hi *int) (int, int) {
+		if lo == nil && hi == nil {
+			return 0, 0
 		}
-		return *p
+		l, h := 0, 65535
+		if lo != nil {
+			l = *lo
+		}
+		if hi != nil {
+			h = *hi
+		}
+		if h == 0 {
+			c.PortZero = true
+		}
+		return l, h
 	}
-	c.SourcePortRangeMin, c.SourcePortRangeMax = deref(fc.SourcePortRangeMin), deref(fc.SourcePortRangeMax)
-	c.DestinationPortRangeMin, c.DestinationPortRangeMax = deref(fc.DestinationPortRangeMin), deref(fc.DestinationPortRangeMax)
+	c.SourcePortRangeMin, c.SourcePortRangeMax = bounds(fc.SourcePortRangeMin, fc.SourcePortRangeMax)
+	c.DestinationPortRangeMin, c.DestinationPortRangeMax = bounds(fc.DestinationPortRangeMin, fc.DestinationPortRangeMax)
 	if fc.SourceIPPrefix != nil {
 		c.SourceIPPrefix = *fc.SourceIPPrefix
 	}
@@ -231,4 +250,9 @@ func (s *Server) classifierOf(fc *FlowClassifier) (Classifier, error) {
 		*lp.dst = &r
 	}
 	return c, nil
+}
+
+func mustJSON(v any) json.RawMessage {
+	data, _ := json.Marshal(v)
+	return data
 }

@@ -3,6 +3,8 @@ package api
 import (
 	"context"
 	"net/http"
+	"net/url"
+	"slices"
 )
 
 // kind is one networking-sfc resource type: its URL collection, body key, attributes, and
@@ -60,12 +62,12 @@ func (s *Server) list(k *kind) http.HandlerFunc {
 		for _, lab := range s.labNames() {
 			all = append(all, k.items(s.labs[lab].db)...)
 		}
-		out, err := filterItems(all, r.URL.Query())
+		body, err := listBody(all, r, k.plural, k.fieldsQuery)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{k.plural: out})
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 
@@ -82,7 +84,7 @@ func (s *Server) show(k *kind) http.HandlerFunc {
 			writeError(w, k.notFound(r.PathValue("id")))
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{k.singular: selectFields(toMap(x), r.URL.Query())})
+		writeJSON(w, http.StatusOK, map[string]any{k.singular: selectFields(toMap(x), k.fieldsQuery(r.URL.Query()))})
 	}
 }
 
@@ -199,4 +201,18 @@ func tenant(f fields, tenantID, projID *string) error {
 		}
 	}
 	return nil
+}
+
+// fieldsQuery is the list or show query with, for service graphs, tenant_id added to a
+// ?fields= selection: networking-sfc's service graph answers carry it whatever fields ask.
+func (k *kind) fieldsQuery(q url.Values) url.Values {
+	if k != sgKind || len(q["fields"]) == 0 {
+		return q
+	}
+	out := url.Values{}
+	for key, v := range q {
+		out[key] = v
+	}
+	out["fields"] = append(slices.Clone(q["fields"]), "tenant_id")
+	return out
 }

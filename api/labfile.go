@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"sort"
+	"strings"
 
 	"github.com/sfclab/sfclab/plan"
 )
@@ -18,6 +19,8 @@ func FileID(kind, lab, name string) string { return stableID(kind, lab+"/"+name)
 // resources with stable ids (FileID); names map id -> the resource's name in the file. Chain
 // ids and group ids are the resources' positions in the file (from 1), as the data plane
 // numbers them; the API gives its own resources the smallest free numbers after them.
+var mpls = "mpls"
+
 func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) {
 	db := &labDB{Lab: lab}
 	names := map[string]string{}
@@ -50,6 +53,11 @@ func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) 
 	desc := func(kind, name string) string {
 		return fmt.Sprintf("declared in the lab file of lab %s as %s %s (read-only over the API)", lab, kind, name)
 	}
+	// res is the header of the file's resource called name, of kind as in its id ("flow_classifier").
+	res := func(kind, name string) Resource {
+		return Resource{ID: id(kind, name), Name: name, Description: desc(strings.ReplaceAll(kind, "_", " "), name),
+			TenantID: projectID, ProjectID: projectID}
+	}
 	optInt := func(v int) *int {
 		if v == 0 {
 			return nil
@@ -57,8 +65,8 @@ func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) 
 		return &v
 	}
 	for _, fc := range m.FlowClassifiers {
-		x := &FlowClassifier{ID: id("flow_classifier", fc.Name), Name: fc.Name, Description: desc("flow classifier", fc.Name),
-			TenantID: projectID, ProjectID: projectID, Ethertype: "IPv4", L7Parameters: map[string]any{},
+		x := &FlowClassifier{Resource: res("flow_classifier", fc.Name),
+			Ethertype: "IPv4", L7Parameters: map[string]any{},
 			SourcePortRangeMin: optInt(fc.SourcePortRangeMin), SourcePortRangeMax: optInt(fc.SourcePortRangeMax),
 			DestinationPortRangeMin: optInt(fc.DestinationPortRangeMin), DestinationPortRangeMax: optInt(fc.DestinationPortRangeMax)}
 		if fc.Ethertype != "" {
@@ -94,13 +102,16 @@ func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) 
 		if err != nil {
 			return nil, nil, err
 		}
-		db.PortPairs = append(db.PortPairs, &PortPair{ID: id("port_pair", pp.Name), Name: pp.Name, Description: desc("port pair", pp.Name),
-			TenantID: projectID, ProjectID: projectID, Ingress: *in, Egress: *out,
-			ServiceFunctionParameters: SFParameters{Weight: max(pp.Weight, 1)}})
+		db.PortPairs = append(db.PortPairs, &PortPair{Resource: res("port_pair", pp.Name),
+			Ingress: *in, Egress: *out,
+			// mpls, the correlation of the file's chains: a service graph over the API may
+			// branch from and to them (networking-sfc needs the pairs' correlation to be the
+			// chains').
+			ServiceFunctionParameters: SFParameters{Weight: pp.Weight, Correlation: &mpls}})
 	}
 	for i, g := range m.PortPairGroups {
-		x := &PortPairGroup{ID: id("port_pair_group", g.Name), Name: g.Name, Description: desc("port pair group", g.Name),
-			TenantID: projectID, ProjectID: projectID, GroupID: i + 1, PortPairs: []string{}, TapEnabled: g.TapEnabled,
+		x := &PortPairGroup{Resource: res("port_pair_group", g.Name),
+			GroupID: i + 1, PortPairs: []string{}, TapEnabled: g.TapEnabled,
 			PortPairGroupParameters: PPGParameters{LBFields: append([]string{}, g.LBFields...),
 				PPGNTupleMapping: NTupleMapping{IngressNTuple: map[string]any{}, EgressNTuple: map[string]any{}}}}
 		for _, pp := range g.PortPairs {
@@ -110,8 +121,8 @@ func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) 
 	}
 	chainID := map[string]string{}
 	for i, c := range m.PortChains {
-		x := &PortChain{ID: id("port_chain", c.Name), Name: c.Name, Description: desc("port chain", c.Name),
-			TenantID: projectID, ProjectID: projectID, ChainID: i + 1, PortPairGroups: []string{}, FlowClassifiers: []string{},
+		x := &PortChain{Resource: res("port_chain", c.Name),
+			ChainID: i + 1, PortPairGroups: []string{}, FlowClassifiers: []string{},
 			ChainParameters: ChainParameters{Correlation: "mpls", Symmetric: c.ChainParameters.Symmetric}}
 		for _, g := range c.PortPairGroups {
 			x.PortPairGroups = append(x.PortPairGroups, FileID("port_pair_group", lab, g))
@@ -123,8 +134,8 @@ func fileResources(lab string, p *plan.Plan) (*labDB, map[string]string, error) 
 		db.PortChains = append(db.PortChains, x)
 	}
 	for _, g := range m.ServiceGraphs {
-		x := &ServiceGraph{ID: id("service_graph", g.Name), Name: g.Name, Description: desc("service graph", g.Name),
-			TenantID: projectID, ProjectID: projectID, PortChains: map[string][]string{}}
+		x := &ServiceGraph{Resource: res("service_graph", g.Name),
+			PortChains: map[string][]string{}}
 		srcs := make([]string, 0, len(g.PortChains))
 		for src := range g.PortChains {
 			srcs = append(srcs, src)

@@ -3,13 +3,19 @@ package api
 // The networking-sfc resources, with networking-sfc's JSON field names. Optional fields that
 // networking-sfc reports as null are pointers.
 
+// Resource is what every networking-sfc resource starts with: its id, name, description and
+// owner. Embedded, its fields stay first and at the top level of the resource's JSON.
+type Resource struct {
+	ID          string `json:"id"`
+	Name        string `json:"name"`
+	Description string `json:"description"`
+	TenantID    string `json:"tenant_id"`
+	ProjectID   string `json:"project_id"`
+}
+
 // FlowClassifier selects the traffic that enters a port chain.
 type FlowClassifier struct {
-	ID                      string         `json:"id"`
-	Name                    string         `json:"name"`
-	Description             string         `json:"description"`
-	TenantID                string         `json:"tenant_id"`
-	ProjectID               string         `json:"project_id"`
+	Resource
 	Ethertype               string         `json:"ethertype"`
 	Protocol                *string        `json:"protocol"`
 	SourcePortRangeMin      *int           `json:"source_port_range_min"`
@@ -32,11 +38,7 @@ type SFParameters struct {
 // PortPair is one instance of a service function: the port traffic enters it by and the port
 // it leaves by.
 type PortPair struct {
-	ID                        string       `json:"id"`
-	Name                      string       `json:"name"`
-	Description               string       `json:"description"`
-	TenantID                  string       `json:"tenant_id"`
-	ProjectID                 string       `json:"project_id"`
+	Resource
 	Ingress                   string       `json:"ingress"`
 	Egress                    string       `json:"egress"`
 	ServiceFunctionParameters SFParameters `json:"service_function_parameters"`
@@ -57,11 +59,7 @@ type PPGParameters struct {
 // PortPairGroup is the instances of one service function; flows are spread over its port
 // pairs. A tap group only receives a copy of the traffic.
 type PortPairGroup struct {
-	ID                      string        `json:"id"`
-	Name                    string        `json:"name"`
-	Description             string        `json:"description"`
-	TenantID                string        `json:"tenant_id"`
-	ProjectID               string        `json:"project_id"`
+	Resource
 	GroupID                 int           `json:"group_id"`
 	PortPairs               []string      `json:"port_pairs"`
 	TapEnabled              bool          `json:"tap_enabled"`
@@ -76,11 +74,7 @@ type ChainParameters struct {
 
 // PortChain is flow classifiers and the ordered port pair groups their traffic crosses.
 type PortChain struct {
-	ID              string          `json:"id"`
-	Name            string          `json:"name"`
-	Description     string          `json:"description"`
-	TenantID        string          `json:"tenant_id"`
-	ProjectID       string          `json:"project_id"`
+	Resource
 	ChainID         int             `json:"chain_id"`
 	PortPairGroups  []string        `json:"port_pair_groups"`
 	FlowClassifiers []string        `json:"flow_classifiers"`
@@ -90,10 +84,6 @@ type PortChain struct {
 // ServiceGraph links port chains: port_chains maps a source chain to the chains its traffic
 // continues on.
 type ServiceGraph struct {
-	ID          string              `json:"id"`
-	Name        string              `json:"name"`
-	Description string              `json:"description"`
-	TenantID    string              `json:"tenant_id"`
-	ProjectID   string              `json:"project_id"`
-	PortChains  map[string][]string `json:"port_chains"`
+	Resource
+	PortChains map[string][]string `json:"port_chains"`
 }

@@ -2,6 +2,7 @@ package api
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"slices"
 	"strings"
@@ -104,7 +105,7 @@ func (s *Server) chainLab(ppgs, fcs []string, pcID, correlation string) (*labSta
 }
 
 func createPC(s *Server, ctx context.Context, f fields) (any, error) {
-	pc := &PortChain{ID: uuid.NewString(), FlowClassifiers: []string{}, ChainParameters: ChainParameters{Correlation: "mpls"}}
+	pc := &PortChain{Resource: Resource{ID: uuid.NewString()}, FlowClassifiers: []string{}, ChainParameters: ChainParameters{Correlation: "mpls"}}
 	if err := nameAndDescription(f, &pc.Name, &pc.Description); err != nil {
 		return nil, err
 	}
@@ -130,10 +131,13 @@ func createPC(s *Server, ctx context.Context, f fields) (any, error) {
 	if raw, ok := f["chain_id"]; ok && !isNull(raw) {
 		n, ok := toInt(raw)
 		if !ok {
-			return nil, invalidInput("chain_id", "'%s' is not an integer", string(raw))
+			return nil, badRequest("InvalidInput", "Invalid input for operation: '%s' is not an integer.", pyStr(raw))
 		}
-		if n < 0 || n > maxChainID {
-			return nil, invalidInput("chain_id", "'%d' is not in range 0 through %d", n, maxChainID)
+		if n < 0 {
+			return nil, invalidInput("chain_id", "'%d' is too small - must be at least '0'", n)
+		}
+		if n > maxChainID {
+			return nil, invalidInput("chain_id", "'%d' is too large - must be no larger than '%d'", n, maxChainID)
 		}
 		pc.ChainID = n
 	}
@@ -141,26 +145,32 @@ func createPC(s *Server, ctx context.Context, f fields) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	for k := range params {
+		if k != "correlation" && k != "symmetric" {
+			return nil, invalidInput("chain_parameters", "Unexpected keys supplied: %s", strings.Join(sortedKeys(params), ", "))
+		}
+	}
 	for k, raw := range params {
 		switch k {
 		case "correlation":
 			v, err := (fields{"c": raw}).optStr("c")
 			if err != nil || v == nil || (*v != "mpls" && *v != "nsh") {
-				return nil, invalidInput("chain_parameters", "%s is not in ['mpls', 'nsh']", string(raw))
+				return nil, invalidInput("chain_parameters", "%s is not in valid_values", pyStr(raw))
 			}
 			pc.ChainParameters.Correlation = *v
 		case "symmetric":
 			b, ok := toBool(raw)
 			if !ok {
-				return nil, invalidInput("chain_parameters", "'%s' cannot be converted to boolean", string(raw))
+				return nil, badRequest("InvalidInput", "Invalid input for operation: '%s' cannot be converted to boolean.", pyStr(raw))
 			}
 			pc.ChainParameters.Symmetric = b
-		default:
-			return nil, invalidInput("chain_parameters", "Validation of dictionary's keys failed. Expected keys: {'correlation', 'symmetric'} Provided keys: {'%s'}", k)
 		}
 	}
 	ls, err := s.chainLab(pc.PortPairGroups, pc.FlowClassifiers, "", pc.ChainParameters.Correlation)
 	if err != nil {
+		return nil, err
+	}
+	if err := checkSymmetric(ls.db, pc); err != nil {
 		return nil, err
 	}
 	db := ls.db
@@ -179,6 +189,9 @@ func createPC(s *Server, ctx context.Context, f fields) (any, error) {
 	}
 	c, err := s.resolve(ls, pc)
 	if err != nil {
+		return nil, err
+	}
+	if err := s.checkChain(ctx, c); err != nil {
 		return nil, err
 	}
 	// Write ahead: a server killed from here on finds the mark at start and removes the
@@ -245,8 +258,14 @@ func updatePC(s *Server, ctx context.Context, ls *labState, id string, f fields)
 		if nls != ls {
 			return nil, badRequest("InvalidInput", "Invalid input for operation: port chain %s is in lab %s; its groups and classifiers must stay there.", id, db.Lab)
 		}
+		if err := checkSymmetric(db, &next); err != nil {
+			return nil, err
+		}
 		c, err := s.resolve(ls, &next)
 		if err != nil {
+			return nil, err
+		}
+		if err := s.checkChain(ctx, c); err != nil {
 			return nil, err
 		}
 		if err := s.cfg.DataPlane.ApplyChain(ctx, c); err != nil {
@@ -330,4 +349,40 @@ func (s *Server) resolve(ls *labState, pc *PortChain) (*Chain, error) {
 		c.Groups = append(c.Groups, hop)
 	}
 	return c, nil
+}
+
+// checkSymmetric refuses a symmetric chain with a classifier that has no
+// logical_destination_port, as networking-sfc's OVS driver does (create_port_chain_precommit,
+// its message word for word): the reverse path is classified at that port. The dummy driver
+// accepts such a chain and programs nothing; sfclab refuses it on every kind of lab.
+func checkSymmetric(db *labDB, pc *PortChain) error {
+	if !pc.ChainParameters.Symmetric {
+		return nil
+	}
+	for _, id := range pc.FlowClassifiers {
+		if db.fc(id).LogicalDestinationPort == nil {
+			return badRequest("SfcBadRequest", "FlowClassifier %s does not setlogical_destination_port. logical_destination_port needed when symmetric has been set. "+
+				"Please recreate FlowClassifier with logical_destination_port and destination_ip_prefix.", id)
+		}
+	}
+	return nil
+}
+
+// checkChain asks a Checker data plane whether it can steer c: nil, its 400, or a 500.
+func (s *Server) checkChain(ctx context.Context, c *Chain) error {
+	ck, ok := s.cfg.DataPlane.(Checker)
+	if !ok {
+		return nil
+	}
+	return checked("check_port_chain", ck.CheckChain(ctx, c))
+}
+
+// checked is a Checker's answer as the API gives it: an *Error as it is, another error as
+// SfcDriverError.
+func checked(method string, err error) error {
+	var e *Error
+	if err == nil || errors.As(err, &e) {
+		return err
+	}
+	return driverError(method, err)
 }

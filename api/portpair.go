@@ -3,6 +3,7 @@ package api
 import (
 	"context"
 	"encoding/json"
+	"strings"
 
 	"github.com/google/uuid"
 )
@@ -34,7 +35,7 @@ var ppKind = &kind{
 }
 
 func createPP(s *Server, _ context.Context, f fields) (any, error) {
-	pp := &PortPair{ID: uuid.NewString(), ServiceFunctionParameters: SFParameters{Weight: 1}}
+	pp := &PortPair{Resource: Resource{ID: uuid.NewString()}, ServiceFunctionParameters: SFParameters{Weight: 1}}
 	if err := nameAndDescription(f, &pp.Name, &pp.Description); err != nil {
 		return nil, err
 	}
@@ -61,6 +62,11 @@ func createPP(s *Server, _ context.Context, f fields) (any, error) {
 	if err != nil {
 		return nil, err
 	}
+	for k := range params {
+		if k != "correlation" && k != "weight" {
+			return nil, invalidInput("service_function_parameters", "Unexpected keys supplied: %s", strings.Join(sortedKeys(params), ", "))
+		}
+	}
 	for k, raw := range params {
 		switch k {
 		case "correlation":
@@ -69,18 +75,18 @@ func createPP(s *Server, _ context.Context, f fields) (any, error) {
 			}
 			var c string
 			if json.Unmarshal(raw, &c) != nil || (c != "mpls" && c != "nsh") {
-				return nil, invalidInput("service_function_parameters", "%s is not in [None, 'mpls', 'nsh']", string(raw))
+				return nil, invalidInput("service_function_parameters", "%s is not in valid_values", pyStr(raw))
 			}
 			pp.ServiceFunctionParameters.Correlation = &c
 		case "weight":
 			w, ok := toInt(raw)
-			if !ok || w < 0 {
-				return nil, invalidInput("service_function_parameters", "'%s' should be non-negative", string(raw))
+			if !ok {
+				return nil, badRequest("InvalidInput", "Invalid input for operation: '%s' is not an integer.", pyStr(raw))
+			}
+			if w < 0 {
+				return nil, invalidInput("service_function_parameters", "'%s' should be non-negative", pyStr(raw))
 			}
 			pp.ServiceFunctionParameters.Weight = w
-		default:
-			return nil, invalidInput("service_function_parameters",
-				"Validation of dictionary's keys failed. Expected keys: {'correlation', 'weight'} Provided keys: {'%s'}", k)
 		}
 	}
 	for _, ls := range s.labs {

@@ -5,12 +5,17 @@ import (
 	"encoding/json"
 	"fmt"
 	"slices"
+	"strings"
 
 	"github.com/google/uuid"
 )
 
 // supportedLBFields are the lb_fields a port pair group may hash flows on.
 var supportedLBFields = []string{"eth_src", "eth_dst", "ip_src", "ip_dst", "tcp_src", "tcp_dst", "udp_src", "udp_dst"}
+
+// nTupleRepr is supportedNTuple as networking-sfc's message prints it (a Python dict).
+const nTupleRepr = "{'source_ip_prefix': None, 'destination_ip_prefix': None, 'source_port_range_min': None, " +
+	"'source_port_range_max': None, 'destination_port_range_min': None, 'destination_port_range_max': None}"
 
 // supportedNTuple are the keys of ingress_n_tuple and egress_n_tuple.
 var supportedNTuple = []string{"source_ip_prefix", "destination_ip_prefix", "source_port_range_min",
@@ -70,7 +75,7 @@ func (s *Server) checkPairs(ids []string, id string, tap bool) (*labState, error
 }
 
 func createPPG(s *Server, _ context.Context, f fields) (any, error) {
-	g := &PortPairGroup{ID: uuid.NewString(), PortPairs: []string{},
+	g := &PortPairGroup{Resource: Resource{ID: uuid.NewString()}, PortPairs: []string{},
 		PortPairGroupParameters: PPGParameters{LBFields: []string{},
 			PPGNTupleMapping: NTupleMapping{IngressNTuple: map[string]any{}, EgressNTuple: map[string]any{}}}}
 	if err := nameAndDescription(f, &g.Name, &g.Description); err != nil {
@@ -82,7 +87,7 @@ func createPPG(s *Server, _ context.Context, f fields) (any, error) {
 	if raw, ok := f["tap_enabled"]; ok && !isNull(raw) {
 		b, ok := toBool(raw)
 		if !ok {
-			return nil, invalidInput("tap_enabled", "'%s' cannot be converted to boolean", string(raw))
+			return nil, badRequest("InvalidInput", "Invalid input for operation: '%s' cannot be converted to boolean.", pyStr(raw))
 		}
 		g.TapEnabled = b
 	}
@@ -118,6 +123,11 @@ func ppgParameters(f fields, p *PPGParameters) error {
 		return err
 	}
 	const attr = "port_pair_group_parameters"
+	for k := range params {
+		if k != "lb_fields" && k != "ppg_n_tuple_mapping" {
+			return invalidInput(attr, "Unexpected keys supplied: %s", strings.Join(sortedKeys(params), ", "))
+		}
+	}
 	for k, raw := range params {
 		switch k {
 		case "lb_fields":
@@ -132,29 +142,26 @@ func ppgParameters(f fields, p *PPGParameters) error {
 		case "ppg_n_tuple_mapping":
 			var m map[string]map[string]any
 			if err := json.Unmarshal(raw, &m); err != nil {
-				return invalidInput(attr, "'%s' is not a dictionary", string(raw))
+				return invalidInput(attr, "%s is not a dictionary", pyRepr(decoded(raw)))
 			}
-			for side, tuple := range m {
-				if side != "ingress_n_tuple" && side != "egress_n_tuple" {
-					return invalidInput(attr, "Validation of dictionary's keys failed. Expected keys: {'ingress_n_tuple', 'egress_n_tuple'} Provided keys: {'%s'}", side)
-				}
-				for key := range tuple {
+			for _, side := range sortedKeys(m) {
+				for _, key := range sortedKeys(m[side]) {
 					if !slices.Contains(supportedNTuple, key) {
 						return badRequest("PPGParametersInvalidNTupleMappingParameter",
-							"Invalid Port Pair Group N-Tuple Mapping parameters: Unknow key %s.. Supported PPG classifier N-Tuple Mapping parameters are %v.", key, supportedNTuple)
+							"Invalid Port Pair Group N-Tuple Mapping parameters: Unknow key %s.. Supported PPG classifier N-Tuple Mapping parameters are %s.", key, nTupleRepr)
 					}
 				}
-				if tuple == nil {
-					tuple = map[string]any{}
-				}
-				if side == "ingress_n_tuple" {
-					p.PPGNTupleMapping.IngressNTuple = tuple
-				} else {
-					p.PPGNTupleMapping.EgressNTuple = tuple
+			}
+			// networking-sfc's OVS driver rewrites a flow's header fields per group with these;
+			// sfclab's data plane steers by path id and does not rewrite headers, so a mapping
+			// it would silently ignore is refused.
+			for _, side := range sortedKeys(m) {
+				if (side != "ingress_n_tuple" && side != "egress_n_tuple") || len(m[side]) > 0 {
+					return badRequest("PPGParametersNTupleMappingNotSupported",
+						"Port Pair Group N-Tuple Mapping %s=%s is not supported: sfclab's data plane steers flows by path and does not rewrite their header fields per port pair group; leave ppg_n_tuple_mapping empty ({\"ingress_n_tuple\": {}, \"egress_n_tuple\": {}}).",
+						side, pyRepr(m[side]))
 				}
 			}
-		default:
-			return invalidInput(attr, "Validation of dictionary's keys failed. Expected keys: {'lb_fields', 'ppg_n_tuple_mapping'} Provided keys: {'%s'}", k)
 		}
 	}
 	return nil
@@ -199,6 +206,9 @@ func updatePPG(s *Server, ctx context.Context, ls *labState, id string, f fields
 	if changed {
 		for _, pc := range chains {
 			c, err := s.resolve(ls, pc)
+			if err == nil {
+				err = s.checkChain(ctx, c)
+			}
 			if err != nil {
 				restore()
 				return nil, err

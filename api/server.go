@@ -18,6 +18,7 @@
 package api
 
 import (
+	"bytes"
 	"context"
 	"crypto/subtle"
 	"encoding/json"
@@ -31,6 +32,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/sfclab/sfclab/journal"
 )
 
@@ -280,6 +282,9 @@ func (s *Server) Handler() http.Handler {
 		mux.HandleFunc("GET "+base+"/{id}", s.show(k))
 		mux.HandleFunc("PUT "+base+"/{id}", s.update(k))
 		mux.HandleFunc("DELETE "+base+"/{id}", s.delete(k))
+		mux.HandleFunc("DELETE "+base, func(w http.ResponseWriter, r *http.Request) {
+			writeError(w, k.notFound("None")) // neutron takes a DELETE without an id as id None
+		})
 	}
 	if s.cfg.Metrics != nil {
 		mux.Handle("GET /metrics", s.cfg.Metrics)
@@ -292,7 +297,17 @@ func (s *Server) Handler() http.Handler {
 	if s.cfg.Token != "" {
 		h = s.auth(h)
 	}
-	return h
+	return requestID(h)
+}
+
+// requestID gives every answer an X-Openstack-Request-Id, as neutron's request_id middleware
+// does (first in its pipeline, so errors and 401s too): the OpenStack client prints it with
+// every error ("Neutron server returns request_ids: ['req-...']").
+func requestID(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Openstack-Request-Id", "req-"+uuid.NewString())
+		next.ServeHTTP(w, r)
+	})
 }
 
 // auth refuses requests without the configured X-Auth-Token, as Keystone-backed Neutron does.
@@ -394,12 +409,12 @@ func (s *Server) neutronList(collection string) http.HandlerFunc {
 			writeError(w, err)
 			return
 		}
-		out, err := filterItems(s.neutronItems(collection), r.URL.Query())
+		body, err := listBody(s.neutronItems(collection), r, collection, nil)
 		if err != nil {
 			writeError(w, err)
 			return
 		}
-		writeJSON(w, http.StatusOK, map[string]any{collection: out})
+		writeJSON(w, http.StatusOK, body)
 	}
 }
 
@@ -425,49 +440,25 @@ func (s *Server) neutronShow(collection string) http.HandlerFunc {
 	}
 }
 
-// toMap is an item as its JSON object.
+// toMap is an item as its JSON object. Its objects and lists stay as encoded (json.RawMessage),
+// so that nested keys keep the order networking-sfc answers them in (a port pair group's
+// ppg_n_tuple_mapping has ingress_n_tuple first, and clients print keys in the order given);
+// scalars are decoded, for filters.
 func toMap(v any) map[string]any {
 	data, _ := json.Marshal(v)
-	var m map[string]any
-	_ = json.Unmarshal(data, &m)
-	return m
-}
-
-// queryControl are list parameters that are not attribute filters.
-var queryControl = []string{"fields", "limit", "marker", "sort_key", "sort_dir", "page_reverse", "verbose"}
-
-// filterItems applies Neutron list filters (?ATTR=V, repeated for "any of") to the items'
-// scalar attributes, the ?fields= selection, and pagination by ?marker=ID&limit=N (in
-// creation order; sort_key and sort_dir are ignored). Filters on attributes the resource does not
-// have are ignored, as networking-sfc (which has no filter validation) does.
-func filterItems(items []any, q url.Values) ([]map[string]any, error) {
-	out := []map[string]any{}
-	marker := q.Get("marker")
-	for _, it := range items {
-		m := toMap(it)
-		if marker != "" { // page after the marker item (Neutron's pagination)
-			if m["id"] == marker {
-				marker = ""
-			}
+	var raw map[string]json.RawMessage
+	_ = json.Unmarshal(data, &raw)
+	m := make(map[string]any, len(raw))
+	for k, r := range raw {
+		if t := bytes.TrimSpace(r); len(t) > 0 && (t[0] == '{' || t[0] == '[') {
+			m[k] = r
 			continue
 		}
-		if matches(m, q) {
-			out = append(out, selectFields(m, q))
-		}
+		var x any
+		_ = json.Unmarshal(r, &x)
+		m[k] = x
 	}
-	if marker != "" {
-		return nil, notFound("HTTPNotFound", "Marker %s could not be found.", marker)
-	}
-	if lim := q.Get("limit"); lim != "" {
-		n, err := strconv.Atoi(lim)
-		if err != nil || n < 0 {
-			return nil, badRequest("HTTPBadRequest", "Bad limit request: Limit must be an integer 0 or greater and not '%s'.", lim)
-		}
-		if n > 0 && n < len(out) {
-			out = out[:n]
-		}
-	}
-	return out, nil
+	return m
 }
 
 func matches(m map[string]any, q url.Values) bool {

@@ -82,7 +82,7 @@ func deleteSG(s *Server, ctx context.Context, ls *labState, id string) error {
 // leaving a source chain is classified again by its destination chains' classifiers) and
 // stores it.
 func createSG(s *Server, ctx context.Context, f fields) (any, error) {
-	g := &ServiceGraph{ID: uuid.NewString()}
+	g := &ServiceGraph{Resource: Resource{ID: uuid.NewString()}}
 	if err := nameAndDescription(f, &g.Name, &g.Description); err != nil {
 		return nil, err
 	}
@@ -93,8 +93,12 @@ func createSG(s *Server, ctx context.Context, f fields) (any, error) {
 		return nil, err
 	}
 	var m map[string][]string
-	if err := json.Unmarshal(f["port_chains"], &m); err != nil || len(m) == 0 {
+	if err := json.Unmarshal(f["port_chains"], &m); err != nil || m == nil {
 		return nil, invalidInput("port_chains", "'%s' is not a dictionary of port chain ids to lists of port chain ids", string(f["port_chains"]))
+	}
+	if len(m) == 0 { // networking-sfc stores an empty graph; it links nothing
+		g.PortChains = m
+		return g, s.storeEmptyGraph(g)
 	}
 	var ls *labState
 	var all []string
@@ -120,19 +124,32 @@ func createSG(s *Server, ctx context.Context, f fields) (any, error) {
 		}
 		ls = cls
 	}
-	var taken []string
+	taken := false
 	for _, id := range all {
-		if ls.db.graphOfChain(id) != nil && !slices.Contains(taken, id) {
-			taken = append(taken, id)
+		taken = taken || ls.db.graphOfChain(id) != nil
+	}
+	if taken {
+		return nil, inUse("ServiceGraphInvalidPortChains", "Some of the Port Chain(s): %s, are already in use by a Service Graph.", pyRepr(decoded(f["port_chains"])))
+	}
+	if err := checkGraph(ls.db, m); err != nil {
+		return nil, err
+	}
+	// networking-sfc stores a graph as its edges: a source without destinations is dropped.
+	for src, dsts := range m {
+		if len(dsts) == 0 {
+			delete(m, src)
 		}
 	}
-	if len(taken) > 0 {
-		return nil, inUse("ServiceGraphInvalidPortChains", "Some of the Port Chain(s): %s, are already in use by a Service Graph.", pyList(taken))
-	}
-	if _, loop := sfc.LoopThrough(m); loop {
-		return nil, badRequest("ServiceGraphLoopDetected", "Service Graph defined contains at least one port chain loop.")
+	if len(m) == 0 {
+		g.PortChains = m
+		return g, s.storeEmptyGraph(g)
 	}
 	g.PortChains = m
+	if ck, ok := s.cfg.DataPlane.(Checker); ok {
+		if err := checked("check_service_graph", ck.CheckGraph(ctx, resolveGraph(ls.db, g))); err != nil {
+			return nil, err
+		}
+	}
 	gp := s.graphPlane()
 	if gp != nil {
 		if err := gp.ApplyGraph(ctx, resolveGraph(ls.db, g)); err != nil {
@@ -153,4 +170,86 @@ func createSG(s *Server, ctx context.Context, f fields) (any, error) {
 		return nil, err
 	}
 	return g, nil
+}
+
+// storeEmptyGraph keeps a graph without chains. It belongs to no lab, so it is held by the
+// first lab (in name order) and survives as long as that lab does; with no lab there is
+// nowhere to keep it.
+func (s *Server) storeEmptyGraph(g *ServiceGraph) error {
+	names := s.labNames()
+	if len(names) == 0 {
+		return badRequest("InvalidInput", "Invalid input for operation: no lab is deployed to hold service graph %s.", g.ID)
+	}
+	ls := s.labs[names[0]]
+	ls.db.ServiceGraphs = append(ls.db.ServiceGraphs, g)
+	if err := ls.db.save(ls.dir); err != nil {
+		ls.db.ServiceGraphs = remove(ls.db.ServiceGraphs, g)
+		return err
+	}
+	return nil
+}
+
+// checkGraph applies networking-sfc's service graph rules (_validate_port_chains_for_graph)
+// in its order: at every branching point the source chain's last group and each
+// destination chain's first group have port pairs whose correlation is the chain's
+// (ServiceGraphImpossibleBranching: a pair without correlation never matches), all chains
+// share one correlation (ServiceGraphInconsistentEncapsulation), no destination is given
+// twice (ServiceGraphPortChainInConflict), the destinations' classifiers do not overlap
+// (ServiceGraphFlowClassifierInConflict), and the graph has no loop.
+func checkGraph(db *labDB, m map[string][]string) error {
+	corrOK := func(pc *PortChain, groupID string) bool {
+		for _, ppID := range db.ppg(groupID).PortPairs {
+			c := db.pp(ppID).ServiceFunctionParameters.Correlation
+			if c == nil || *c != pc.ChainParameters.Correlation {
+				return false
+			}
+		}
+		return true
+	}
+	impossible := badRequest("ServiceGraphImpossibleBranching",
+		"Service Graphs require source (branching) and destination port pair groups (their PPs) to have correlation enabled.")
+	inconsistent := badRequest("ServiceGraphInconsistentEncapsulation",
+		"Service Graph may only connect port-chains sharing the same correlation.")
+	encapsulation := ""
+	for _, src := range sortedKeys(m) {
+		spc := db.pc(src)
+		if !corrOK(spc, spc.PortPairGroups[len(spc.PortPairGroups)-1]) {
+			return impossible
+		}
+		if encapsulation == "" {
+			encapsulation = spc.ChainParameters.Correlation
+		} else if encapsulation != spc.ChainParameters.Correlation {
+			return inconsistent
+		}
+		var seen []string
+		var fcs []*FlowClassifier
+		for _, dst := range m[src] {
+			if slices.Contains(seen, dst) {
+				return badRequest("ServiceGraphPortChainInConflict", "Port Chain %s is duplicated on one of the branching points being created.", dst)
+			}
+			seen = append(seen, dst)
+			dpc := db.pc(dst)
+			if !corrOK(dpc, dpc.PortPairGroups[0]) {
+				return impossible
+			}
+			if encapsulation != dpc.ChainParameters.Correlation {
+				return inconsistent
+			}
+			for _, id := range dpc.FlowClassifiers {
+				fcs = append(fcs, db.fc(id))
+			}
+			for i, a := range fcs {
+				for _, b := range fcs[i+1:] {
+					if fcConflict(a, b, false) {
+						return badRequest("ServiceGraphFlowClassifierInConflict",
+							"Flow Classifier %s conflicts with Flow Classifier %s on one of the branching points being created.", a.ID, b.ID)
+					}
+				}
+			}
+		}
+	}
+	if _, loop := sfc.LoopThrough(m); loop {
+		return badRequest("ServiceGraphLoopDetected", "Service Graph defined contains at least one port chain loop.")
+	}
+	return nil
 }

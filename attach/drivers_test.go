@@ -12,13 +12,13 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/attach"
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt"
 )
 
 // hostDevice creates a device in the host for the test — one end of a veth pair whose other

@@ -4,12 +4,11 @@ import (
 	"strings"
 
 	"github.com/sfclab/sfclab/experiment"
-	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/spec"
 )
 
 // balancers names each scenario's load balancer for the report (report.EnvBalancers):
-// "SCENARIO=NODE:IMPL;...", for scenarios whose chain has an l4lb.
+// "SCENARIO=NODE:IMPL;...", for scenarios whose chain has a balancer (spec.Balancer).
 func balancers(e *experiment.Experiment) string {
 	var out []string
 	for _, s := range e.Scenarios {
@@ -17,21 +16,14 @@ func balancers(e *experiment.Experiment) string {
 			continue
 		}
 		for _, n := range s.Plan.Nodes {
-			if n.Function == nil || n.Function.Kind != spec.KindL4LB {
+			if n.Function == nil {
 				continue
 			}
-			p, ok := n.Function.Params.(*spec.L4LBParams)
+			b, ok := n.Function.Params.(spec.Balancer) // the params say what they are
 			if !ok {
 				continue
 			}
-			impl := p.Impl
-			switch {
-			case impl == spec.ImplHAProxy && p.SpliceOn():
-				impl = report.BalancerHAProxySplice
-			case impl == spec.ImplHAProxy:
-				impl = report.BalancerHAProxy
-			}
-			out = append(out, s.Name+"="+n.Name+":"+impl)
+			out = append(out, s.Name+"="+n.Name+":"+b.BalancerName())
 			break
 		}
 	}

@@ -1,6 +1,7 @@
 // Package bench runs experiments: for every repetition, every scenario's lab is deployed, the
-// probes run one after another (CPU sampled during the throughput probe), and the lab is
-// destroyed again; scenarios interleave so drift on the machine hits all of them alike. Raw
+// trial's steps (experiment.Experiment.Steps: each a probe and its CPU window) run one after
+// another, and the lab is destroyed again; scenarios interleave, in an order rotated per
+// repetition (experiment.Order), so drift on the machine hits all of them alike. Raw
 // samples go to SQLite as they are taken; statistics and reports are computed from them.
 package bench
 
@@ -8,31 +9,19 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"maps"
 	"os"
 	"path/filepath"
-	"slices"
 	"strconv"
 	"strings"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/load"
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/cpu"
-	"github.com/sfclab/sfclab/bench/probe/flows"
-	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
-	"github.com/sfclab/sfclab/bench/probe/iperf3"
-	"github.com/sfclab/sfclab/bench/probe/ndr"
-	"github.com/sfclab/sfclab/bench/probe/ping"
-	"github.com/sfclab/sfclab/bench/probe/rtt"
-	"github.com/sfclab/sfclab/bench/probe/tcprtt"
-	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
-	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/cpu"
+	"github.com/sfclab/sfclab/probe/load"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
-	"github.com/sfclab/sfclab/runtime/docker"
 )
 
 // ErrInterrupted is returned when a run was stopped before its last trial (e.g. Ctrl-C); the
@@ -95,14 +84,26 @@ func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, 
 	run.Env["experiment_file"] = e.File
 	run.Env["baseline"] = e.Baseline
 	addShaping(run.Env, e)
+	r.describeRuntimes(ctx, e, run.Env)
 	if e.Reduced != "" {
 		run.Env["reduced"] = e.Reduced
 	}
+	addVMEnv(run.Env, e)
 	var names []string
 	for _, s := range e.Scenarios {
 		names = append(names, s.Name)
 	}
 	run.Env["scenarios"] = strings.Join(names, ",")
+	run.Env["order"] = e.Order
+	var orders [][]string
+	for rep := 1; rep <= e.Repetitions; rep++ {
+		var row []string
+		for _, s := range e.ScenarioOrder(rep) {
+			row = append(row, s.Name)
+		}
+		orders = append(orders, row)
+	}
+	run.Env[results.EnvScenarioOrder] = results.FormatScenarioOrder(orders)
 	if lbs := balancers(e); lbs != "" {
 		run.Env[report.EnvBalancers] = lbs
 	}
@@ -115,7 +116,7 @@ func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, 
 	interrupted := false
 trials:
 	for trial := 1; trial <= e.Repetitions; trial++ {
-		for _, s := range e.Scenarios {
+		for _, s := range e.ScenarioOrder(trial) {
 			if ctx.Err() != nil {
 				interrupted = true
 				break trials
@@ -162,6 +163,34 @@ trials:
 	return out, nil
 }
 
+// describer is a runtime that names what its labs run on (the kubernetes runtime: the
+// cluster's version, server and nodes).
+type describer interface {
+	Describe(ctx context.Context) (string, error)
+}
+
+// describeRuntimes records, under the runtime's name, what each runtime the scenarios use
+// that can describe itself runs on ("unavailable: ERROR" when it cannot answer).
+func (r *Runner) describeRuntimes(ctx context.Context, e *experiment.Experiment, env map[string]string) {
+	for _, s := range e.Scenarios {
+		name := s.Plan.Runtime
+		if _, done := env[name]; done || name == "" {
+			continue
+		}
+		rt, err := r.Deployer.Runtime(name)
+		if err != nil {
+			continue
+		}
+		if d, ok := rt.(describer); ok {
+			v, err := d.Describe(ctx)
+			if err != nil {
+				v = "unavailable: " + err.Error()
+			}
+			env[name] = v
+		}
+	}
+}
+
 // trial deploys a scenario's lab, runs the probes and destroys the lab, whatever happens.
 func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experiment.Scenario, trial int) (samples []results.Sample, err error) {
 	emit := func(x results.Sample) {
@@ -170,7 +199,11 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		}
 		samples = append(samples, x)
 	}
-	p, pr := s.Plan, e.ProbesOf(s)
+	p := s.Plan
+	steps, err := e.Steps(s)
+	if err != nil {
+		return samples, err
+	}
 	chain, err := p.ProbeChain(s.Chain)
 	if err != nil {
 		return samples, err
@@ -207,8 +240,14 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 	env := probe.Env{Plan: p, Chain: chain, LogDir: logDir,
 		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
 	if c := s.Background; c != nil {
-		emit(results.Sample{Probe: "load", Metric: "background_nodes", Value: float64(c.Count), Unit: "count",
-			Labels: map[string]string{"kind": c.Kind, "side": c.Side}})
+		bgl := map[string]string{"kind": c.Kind, "side": c.Side}
+		if c.Count > 0 && c.Kind == load.KindNetwork {
+			bgl["bitrate"] = c.Bitrate // which ran: a cap per pair, or "max" (unthrottled)
+		}
+		if c.Count > 0 && c.Driver != "" {
+			bgl["driver"] = c.Driver
+		}
+		emit(results.Sample{Probe: "load", Metric: "background_nodes", Value: float64(c.Count), Unit: "count", Labels: bgl})
 		if c.Count > 0 {
 			bg, lerr := load.StartNodes(ctx, env, load.NodesConfig{Kind: c.Kind, Count: c.Count, Bitrate: c.Bitrate})
 			if lerr != nil {
@@ -228,264 +267,60 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		emit(results.Sample{Probe: "load", Metric: "count", Value: float64(b.Count), Unit: "count",
 			Labels: map[string]string{"kind": b.Kind, "node": map[bool]string{false: node, true: "the host, beside " + node}[host]}})
 	}
-	if c := pr.Iperf3; c != nil {
-		if e.Warmup.Duration > 0 {
-			cfg := iperf3Config(c)
-			cfg.Duration = max(e.Warmup.Duration, time.Second)
-			if err := iperf3.New(cfg).Run(ctx, env, func(results.Sample) {}); err != nil {
-				return samples, fmt.Errorf("warm-up: %w", err)
+	for _, st := range steps {
+		out := emit
+		if st.Discard {
+			out = func(results.Sample) {}
+		}
+		if err := runStep(ctx, env, st, out); err != nil {
+			if st.Discard {
+				return samples, fmt.Errorf("%s: %w", st.Name, err)
 			}
-		}
-		if err := runIperf3(ctx, env, iperf3Config(c), pr.CPUOn(), emit); err != nil {
-			return samples, err
-		}
-	}
-	if c := pr.Ping; c != nil {
-		cfg := ping.Config{Count: c.Count, Interval: c.Interval.Duration, Size: c.Size}
-		if err := ping.New(cfg).Run(ctx, env, emit); err != nil {
-			return samples, err
-		}
-	}
-	if c := pr.TCPRTT; c != nil {
-		cfg := tcprtt.Config{Connects: c.Connects, Requests: c.Requests, Size: c.Size, Timeout: c.Timeout.Duration}
-		if err := tcprtt.New(cfg).Run(ctx, env, emit); err != nil {
-			return samples, err
-		}
-	}
-	if c := pr.RTT; c != nil {
-		if err := r.rtt(ctx, pr, env, c, emit); err != nil {
-			return samples, err
-		}
-	}
-	if h := pr.HTTP; h != nil {
-		if err := r.http(ctx, pr, env, h, emit); err != nil {
-			return samples, err
-		}
-	}
-	if n := pr.NDR; n != nil {
-		cfg, err := n.Config() // validated when the experiment was loaded
-		if err != nil {
-			return samples, err
-		}
-		if err := ndr.New(cfg).Run(ctx, env, emit); err != nil {
-			return samples, err
-		}
-	}
-	if f := pr.Flows; f != nil {
-		if err := flows.New(f.Config()).Run(ctx, env, emit); err != nil {
 			return samples, err
 		}
 	}
 	return samples, ctx.Err()
 }
 
-// rtt runs the rtt probe at every rate, with CPU sampled over all of them (as study D's
-// mpstat ran beside its pings) when the experiment has no iperf3 or HTTP probe to sample
-// during: one window per trial, per node and per emulated host.
-func (r *Runner) rtt(ctx context.Context, pr *experiment.Probes, env probe.Env, c *experiment.RTT, emit func(results.Sample)) (err error) {
-	if pr.CPUOn() && pr.Iperf3 == nil && pr.HTTP == nil {
-		cr, serr := startCPU(ctx, env, "")
-		if serr != nil {
-			return serr
+// runStep runs one step of a trial with CPU sampled over its window (experiment.CPUWindow):
+// per node (cgroup), for the host's softirq, per emulated host and, for containers, as the
+// engine's stats.
+//
+// For CPUMeasured the counters are read every cpu.TrackInterval during the probe's run and
+// the snapshots inside its measured part (iperf3's transfer as its -J report dates it, not
+// the server's start, the wait for it to listen, the client's start and connect, the omitted
+// seconds or the results exchange, which would dilute short runs) give the figures
+// (cpu.Sampler.StopWithin); a run the probe could not date falls back to its whole run. For
+// CPUWhole the window runs from before the step's first probe to after its last.
+func runStep(ctx context.Context, env probe.Env, st experiment.Step, emit func(results.Sample)) (err error) {
+	switch st.CPU {
+	case experiment.CPUMeasured:
+		if len(st.Probes) != 1 {
+			return fmt.Errorf("step %s: a measured CPU window needs one probe, not %d", st.Name, len(st.Probes))
 		}
-		defer func() { err = errors.Join(err, cr.stop(emit, nil)) }()
-	}
-	for _, rate := range c.Rate {
-		if err := rtt.New(c.Config(rate)).Run(ctx, env, emit); err != nil {
-			return err
+		tp, ok := st.Probes[0].(probe.Timed)
+		if !ok {
+			return fmt.Errorf("step %s: probe %s cannot date its measured part for the CPU window", st.Name, st.Probes[0].Name())
 		}
-	}
-	return nil
-}
-
-// runIperf3 runs one iperf3 test and, when cpuOn, samples every node's CPU during its
-// measured transfer, as the test's -J report dates it (iperf3.Result.Transfer): not the
-// server's start, the wait for it to listen, the client's start and connect, the omitted
-// seconds or the results exchange, which would dilute short runs. The counters are read
-// every cpu.TrackInterval during the client's run and the snapshots inside the transfer give
-// the figures (cpu.Sampler.StopWithin); a run without a report falls back to the client's
-// whole run.
-func runIperf3(ctx context.Context, env probe.Env, cfg iperf3.Config, cpuOn bool, emit func(results.Sample)) error {
-	if cpuOn {
-		cfg.Around = func(client func() (probe.Window, bool)) error {
-			c, err := startCPU(ctx, env, "")
+		return tp.WithAround(func(measure func() (probe.Window, bool)) error {
+			c, err := cpu.StartRecording(ctx, env, st.Self)
 			if err != nil {
 				return err
 			}
-			c.sampler.Track(cpu.TrackInterval)
-			if w, ok := client(); ok {
-				return c.stop(emit, &w)
+			c.Track(cpu.TrackInterval)
+			if w, ok := measure(); ok {
+				return c.Stop(emit, &w)
 			}
-			return c.stop(emit, nil)
-		}
-	}
-	return iperf3.New(cfg).Run(ctx, env, emit)
-}
-
-// HTTPClientNode is the node name the CPU samples of sfclab's own HTTP load generator carry:
-// it runs in sfclab's process, not in the source node's cgroup.
-const HTTPClientNode = "sfclab-http-client"
-
-// http runs the HTTP grid (every object at every concurrency), with CPU sampled over the
-// whole grid when the experiment has no iperf3 probe to sample during: the window runs from
-// before the first run to after the last (ab's runs included), so the figures are averages
-// over the grid. sfclab's own process (the load generator) is sampled too, as the node
-// HTTPClientNode.
-func (r *Runner) http(ctx context.Context, pr *experiment.Probes, env probe.Env, h *experiment.HTTP, emit func(results.Sample)) (err error) {
-	if pr.CPUOn() && pr.Iperf3 == nil {
-		c, serr := startCPU(ctx, env, HTTPClientNode)
+			return c.Stop(emit, nil)
+		}).Run(ctx, env, emit)
+	case experiment.CPUWhole:
+		c, serr := cpu.StartRecording(ctx, env, st.Self)
 		if serr != nil {
 			return serr
 		}
-		defer func() { err = errors.Join(err, c.stop(emit, nil)) }()
+		defer func() { err = errors.Join(err, c.Stop(emit, nil)) }()
 	}
-	for _, obj := range h.Objects {
-		for _, conc := range h.Concurrency {
-			cfg := httpprobe.Config{Requests: h.RequestsFor(obj), Concurrency: conc, Object: obj, KeepAlive: h.KeepAlive, Timeout: h.Timeout.Duration}
-			if err := httpprobe.New(cfg).Run(ctx, env, emit); err != nil {
-				return err
-			}
-			if h.AB {
-				abSamples, err := httpprobe.RunAB(ctx, env, cfg)
-				for _, x := range abSamples {
-					emit(x)
-				}
-				if err != nil {
-					return err
-				}
-			}
-		}
-	}
-	return nil
-}
-
-// dockerStatser is a container node that reports `docker stats` samples.
-type dockerStatser interface {
-	Stats(ctx context.Context) (docker.Stats, error)
-}
-
-// cpuRun is CPU sampling under way: the cgroup and softirq sampler and, for containers, the
-// engine's first stats reading.
-type cpuRun struct {
-	ctx     context.Context
-	env     probe.Env
-	sampler *cpu.Sampler
-	first   map[string]docker.Stats
-}
-
-// startCPU starts sampling every node's cgroup and the host's softirq and, for containers,
-// the engine's stats; stop ends it and emits the samples: cpu_user, cpu_system (cores) per
-// node, softirq (cores) for the host, docker_cpu_percent (as `docker stats` computes it)
-// per container, and the span the cgroup figures cover (cpu.WindowMetric). docker_cpu_percent
-// covers the span between the engine's two one-shot readings, right before the iperf3
-// client's run (or the HTTP grid) and right after it: the stats API is too slow to be read
-// every tracking interval.
-//
-// self, when not "", also counts sfclab's own process as a node of that name (the HTTP load
-// generator runs in it).
-func startCPU(ctx context.Context, env probe.Env, self string) (*cpuRun, error) {
-	names := nodeNames(env.Plan)
-	sampler, err := cpu.Start(env, names)
-	if err != nil {
-		return nil, err
-	}
-	if hs := cpuHosts(env.Plan); len(hs) > 0 {
-		if err := sampler.AddHosts(hs); err != nil {
-			return nil, err
-		}
-	}
-	if self != "" {
-		if err := sampler.CountSelf(self); err != nil {
-			return nil, err
-		}
-	}
-	c := &cpuRun{ctx: ctx, env: env, sampler: sampler, first: map[string]docker.Stats{}}
-	for _, name := range names {
-		if n, err := env.Node(name); err == nil {
-			if ds, ok := n.(dockerStatser); ok {
-				if st, err := ds.Stats(ctx); err == nil {
-					c.first[name] = st
-				}
-			}
-		}
-	}
-	return c, nil
-}
-
-// stop ends the sampling and emits its samples: over w when it is not nil (the snapshots
-// inside it, see cpu.Sampler.StopWithin), else over the whole span since startCPU.
-func (c *cpuRun) stop(emit func(results.Sample), w *probe.Window) error {
-	var err error
-	// The engine's second readings first: they end docker_cpu_percent's span with the run.
-	second := map[string]docker.Stats{}
-	for _, name := range slices.Sorted(maps.Keys(c.first)) {
-		n, nerr := c.env.Node(name)
-		if nerr != nil {
-			continue
-		}
-		cur, serr := n.(dockerStatser).Stats(context.WithoutCancel(c.ctx))
-		if serr != nil {
-			err = errors.Join(err, serr)
-			continue
-		}
-		second[name] = cur
-	}
-	var cs []results.Sample
-	var cerr error
-	if w != nil {
-		cs, cerr = c.sampler.StopWithin(*w)
-	} else {
-		cs, cerr = c.sampler.Stop()
-	}
-	for _, x := range cs {
-		emit(x)
-	}
-	for _, name := range slices.Sorted(maps.Keys(second)) {
-		pct, perr := docker.CPUPercent(c.first[name], second[name])
-		if perr != nil {
-			// n/a: no sample (the report shows n/a, not an invented 0 %); the cgroup
-			// figures of the trial stand, so the trial does not fail for it.
-			continue
-		}
-		emit(results.Sample{Probe: "cpu", Metric: "docker_cpu_percent", Value: pct, Unit: "%",
-			Labels: map[string]string{"node": name}})
-	}
-	return errors.Join(cerr, err)
-}
-
-func iperf3Config(c *experiment.Iperf3) iperf3.Config {
-	return iperf3.Config{Duration: c.Duration.Duration, Protocol: c.Protocol, Streams: c.Streams,
-		Reverse: c.Reverse, Bitrate: c.Bitrate, Congestion: c.Congestion, Omit: c.Omit}
-}
-
-// cpuHosts lists the plan's emulated hosts with their cores (every online core for a host
-// without cpus:, marked shared) and nodes, for the per-host CPU figures.
-func cpuHosts(p *plan.Plan) []cpu.Host {
-	var out []cpu.Host
-	for _, h := range p.AllHosts() {
-		ch := cpu.Host{Name: h.Name}
-		if h.CPUs != "" {
-			ch.Cores, _ = cgroup.ParseCPUs(h.CPUs)
-		} else {
-			ch.Cores, _ = cgroup.OnlineCPUs()
-			ch.Shared = true
-		}
-		for _, n := range p.Nodes {
-			if n.Host == h.Name {
-				ch.Nodes = append(ch.Nodes, n.Name)
-			}
-		}
-		out = append(out, ch)
-	}
-	return out
-}
-
-func nodeNames(p *plan.Plan) []string {
-	out := make([]string, len(p.Nodes))
-	for i, n := range p.Nodes {
-		out[i] = n.Name
-	}
-	return out
+	return st.RunProbes(ctx, env, emit)
 }
 
 // storeFailed is the error of a run that cannot store a trial (the disk is full, say): the run

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -14,11 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe/cpu"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/probe/cpu"
 	"github.com/sfclab/sfclab/results"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
@@ -93,7 +94,23 @@ func TestBenchRunsAndReportsFromSamples(t *testing.T) {
 		t.Fatal(err)
 	}
 	samples, _ := store.Samples()
+	// The scenarios ran in the order recorded with the run, rotated per repetition.
+	run, _ := store.Run()
+	trials, _ := store.Trials()
 	store.Close()
+	order, ok := results.ScenarioOrder(run.Env)
+	var ran, recorded []string
+	for _, tr := range trials {
+		ran = append(ran, fmt.Sprintf("%d:%s", tr.Trial, tr.Scenario))
+	}
+	for i, row := range order {
+		for _, name := range row {
+			recorded = append(recorded, fmt.Sprintf("%d:%s", i+1, name))
+		}
+	}
+	if !ok || strings.Join(ran, " ") != "1:base 1:fw 2:fw 2:base" || strings.Join(recorded, " ") != strings.Join(ran, " ") {
+		t.Errorf("trials ran %v, recorded order %v (%v): want repetition 2 rotated and the record to match", ran, recorded, ok)
+	}
 	count := map[string]int{}
 	for _, s := range samples {
 		count[s.Probe+"/"+s.Metric]++

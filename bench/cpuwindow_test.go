@@ -5,12 +5,13 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/cpu"
-	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/cpu"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -74,7 +75,8 @@ func TestCPUWindowIsTheTransfer(t *testing.T) {
 			t.Fatal(err)
 		}
 		var samples []results.Sample
-		if err := runIperf3(ctx, env, iperf3.Config{Duration: 2 * time.Second}, true, func(x results.Sample) { samples = append(samples, x) }); err != nil {
+		if err := runStep(ctx, env, experiment.Step{Name: iperf3.Name, Probes: []probe.Probe{iperf3.New(iperf3.Config{Duration: 2 * time.Second})},
+			CPU: experiment.CPUMeasured}, func(x results.Sample) { samples = append(samples, x) }); err != nil {
 			t.Fatal(err)
 		}
 		ws, err := all.Stop()

@@ -8,11 +8,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"

@@ -55,6 +55,10 @@ func TestBenchGrid(t *testing.T) {
 		}
 		if s.Probe == "load" && s.Metric == "background_nodes" {
 			bg[s.Scenario] = s.Value
+			// Which cap ran is recorded with the network cells (the report says it).
+			if want := map[bool]string{true: "20M"}[s.Labels["kind"] == "network"]; s.Labels["bitrate"] != want {
+				t.Errorf("%s: background bitrate label %q, want %q", s.Scenario, s.Labels["bitrate"], want)
+			}
 		}
 	}
 	for _, sc := range []string{"veth.bg-0", "veth.bg-cpu-sender-4", "veth.bg-network-sender-4", "macvlan.bg-0", "macvlan.bg-cpu-sender-4", "macvlan.bg-network-sender-4"} {

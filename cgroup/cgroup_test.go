@@ -300,3 +300,23 @@ func TestRelValidation(t *testing.T) {
 		t.Error("clockTicks <= 0")
 	}
 }
+
+func TestOfProcess(t *testing.T) {
+	g, err := OfProcess(os.Getpid())
+	if errors.Is(err, ErrNoHierarchy) {
+		t.Skip("SKIPPED LOUDLY: no cgroup hierarchy mounted")
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	pids, err := g.Procs()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Contains(pids, os.Getpid()) {
+		t.Errorf("group %s of this process lists %v, not pid %d", g.Path(), pids, os.Getpid())
+	}
+	if _, err := g.CPU(); err != nil {
+		t.Error(err)
+	}
+}

@@ -11,14 +11,15 @@ import (
 	"fmt"
 	"os"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/pool"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/runtimes"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -64,7 +65,22 @@ type Deployer struct {
 }
 
 // New returns a Deployer journaling under journal.StateRoot() with the built-in runtimes.
-func New() *Deployer { return &Deployer{Journal: journal.Journal{Root: journal.StateRoot()}} }
+func New() *Deployer {
+	return &Deployer{Journal: journal.Journal{Root: journal.StateRoot(), Kinds: kinds.Spec()}}
+}
+
+// journal is the deployer's journal with the registered kinds typing stored plans' params
+// when the caller gave none.
+func (d *Deployer) journal() journal.Journal {
+	j := d.Journal
+	if j.Kinds == nil {
+		j.Kinds = kinds.Spec()
+	}
+	return j
+}
+
+// ReadPlan reads the stored plan of a deployed lab, params typed by the registered kinds.
+func (d *Deployer) ReadPlan(lab string) (*plan.Plan, error) { return d.journal().ReadPlan(lab) }
 
 // runtimes lists the runtimes of a Deployer: its own, or the registered ones journaling where
 // it does.
@@ -78,7 +94,7 @@ func (d *Deployer) runtimes() map[string]runtime.Runtime {
 // Runtime returns the runtime called name.
 func (d *Deployer) Runtime(name string) (runtime.Runtime, error) {
 	if name == "" {
-		name = "netns"
+		name = spec.DefaultRuntime
 	}
 	rt, ok := d.runtimes()[name]
 	if !ok {
@@ -251,10 +267,19 @@ func takesDefaults(n *plan.Node) bool {
 func (b *build) links(ctx context.Context) error {
 	link := b.rt.Link
 	if len(b.p.Hosts) > 0 {
-		link = linkHosts // package hosts wires nodes on emulated hosts, whichever runtime made them
+		// package hosts wires nodes on emulated hosts, whichever runtime made them
+		link = func(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
+			return linkHosts(ctx, b.rt, p, ns, undo)
+		}
 	}
 	if err := link(ctx, b.p, b.ns, b.undo); err != nil {
 		return err
+	}
+	if len(b.p.Hosts) > 0 && b.p.Transparent == nil {
+		// linkHosts made the ports in place of the runtime's Link, which boots the VMs.
+		if err := b.bootOnPorts(ctx); err != nil {
+			return err
+		}
 	}
 	if b.p.Transparent != nil {
 		if err := b.steering(ctx); err != nil {
@@ -362,19 +387,10 @@ func (b *build) openNodes(ctx context.Context) error {
 		}
 	}
 	opened := make([]runtime.Node, len(want))
-	errs := make([]error, len(want))
-	sem := make(chan struct{}, openWorkers)
-	var wg sync.WaitGroup
-	for i, n := range want {
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			opened[i], errs[i] = b.rt.Node(ctx, b.p, n.Name)
-		}()
-	}
-	wg.Wait()
-	if err := errors.Join(errs...); err != nil {
+	if err := pool.All(len(want), openWorkers, func(i int) (err error) {
+		opened[i], err = b.rt.Node(ctx, b.p, want[i].Name)
+		return err
+	}); err != nil {
 		return err
 	}
 	if b.opened == nil {

@@ -264,7 +264,7 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 				t.Fatal(err)
 			}
 			lab.Name = "t-fw-" + backend[:3]
-			lab.Functions["fw"].Params.(*spec.FirewallParams).Backend = backend
+			lab.Functions["fw"].Params.(*firewall.FirewallParams).Backend = backend
 			p, err := plan.Build(lab)
 			if err != nil {
 				t.Fatal(err)

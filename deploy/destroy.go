@@ -23,7 +23,7 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	if err := CheckRoot(); err != nil {
 		return err
 	}
-	p, planErr := d.Journal.ReadPlan(lab)
+	p, planErr := d.journal().ReadPlan(lab)
 	_, dirErr := os.Stat(d.Journal.Dir(lab))
 	// Without a journal only the owner tags tell whether the lab is there (asking every
 	// runtime: an engine round trip for docker, so not when the journal answers).
@@ -200,5 +200,19 @@ func (d *Deployer) DestroyAll(ctx context.Context) ([]string, error) {
 		}
 		done = append(done, lab)
 	}
+	// Runtimes with shared state of their own (the kubernetes runtime's agent) remove it once
+	// no lab is left.
+	for _, rt := range d.runtimes() {
+		if s, ok := rt.(sweeper); ok {
+			if err := s.Sweep(ctx); err != nil {
+				errs = append(errs, err)
+			}
+		}
+	}
 	return done, errors.Join(errs...)
+}
+
+// sweeper is a runtime that removes what it shares between labs once none is left.
+type sweeper interface {
+	Sweep(ctx context.Context) error
 }

@@ -3,6 +3,7 @@ package deploy
 import (
 	"context"
 	"errors"
+	"fmt"
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/vnf"
@@ -10,11 +11,16 @@ import (
 )
 
 // Check asks every function of a deployed lab whose kind can tell whether it still runs; the
-// error names each function that is down and why. A bench trial calls it so that a probe
-// failing because a function died says so.
+// error names each function that is down and why, and each machine (a VM) that is gone. A
+// bench trial calls it so that a probe failing because a function died says so.
 func (d *Deployer) Check(ctx context.Context, p *plan.Plan) error {
+	down := d.machinesDown(p)
 	var errs []error
 	for _, n := range p.Nodes {
+		if why, ok := down[n.Name]; ok {
+			errs = append(errs, fmt.Errorf("node %s is down: %s", n.Name, why))
+			continue
+		}
 		if n.Function == nil {
 			continue
 		}

@@ -54,14 +54,21 @@ const SegmentVNIBase = 1000
 
 // linkHosts wires a routed lab placed on emulated hosts (package hosts), then addresses the
 // interfaces, in place of the runtime's Link: the nodes are namespaces or containers
-// started without a network, named sfc.LAB.NODE either way (Plan.HostPorts).
-func linkHosts(_ context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
-	built, err := hosts.Build(hostTopology(p), undo)
-	if built != nil {
-		defer built.Close()
-	}
-	if err != nil {
-		return err
+// started without a network, named sfc.LAB.NODE either way (Plan.HostPorts). A runtime that
+// wires segments where its nodes run (SegmentWirer) builds the hosts instead.
+func linkHosts(ctx context.Context, rt runtime.Runtime, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
+	if w, ok := rt.(SegmentWirer); ok {
+		if _, err := w.BuildHosts(ctx, p, hostTopology(p), undo); err != nil {
+			return err
+		}
+	} else {
+		built, err := hosts.Build(hostTopology(p), undo)
+		if built != nil {
+			defer built.Close()
+		}
+		if err != nil {
+			return err
+		}
 	}
 	for _, n := range p.Nodes {
 		for _, i := range n.Interfaces {

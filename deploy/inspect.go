@@ -9,6 +9,7 @@ import (
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -41,6 +42,8 @@ type NodeInfo struct {
 	Error string `json:"error,omitempty"`
 	// Down says why the node's function is not running (its process died).
 	Down string `json:"down,omitempty"`
+	// Machine describes a node that is a virtual machine (accelerator, TCG mark, boot).
+	Machine string `json:"machine,omitempty"`
 	// Balancer are a load balancer's per-backend counters (l4lb impl: sfclab).
 	Balancer *lb.Stats `json:"balancer,omitempty"`
 }
@@ -70,16 +73,23 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 	if err != nil {
 		return nil, err
 	}
-	p, err := d.Journal.ReadPlan(lab)
+	p, err := d.journal().ReadPlan(lab)
 	if err != nil {
 		return nil, err
 	}
 	info := &LabInfo{Lab: lab, Status: st.Status, File: st.File, Plan: p, State: st}
+	var machines runtime.MachineDescriber
+	if rt, err := d.Runtime(p.Runtime); err == nil {
+		machines, _ = rt.(runtime.MachineDescriber)
+	}
 	for _, n := range p.Nodes {
 		ni := NodeInfo{Name: n.Name, Role: n.Role, Kind: n.Kind, Netns: n.Netns}
+		if machines != nil {
+			ni.Machine, ni.Down = machines.DescribeMachine(p, n.Name)
+		}
 		if err := readNode(ctx, d, p, n, &ni); err != nil {
 			ni.Error = err.Error()
-		} else {
+		} else if ni.Down == "" { // a machine that is down says why, not what its kind cannot reach
 			readFunction(ctx, d, p, n, &ni)
 		}
 		info.Nodes = append(info.Nodes, ni)
@@ -107,12 +117,9 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 // nsOpener is a node whose network namespace has no name (a container).
 type nsOpener interface{ OpenNS() (*netdev.NS, error) }
 
-// openNodeNS opens a node's network namespace: by name on the netns runtime, through the
-// runtime's node otherwise.
+// openNodeNS opens a node's network namespace through the runtime's node (a named
+// namespace or a container's).
 func openNodeNS(d *Deployer, p *plan.Plan, n *plan.Node) (*netdev.NS, error) {
-	if p.Runtime == "" || p.Runtime == "netns" {
-		return netdev.OpenNS(n.Netns)
-	}
 	node, err := d.Node(p, n.Name)
 	if err != nil {
 		return nil, err

@@ -17,16 +17,11 @@ import (
 // the steering tunnel to its host; the rest (ARP) takes the bridge.
 func (b *build) redirects() error {
 	p := b.p
-	var ids []uint32
+	a := steer.Attachment{}
 	for _, h := range p.Hosts {
-		ids = append(ids, h.ID)
+		a.Hosts = append(a.Hosts, h.ID)
 	}
 	b.undo.Push("unpin steering maps", func() error { return steer.Unpin(p.Lab) })
-	dp, err := steer.Load(p.Lab, ids)
-	if err != nil {
-		return fmt.Errorf("load ebpf-redirect: %w", err)
-	}
-	defer dp.Close()
 	port := map[string]string{} // node/ifname -> host-side port
 	for _, s := range p.Segments {
 		for i, m := range s.Members {
@@ -56,29 +51,26 @@ func (b *build) redirects() error {
 			m.Ports = append(m.Ports, sfc.Port{Name: name, Node: n.Name, Network: i.Segment, Host: h.Name, IP: i.Address.Addr()})
 			bind[name] = sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: i.Address.Addr()}
 			if n.Driver != nil && n.Driver.Type == spec.DriverEBPFRedirect {
-				if err := dp.AttachPort(h.Netns, h.ID, hostIf); err != nil {
-					return fmt.Errorf("ebpf-redirect: %w", err)
-				}
+				a.Ports = append(a.Ports, steer.PortAttachment{NS: h.Netns, Host: h.ID, Ifname: hostIf})
 			}
 		}
 	}
 	if len(p.Hosts) > 1 {
 		for _, h := range p.Hosts {
-			idx, _, err := hosts.LinkOf(h.Netns, hosts.SteerDev)
-			if err != nil {
-				return fmt.Errorf("ebpf-redirect: %w", err)
-			}
-			if err := dp.SetTunnel(h.ID, h.Underlay.Addr(), uint32(idx)); err != nil {
-				return fmt.Errorf("ebpf-redirect: %w", err)
-			}
-			if err := dp.AttachTunnel(h.Netns, h.ID, hosts.SteerDev); err != nil {
-				return fmt.Errorf("ebpf-redirect: %w", err)
-			}
+			a.Tunnels = append(a.Tunnels, steer.TunnelAttachment{NS: h.Netns, Host: h.ID, Underlay: h.Underlay.Addr(), Ifname: hosts.SteerDev})
 		}
+	}
+	if err := steer.Install(p.Lab, a); err != nil {
+		return fmt.Errorf("ebpf-redirect: %w", err)
 	}
 	tab, err := sfc.Compile(m, bind)
 	if err != nil {
 		return fmt.Errorf("ebpf-redirect: compile ports: %w", err)
 	}
+	dp, err := steer.Open(p.Lab)
+	if err != nil {
+		return fmt.Errorf("ebpf-redirect: %w", err)
+	}
+	defer dp.Close()
 	return dp.Apply(tab)
 }

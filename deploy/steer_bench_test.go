@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/firewall"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -54,14 +55,14 @@ const (
 func benchKind(k string) (string, string) {
 	const rules = "policy: drop, rules: [{action: allow, protocol: tcp, port: 5201}]"
 	switch k {
-	case spec.KindFirewall:
+	case firewall.Kind:
 		return k, ", params: {offload: none, " + rules + "}"
 	case firewallIptables:
-		return spec.KindFirewall, ", params: {offload: none, backend: iptables, " + rules + "}"
+		return firewall.Kind, ", params: {offload: none, backend: iptables, " + rules + "}"
 	case firewallOffload:
-		return spec.KindFirewall, ", params: {offload: bpf, " + rules + "}"
+		return firewall.Kind, ", params: {offload: bpf, " + rules + "}"
 	case firewallIptablesOffload:
-		return spec.KindFirewall, ", params: {offload: bpf, backend: iptables, " + rules + "}"
+		return firewall.Kind, ", params: {offload: bpf, backend: iptables, " + rules + "}"
 	}
 	return k, ""
 }
@@ -185,26 +186,20 @@ func BenchmarkSteeringThroughput(b *testing.B) {
 	fwd6 := []string{"forwarder", "forwarder", "forwarder", "forwarder", "forwarder", "forwarder"}
 	scenarios := []struct {
 		name, yaml string
-		bump       int // how transparent forwarders forward (bumpMode)
 	}{
-		{"baseline", routedLab("steer-b-base", nil), bumpPeer},
-		{"t-0", transparentLab("steer-b-t0", nil), bumpPeer},
-		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"}), bumpPeer},
-		{"t-fwd1-q", transparentLab("steer-b-t1q", []string{"forwarder"}), bumpQueue},
-		{"t-fwd1-k", transparentLab("steer-b-t1k", []string{"forwarder"}), bumpKernel},
-		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"}), bumpPeer},
-		{"t-fwd6", transparentLab("steer-b-t6", fwd6), bumpPeer},
-		{"t-fwd6-q", transparentLab("steer-b-t6q", fwd6), bumpQueue},
-		{"t-fwd6-k", transparentLab("steer-b-t6k", fwd6), bumpKernel},
-		{"r-fwd6", routedLab("steer-b-r6", fwd6), bumpPeer},
-		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"}), bumpPeer},
-		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"}), bumpPeer},
-		{"t-fw-ipt", transparentLab("steer-b-tfwi", []string{firewallIptables}), bumpPeer},
-		{"r-fw-ipt", routedLab("steer-b-rfwi", []string{firewallIptables}), bumpPeer},
-		{"t-fw-off", transparentLab("steer-b-tfwo", []string{firewallOffload}), bumpPeer},
-		{"t-fw-ipt-off", transparentLab("steer-b-tfio", []string{firewallIptablesOffload}), bumpPeer},
+		{"baseline", routedLab("steer-b-base", nil)},
+		{"t-0", transparentLab("steer-b-t0", nil)},
+		{"t-fwd1", transparentLab("steer-b-t1", []string{"forwarder"})},
+		{"r-fwd1", routedLab("steer-b-r1", []string{"forwarder"})},
+		{"t-fwd6", transparentLab("steer-b-t6", fwd6)},
+		{"r-fwd6", routedLab("steer-b-r6", fwd6)},
+		{"t-fw", transparentLab("steer-b-tfw", []string{"firewall"})},
+		{"r-fw", routedLab("steer-b-rfw", []string{"firewall"})},
+		{"t-fw-ipt", transparentLab("steer-b-tfwi", []string{firewallIptables})},
+		{"r-fw-ipt", routedLab("steer-b-rfwi", []string{firewallIptables})},
+		{"t-fw-off", transparentLab("steer-b-tfwo", []string{firewallOffload})},
+		{"t-fw-ipt-off", transparentLab("steer-b-tfio", []string{firewallIptablesOffload})},
 	}
-	defer func() { bumpMode = bumpPeer }()
 	// Each transparent scenario also against the same chain routed, in the same iteration.
 	pairs := [][2]string{{"t-fwd1", "r-fwd1"}, {"t-fwd6", "r-fwd6"}, {"t-fw", "r-fw"}, {"t-fw-ipt", "r-fw-ipt"}, {"t-fw-off", "t-fw"}, {"t-fw-ipt-off", "t-fw-ipt"}}
 	d := &Deployer{Journal: journal.Journal{Root: b.TempDir()}}
@@ -213,7 +208,6 @@ func BenchmarkSteeringThroughput(b *testing.B) {
 	for i := 0; i < b.N; i++ {
 		rate := map[string]float64{}
 		for _, s := range scenarios {
-			bumpMode = s.bump
 			rate[s.name] = tcpRate(b, d, s.yaml)
 		}
 		base += rate["baseline"]

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/netip"
+	"strings"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/hosts"
@@ -53,26 +54,21 @@ func (b *build) steering(ctx context.Context) error {
 	var ports []steeringPort
 	var err error
 	switch {
-	case p.Runtime != "" && p.Runtime != "netns" && p.Runtime != "docker":
-		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: netns or docker)", p.Runtime)
+	case !transparentRuntime(p.Runtime):
+		return fmt.Errorf("transparent steering: runtime %s is not supported (use runtime: %s)", p.Runtime, transparentRuntimes())
 	case p.HostPorts():
-		ports, err = b.hostPorts()
+		ports, err = b.hostPorts(ctx)
 	default:
 		ports, err = b.dockerPorts()
 	}
 	if err != nil {
 		return err
 	}
-	var ids []uint32
+	a := steer.Attachment{}
 	for _, h := range t.Hosts {
-		ids = append(ids, h.ID)
+		a.Hosts = append(a.Hosts, h.ID)
 	}
 	b.undo.Push("unpin steering maps", func() error { return steer.Unpin(p.Lab) })
-	dp, err := steer.Load(p.Lab, ids)
-	if err != nil {
-		return err
-	}
-	defer dp.Close()
 	bind := map[string]sfc.Binding{}
 	for _, pt := range ports {
 		bind[pt.name] = pt.bind
@@ -83,24 +79,26 @@ func (b *build) steering(ctx context.Context) error {
 			hostIf := pt.hostIf
 			b.undo.Push("detach steering from "+hostIf, func() error { return steer.Detach("", hostIf) })
 		}
-		if err := dp.AttachPort(pt.nsName, pt.bind.Host, pt.hostIf); err != nil {
-			return err
-		}
+		a.Ports = append(a.Ports, steer.PortAttachment{NS: pt.nsName, Host: pt.bind.Host, Ifname: pt.hostIf})
 	}
 	if len(t.Hosts) > 1 {
 		for _, h := range t.Hosts {
-			idx, _, err := hosts.LinkOf(h.Netns, hosts.SteerDev)
-			if err != nil {
-				return err
-			}
-			if err := dp.SetTunnel(h.ID, h.Underlay.Addr(), uint32(idx)); err != nil {
-				return err
-			}
-			if err := dp.AttachTunnel(h.Netns, h.ID, hosts.SteerDev); err != nil {
-				return err
-			}
+			a.Tunnels = append(a.Tunnels, steer.TunnelAttachment{NS: h.Netns, Host: h.ID, Underlay: h.Underlay.Addr(), Ifname: hosts.SteerDev})
 		}
 	}
+	if w, ok := b.rt.(SegmentWirer); ok {
+		err = w.AttachSteering(ctx, p, a, b.undo)
+	} else {
+		err = steer.Install(p.Lab, a)
+	}
+	if err != nil {
+		return err
+	}
+	dp, err := steer.Open(p.Lab)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
 	tab, err := sfc.Compile(t.Model, bind)
 	if err != nil {
 		return fmt.Errorf("compile chains: %w", err)
@@ -112,28 +110,51 @@ func (b *build) steering(ctx context.Context) error {
 // them) and the nodes' ports, makes functions bumps in the wire, and returns where each
 // port's program goes: its veth's end in its host's namespace. The nodes are namespaces, or
 // containers whose namespaces the docker runtime named as a netns node's (Plan.HostPorts).
-func (b *build) hostPorts() ([]steeringPort, error) {
+func (b *build) hostPorts(ctx context.Context) ([]steeringPort, error) {
 	t := b.p.Transparent
-	built, err := hosts.Build(topology(b.p), b.undo)
-	if built != nil {
-		defer built.Close()
+	nodeNS := func(n *plan.TNode) *netdev.NS { return b.ns[n.Name] }
+	var links map[string]hosts.PortAt
+	topo := topology(b.p)
+	if w, ok := b.rt.(SegmentWirer); ok {
+		var err error
+		if links, err = w.BuildHosts(ctx, b.p, topo, b.undo); err != nil {
+			return nil, err
+		}
+	} else {
+		built, err := hosts.Build(topo, b.undo)
+		if built != nil {
+			defer built.Close()
+		}
+		if err != nil {
+			return nil, err
+		}
+		nodeNS = func(n *plan.TNode) *netdev.NS { return built.NS[n.Netns] }
 	}
-	if err != nil {
+	if err := b.bootOnPorts(ctx); err != nil {
 		return nil, err
+	}
+	if links == nil { // built here: read where the ports are once the guests booted on them
+		var err error
+		if links, err = topo.PortLinks(); err != nil {
+			return nil, err
+		}
 	}
 	var ports []steeringPort
 	for _, n := range t.Nodes {
-		if err := bumpInTheWire(built.NS[n.Netns], n); err != nil {
-			return nil, err
+		if !isMachine(b.p, n.Name) { // a VM's guest is its bump in the wire (bootOnPorts)
+			if err := bumpInTheWire(nodeNS(n), n); err != nil {
+				return nil, err
+			}
 		}
 		h := t.Host(n.Host)
 		for _, pt := range n.Ports {
-			idx, mac, err := hosts.PortLink(h.Netns, pt.HostIf, n.Netns, pt.Ifname)
-			if err != nil {
-				return nil, err
+			at, ok := links[hosts.PortKey(n.Name, pt.Ifname)]
+			if !ok {
+				return nil, fmt.Errorf("node %s: port %s was not built", n.Name, pt.Ifname)
 			}
+			idx, mac := at.Index, at.MAC
 			ports = append(ports, steeringPort{name: pt.Name, nsName: h.Netns, hostIf: pt.HostIf,
-				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}})
+				bind: t.Binding(n, pt, idx, mac)})
 		}
 	}
 	return ports, nil
@@ -163,7 +184,6 @@ func (b *build) dockerPorts() ([]steeringPort, error) {
 		if err := bumpInTheWire(ns, n); err != nil {
 			return nil, err
 		}
-		h := t.Host(n.Host)
 		for _, pt := range n.Ports {
 			idx, mac, err := hosts.PeerOf(ns, pt.Ifname)
 			if err != nil {
@@ -174,7 +194,7 @@ func (b *build) dockerPorts() ([]steeringPort, error) {
 				return nil, fmt.Errorf("node %s: find the host side of %s (ifindex %d): %w", n.Name, pt.Ifname, idx, err)
 			}
 			ports = append(ports, steeringPort{name: pt.Name, hostIf: peer.Attrs().Name,
-				bind: sfc.Binding{Host: h.ID, Ifindex: uint32(idx), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}})
+				bind: t.Binding(n, pt, idx, mac)})
 		}
 	}
 	return ports, nil
@@ -208,7 +228,13 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	if err := hosts.ForwardIn(ns, ways, true); err != nil {
 		return err
 	}
-	bump, offload := bumped(n) && bumpMode != bumpKernel, offloaded(n)
+	fast := ""
+	if n.Function != nil {
+		if fp, ok := n.Function.Params.(spec.FastPath); ok {
+			fast = fp.FastPath()
+		}
+	}
+	bump, offload := fast == spec.FastPathBump, fast == spec.FastPathOffload
 	if !bump && !offload {
 		return nil
 	}
@@ -241,7 +267,7 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 				continue
 			}
 			done[x.In] = true
-			b := steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC, Queue: bumpMode == bumpQueue}
+			b := steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC}
 			attach := steer.AttachBump
 			if offload {
 				attach = steer.AttachFwOffload
@@ -253,45 +279,6 @@ func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
 	}
 	return nil
 }
-
-// bumped reports whether node n forwards by the bump program: a forwarder, unless its
-// datapath is the kernel's.
-func bumped(n *plan.TNode) bool {
-	if n.Kind != spec.KindForwarder {
-		return false
-	}
-	if n.Function != nil {
-		if fp, ok := n.Function.Params.(*spec.ForwarderParams); ok && fp.Datapath == spec.DatapathKernel {
-			return false
-		}
-	}
-	return true
-}
-
-// offloaded reports whether node n is a firewall that forwards its established flows by the
-// offload program: a firewall, unless its offload is none.
-func offloaded(n *plan.TNode) bool {
-	if n.Kind != spec.KindFirewall {
-		return false
-	}
-	if n.Function != nil {
-		if fp, ok := n.Function.Params.(*spec.FirewallParams); ok && fp.Offload == spec.OffloadNone {
-			return false
-		}
-	}
-	return true
-}
-
-// How a transparent forwarder forwards: bumpPeer (the bump program hands each packet to the
-// egress veth's peer), bumpQueue (the bump program transmits on the egress port) or
-// bumpKernel (the kernel's L3 forwarding; what other kinds use). Benchmarks compare them.
-const (
-	bumpPeer = iota
-	bumpQueue
-	bumpKernel
-)
-
-var bumpMode = bumpPeer
 
 // unpinSteering removes a lab's pinned steering maps (its programs went with its host
 // namespaces); nothing pinned is not an error.
@@ -397,4 +384,27 @@ func inspectSteering(p *plan.Plan, m *sfc.Model) *SteeringInfo {
 		si.Picks = append(si.Picks, PickInfo{Group: groupName[pk.Group], Flow: pk.Flow.String(), Instance: pairName[pk.Pair]})
 	}
 	return si
+}
+
+// transparentRuntime reports whether the runtime called name ("" is the default) can carry
+// transparent steering: every known runtime (a VM's ports are veths spliced to its taps, the
+// steering programs on the host ends as for namespaces).
+func transparentRuntime(name string) bool {
+	_, ok := spec.TraitsOf(name)
+	return ok
+}
+
+// transparentRuntimes lists the runtimes that can carry transparent steering, for a message:
+// "a, b or c".
+func transparentRuntimes() string {
+	var names []string
+	for _, n := range spec.RuntimeNames() {
+		if transparentRuntime(n) {
+			names = append(names, n)
+		}
+	}
+	if len(names) < 2 {
+		return strings.Join(names, "")
+	}
+	return strings.Join(names[:len(names)-1], ", ") + " or " + names[len(names)-1]
 }

@@ -10,9 +10,12 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
+	"github.com/sfclab/sfclab/vnf/custom"
+	"github.com/sfclab/sfclab/vnf/firewall"
+	"github.com/sfclab/sfclab/vnf/forwarder"
+	"github.com/sfclab/sfclab/vnf/nat"
 )
 
 // TestTransparentDeploy deploys the transparent example (forwarder, tap, stateful firewall,
@@ -340,42 +343,29 @@ func TestTransparentIPv6(t *testing.T) {
 	}
 }
 
-// TestBumped: only a forwarder takes the bump, and not with datapath: kernel.
-func TestBumped(t *testing.T) {
+// TestFastPath: a forwarder takes the bump unless its datapath is the kernel's, a firewall
+// the offload program unless its offload is none, and kinds without a fast path none.
+func TestFastPath(t *testing.T) {
 	for _, tc := range []struct {
-		name string
-		n    plan.TNode
-		want bool
+		name   string
+		params any
+		want   string
 	}{
-		{"forwarder, no function", plan.TNode{Kind: spec.KindForwarder}, true},
-		{"forwarder, default", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{}}}, true},
-		{"forwarder, bpf", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{Datapath: spec.DatapathBPF}}}, true},
-		{"forwarder, kernel", plan.TNode{Kind: spec.KindForwarder, Function: &plan.Function{Params: &spec.ForwarderParams{Datapath: spec.DatapathKernel}}}, false},
-		{"firewall", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{}}}, false},
-		{"tap", plan.TNode{Kind: spec.KindTap}, false},
+		{"forwarder, default", &forwarder.ForwarderParams{}, spec.FastPathBump},
+		{"forwarder, bpf", &forwarder.ForwarderParams{Datapath: forwarder.DatapathBPF}, spec.FastPathBump},
+		{"forwarder, kernel", &forwarder.ForwarderParams{Datapath: forwarder.DatapathKernel}, ""},
+		{"firewall, default", &firewall.FirewallParams{}, spec.FastPathOffload},
+		{"firewall, bpf", &firewall.FirewallParams{Offload: firewall.OffloadBPF}, spec.FastPathOffload},
+		{"firewall, none", &firewall.FirewallParams{Offload: firewall.OffloadNone}, ""},
+		{"nat", &nat.NATParams{}, ""},
+		{"custom", &custom.CustomParams{}, ""},
 	} {
-		if got := bumped(&tc.n); got != tc.want {
-			t.Errorf("%s: bumped %v, want %v", tc.name, got, tc.want)
+		got := ""
+		if fp, ok := tc.params.(spec.FastPath); ok {
+			got = fp.FastPath()
 		}
-	}
-}
-
-// TestOffloaded: only a firewall takes the offload program, and not with offload: none.
-func TestOffloaded(t *testing.T) {
-	for _, tc := range []struct {
-		name string
-		n    plan.TNode
-		want bool
-	}{
-		{"firewall, no function", plan.TNode{Kind: spec.KindFirewall}, true},
-		{"firewall, default", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{}}}, true},
-		{"firewall, bpf", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{Offload: spec.OffloadBPF}}}, true},
-		{"firewall, none", plan.TNode{Kind: spec.KindFirewall, Function: &plan.Function{Params: &spec.FirewallParams{Offload: spec.OffloadNone}}}, false},
-		{"forwarder", plan.TNode{Kind: spec.KindForwarder}, false},
-		{"nat", plan.TNode{Kind: spec.KindNAT}, false},
-	} {
-		if got := offloaded(&tc.n); got != tc.want {
-			t.Errorf("%s: offloaded %v, want %v", tc.name, got, tc.want)
+		if got != tc.want {
+			t.Errorf("%s: fast path %q, want %q", tc.name, got, tc.want)
 		}
 	}
 }

@@ -6,6 +6,7 @@ package experiment
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -14,10 +15,10 @@ import (
 	"strings"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe/flows"
-	"github.com/sfclab/sfclab/bench/probe/ndr"
-	"github.com/sfclab/sfclab/bench/probe/rtt"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe/flows"
+	"github.com/sfclab/sfclab/probe/ndr"
+	"github.com/sfclab/sfclab/probe/rtt"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
 	"go.yaml.in/yaml/v3"
@@ -33,12 +34,22 @@ type Experiment struct {
 	// Reduced says how this run is smaller than the study it reproduces (set by `sfclab
 	// reproduce --quick` or `--standard`, recorded with the run and shown in its report).
 	Reduced string `yaml:"-"`
+	// NotRun names the study's scenarios left out of this run and why (set by `sfclab
+	// reproduce`: study B's KVM column on a host without usable KVM, unless --allow-tcg).
+	NotRun map[string]string `yaml:"-"`
+	// KeptRuntime names the scenarios that kept the runtime they name (the value) although
+	// `sfclab reproduce --runtime` asked for another: the flag applies only to scenarios that
+	// name none. The report states them.
+	KeptRuntime map[string]string `yaml:"-"`
 	// Repetitions of every scenario (default 3); trials interleave scenarios.
 	Repetitions int `yaml:"repetitions,omitempty"`
 	// Warmup is a throughput run before the first trial of each deploy, not recorded.
 	Warmup Duration `yaml:"warmup,omitempty"`
 	// Baseline is the scenario others are compared with (default: the first).
-	Baseline  string      `yaml:"baseline,omitempty"`
+	Baseline string `yaml:"baseline,omitempty"`
+	// Order is the scenarios' order per repetition: "balanced" (default: rotated, see
+	// Order) or "fixed" (the file's order every time).
+	Order     string      `yaml:"order,omitempty"`
 	Scenarios []*Scenario `yaml:"scenarios"`
 	Probes    Probes      `yaml:"probes"`
 	// Background is load kept running on a node during every trial's probes (study B: 12
@@ -93,6 +104,10 @@ type Probes struct {
 	Flows *Flows `yaml:"flows,omitempty"`
 	// CPU samples every node's cgroup and host softirq during the iperf3 probe (default true).
 	CPU *bool `yaml:"cpu,omitempty"`
+	// More holds the settings of probes registered with WithProbe, by name, as written;
+	// validate decodes them into extra (and refuses a name nobody registered).
+	More  map[string]yaml.Node `yaml:",inline"`
+	extra map[string]any
 }
 
 // CPUOn reports whether CPU is sampled.
@@ -109,7 +124,7 @@ type Iperf3 struct {
 	Omit       int      `yaml:"omit,omitempty"`
 }
 
-// NDR configures the no-drop-rate search; see bench/probe/ndr and docs/experiment-file.md.
+// NDR configures the no-drop-rate search; see probe/ndr and docs/experiment-file.md.
 type NDR struct {
 	// Frames are frame sizes in bytes or "imix" (default [64]).
 	Frames []string `yaml:"frames,omitempty"`
@@ -151,7 +166,7 @@ func (n *NDR) Config() (ndr.Config, error) {
 	return c, c.Validate()
 }
 
-// Flows configures the flows probe (package bench/probe/flows).
+// Flows configures the flows probe (package probe/flows).
 type Flows struct {
 	// Interval between two readings of the counters (default 1s).
 	Interval Duration `yaml:"interval,omitempty"`
@@ -186,7 +201,7 @@ func (e *Experiment) ProbesOf(s *Scenario) *Probes {
 
 // none reports whether no probe is configured.
 func (p *Probes) none() bool {
-	return p.Iperf3 == nil && p.Ping == nil && p.TCPRTT == nil && p.HTTP == nil && p.NDR == nil && p.RTT == nil && p.Flows == nil
+	return p.Iperf3 == nil && p.Ping == nil && p.TCPRTT == nil && p.HTTP == nil && p.NDR == nil && p.RTT == nil && p.Flows == nil && len(p.More) == 0
 }
 
 // Ping configures the ICMP latency probe.
@@ -204,7 +219,7 @@ type TCPRTT struct {
 	Timeout  Duration `yaml:"timeout,omitempty"`
 }
 
-// RTT configures sfclab's own echo probe (package bench/probe/rtt), run once per rate.
+// RTT configures sfclab's own echo probe (package probe/rtt), run once per rate.
 type RTT struct {
 	// Protocol is icmp (default) or udp.
 	Protocol string `yaml:"protocol,omitempty"`
@@ -221,12 +236,25 @@ type RTT struct {
 	Port   uint16 `yaml:"port,omitempty"`
 	// Busy spins between echoes (as ping at short intervals) instead of sleeping.
 	Busy bool `yaml:"busy,omitempty"`
+	// Attempts, above 1, repeats each rate's run until every echo came back, at most that
+	// many runs (study D's "repeated until all packets were successfully transmitted").
+	Attempts int `yaml:"attempts,omitempty"`
+	// PathEnd is where an echo's path is timed: tc (the sender's interface, the same points
+	// for every driver), socket (the socket's timestamps), or unset: tc where the kernel can.
+	PathEnd string `yaml:"path_end,omitempty"`
+	// Method is how echoes are sent: socket, xdp (pktgen's XDP generator and reflector, 64 B
+	// UDP frames, a timestamp in every sample_every-th), or unset: xdp at 100k and above,
+	// socket below and for max (rtt.Config.Method).
+	Method string `yaml:"method,omitempty"`
+	// SampleEvery is, with method xdp, the share of frames timestamped (default 1024).
+	SampleEvery int `yaml:"sample_every,omitempty"`
 }
 
 // Config returns the probe configuration at one of the rates.
 func (r *RTT) Config(rate float64) rtt.Config {
 	return rtt.Config{Protocol: r.Protocol, Size: r.Size, Rate: rate, Count: r.Count, Duration: r.Duration.Duration,
-		Timeout: r.Timeout.Duration, Window: r.Window, Port: r.Port, Busy: r.Busy}
+		Timeout: r.Timeout.Duration, Window: r.Window, Port: r.Port, Busy: r.Busy, Attempts: r.Attempts, PathEnd: r.PathEnd,
+		Method: r.Method, SampleEvery: r.SampleEvery}
 }
 
 // Rates is one rate or a list of rates in packets per second; rtt.Max stands for "max".
@@ -486,6 +514,9 @@ func Decode(data []byte, file, dir string, load LabLoader) (*Experiment, error) 
 		errs = append(errs, where+": "+fmt.Sprintf(f, a...))
 	}
 	e.defaults(file)
+	if e.Order != "" && e.Order != OrderBalanced && e.Order != OrderFixed {
+		bad(keyLine(root.Content[0], "order", 0), "order %q is not balanced or fixed; write order: balanced (rotated per repetition, the default) or order: fixed", e.Order)
+	}
 	if e.Repetitions < 1 || e.Repetitions > 1000 {
 		bad(0, "repetitions must be 1-1000, got %d", e.Repetitions)
 	}
@@ -585,6 +616,9 @@ func (e *Experiment) defaults(file string) {
 	if e.Repetitions == 0 {
 		e.Repetitions = 3
 	}
+	if e.Order == "" {
+		e.Order = OrderBalanced
+	}
 	e.Probes.defaults()
 }
 
@@ -656,12 +690,31 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 			bad(s.Line, "scenario %q: %v", s.Name, err)
 		}
 	}
+	// A VM endpoint: the probes' clients open sockets in the source's network stack from the
+	// host, which a guest's own kernel does not allow; a server a probe starts in the
+	// destination (iperf3, tcprtt, ndr, rtt, flows) is tracked by its host PID and sockets.
+	// ping and http only answer from the destination (its kernel, its http-server).
+	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
+		bad(s.Line, "scenario %q: source %s is a VM, and the probes cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0])
+	}
+	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
+		var srv []string
+		for name, on := range map[string]bool{"iperf3": pr.Iperf3 != nil, "tcprtt": pr.TCPRTT != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+			if on {
+				srv = append(srv, name)
+			}
+		}
+		if len(srv) > 0 {
+			slices.Sort(srv)
+			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; ping and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
+		}
+	}
 	if h := pr.HTTP; h != nil {
 		dst := p.Node(c.Path[len(c.Path)-1])
 		var served []string
 		if dst.Function != nil {
-			if hs, ok := dst.Function.Params.(*spec.HTTPServer); ok {
-				served = hs.Objects
+			if hs, ok := dst.Function.Params.(spec.ObjectServer); ok {
+				served = hs.ServedObjects()
 			}
 		}
 		if served == nil {
@@ -714,6 +767,7 @@ func (e *Experiment) validateProbes(bad func(int, string, ...any)) {
 
 // validate checks the probes' settings that do not depend on a lab.
 func (pr *Probes) validate(bad func(int, string, ...any)) {
+	pr.decodeMore(bad)
 	if f := pr.Flows; f != nil {
 		for _, x := range f.Flows {
 			if x.Chain == "" {
@@ -730,7 +784,7 @@ func (pr *Probes) validate(bad func(int, string, ...any)) {
 		if h.Requests < 1 || h.Requests > 10000000 {
 			bad(0, "http requests must be 1-10000000, got %d", h.Requests)
 		}
-		for _, o := range sortedMapKeys(h.ObjectRequests) {
+		for _, o := range slices.Sorted(maps.Keys(h.ObjectRequests)) {
 			if !slices.Contains(h.Objects, o) {
 				bad(0, "http object_requests names %q, which is not one of objects %v", o, h.Objects)
 			}
@@ -785,6 +839,33 @@ func (pr *Probes) validate(bad func(int, string, ...any)) {
 		if p.Size < 1 || p.Size > 65536 {
 			bad(0, "tcprtt size must be 1-65536 bytes, got %d", p.Size)
 		}
+	}
+}
+
+// decodeMore decodes the settings of registered probes; a name nobody registered is refused
+// as the decoder refuses any unknown field.
+func (pr *Probes) decodeMore(bad func(int, string, ...any)) {
+	pr.extra = nil
+	for _, name := range slices.Sorted(maps.Keys(pr.More)) {
+		n := pr.More[name]
+		k := registeredProbe(name)
+		if k == nil {
+			bad(n.Line, "%s", spec.UserWords("field "+name+" not found in type experiment.Probes"))
+			continue
+		}
+		cfg := k.NewConfig()
+		if err := n.Decode(cfg); err != nil {
+			bad(n.Line, "%s: %s", name, spec.UserWords(strings.TrimPrefix(err.Error(), "yaml: ")))
+			continue
+		}
+		if _, err := k.Probe(cfg); err != nil {
+			bad(n.Line, "%s: %v", name, err)
+			continue
+		}
+		if pr.extra == nil {
+			pr.extra = map[string]any{}
+		}
+		pr.extra[name] = cfg
 	}
 }
 
@@ -862,13 +943,4 @@ func (e *Experiment) Scenario(name string) *Scenario {
 		}
 	}
 	return nil
-}
-
-func sortedMapKeys(m map[string]int) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	slices.Sort(keys)
-	return keys
 }

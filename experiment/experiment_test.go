@@ -74,6 +74,8 @@ var badExperiments = []struct{ name, text, want string }{
 	{"rtt rate too low", strings.Replace(good, "ping: {count: 10}", "rtt: {rate: [1k, 0.5]}", 1), "rate 0.5 must be 1-"},
 	{"rtt protocol", strings.Replace(good, "ping: {count: 10}", "rtt: {protocol: tcp}", 1), `protocol "tcp" is not icmp or udp`},
 	{"rtt size", strings.Replace(good, "ping: {count: 10}", "rtt: {size: 10}", 1), "size 10 must be 24-"},
+	{"rtt attempts", strings.Replace(good, "ping: {count: 10}", "rtt: {attempts: 21}", 1), "attempts 21 must be 0-20"},
+	{"rtt path end", strings.Replace(good, "ping: {count: 10}", "rtt: {path_end: nic}", 1), `path_end "nic" is not tc or socket`},
 	{"missing lab", strings.Replace(good, "LABDIR/fw.yaml", "LABDIR/nope.yaml", 1), `scenario "fw"`},
 	{"unknown probe", strings.Replace(good, "ping: {count: 10}", "pong: {count: 10}", 1), "exp.yaml:8: unknown field pong in probes"},
 	{"bad duration", strings.Replace(good, "duration: 2s", "duration: soon", 1), "not a duration"},
@@ -179,6 +181,12 @@ func TestLoadBackgroundForms(t *testing.T) {
 			[]string{"bg-cpu-sender-8"}},
 		{"no host: the sender's", "background_nodes: {count: [8], kind: cpu}", "background_nodes", "side",
 			[]string{"bg-cpu-sender-8"}},
+		// Study D's network load capped and unthrottled: a factor of the network cells only.
+		{"bitrate factor", "background: {count: 8, kind: [cpu, network], host: sender, bitrate: [100M, max]}", "background", "host",
+			[]string{"bg-cpu-sender-8", "bg-network-sender-8-at-100M", "bg-network-sender-8-at-max"}},
+		// Study D's §5.2: the background nodes' driver as a factor.
+		{"driver factor", "background: {count: [0, 8], kind: cpu, host: sender, driver: [same, macvlan, veth]}", "background", "host",
+			[]string{"bg-0", "bg-cpu-sender-8-on-same", "bg-cpu-sender-8-on-macvlan"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			e, err := Load(write(t, bgText(t, tt.lines)))
@@ -205,7 +213,15 @@ func TestLoadBackgroundForms(t *testing.T) {
 			}
 		})
 	}
-	e, err := Load(write(t, bgText(t, "background: {kind: cpu, count: 12, node: client, placement: host}")))
+	e, err := Load(write(t, bgText(t, "background: {count: 8, kind: network, host: sender, bitrate: max, driver: macvlan}")))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s := e.Scenario("base.bg-network-sender-8"); s == nil || s.Background.Bitrate != "max" || s.Background.Driver != "macvlan" ||
+		s.Plan.Node("bg1").Driver == nil || s.Plan.Node("bg1").Driver.Type != "macvlan" {
+		t.Errorf("unthrottled macvlan cell: %+v", s)
+	}
+	e, err = Load(write(t, bgText(t, "background: {kind: cpu, count: 12, node: client, placement: host}")))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -235,6 +251,8 @@ func TestLoadBackgroundBad(t *testing.T) {
 		{"background: {count: 8, kind: cpu, host: sender}\nbackground_nodes: {count: 8, kind: cpu}", "exp.yaml:9: background: with host: and background_nodes: both"},
 		{"background: {kind: cpu, count: 12, node: client, placement: side}", `exp.yaml:9: background placement "side" is not node or host; write placement: node`},
 		{"background: {kind: cpu, count: 0, node: client}", "exp.yaml:9: background count must be 1-256, got 0; write e.g. count: 12"},
+		{"background: {count: 8, kind: network, host: sender, bitrate: fast}", `exp.yaml:9: background bitrate "fast" is not a rate like 100M, 1G or 500K, or max (unthrottled)`},
+		{"background: {count: 8, kind: network, host: sender, driver: sriov}", `exp.yaml:9: background driver "sriov" is not one of same, veth, macvlan, ebpf-redirect`},
 	} {
 		_, err := Load(write(t, bgText(t, tt.lines)))
 		if err == nil || !strings.Contains(err.Error(), tt.want) {
@@ -259,5 +277,29 @@ func TestRequestsFor(t *testing.T) {
 	h := &HTTP{Requests: 10000, ObjectRequests: map[string]int{"1M": 1000}}
 	if h.RequestsFor("1k") != 10000 || h.RequestsFor("1M") != 1000 {
 		t.Errorf("RequestsFor = %d, %d; want 10000, 1000", h.RequestsFor("1k"), h.RequestsFor("1M"))
+	}
+}
+
+// TestLoadVMEndpoint refuses probes from a VM source, and those that start a server in a VM
+// destination, naming the scenario, the endpoint and why; ping to a VM destination and VM
+// functions between namespace endpoints load.
+func TestLoadVMEndpoint(t *testing.T) {
+	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
+		{"vm client", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}", `scenario "s": source client is a VM, and the probes cannot measure from a guest yet`},
+		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", `scenario "s": destination server is a VM, and iperf3 start a server there`},
+		{"vm server, ping", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}", ""},
+		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			lab := "name: vmend\nendpoints:\n  client: " + tt.client + "\n  server: " + tt.server + "\nfunctions:\n  fwd: " + tt.fw + "\nchains:\n  - {from: client, to: server, hops: [fwd]}\n"
+			if err := os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(lab), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			_, err := Load(write(t, "name: e\nscenarios:\n  - {name: s, lab: '"+filepath.Join(dir, "lab.yaml")+"'}\nprobes:\n  "+tt.probes+"\n"))
+			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
+				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+		})
 	}
 }

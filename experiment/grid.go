@@ -3,17 +3,19 @@ package experiment
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
-	"github.com/sfclab/sfclab/bench/load"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe/load"
+	"github.com/sfclab/sfclab/spec"
 	"go.yaml.in/yaml/v3"
 )
 
 // BackgroundNodes makes background nodes (study D's background containers) a factor of the
 // experiment: every scenario is measured once per cell of count x kind x host, each cell a
 // scenario of its own ("SCENARIO.bg-KIND-HOST-COUNT", or "SCENARIO.bg-0"), whose lab gets
-// COUNT extra nodes in pairs (see bench/load.AddNodes) loading their CPU or the network while
+// COUNT extra nodes in pairs (see probe/load.AddNodes) loading their CPU or the network while
 // the probes run. With the scenarios' labs varying the attachment driver and the rtt probe's
 // rates, the runner covers count x kind x host x driver x rate, each cell deployed once per
 // repetition.
@@ -29,13 +31,21 @@ type BackgroundNodes struct {
 	Kind Strings `yaml:"kind"`
 	// Side lists the hosts the load is on: sender, responder (written host: or side:). On a
 	// lab with emulated hosts it picks the host the background nodes run on (see
-	// bench/load.AddNodes); on one host every node shares the machine, so it is recorded but
+	// probe/load.AddNodes); on one host every node shares the machine, so it is recorded but
 	// changes nothing.
 	Side Strings `yaml:"side,omitempty"`
 	// Host is Side as the file may write it (merged into Side when decoded).
 	Host Strings `yaml:"host,omitempty"`
-	// Bitrate caps each background pair's UDP stream for kind network (default 100M).
-	Bitrate string `yaml:"bitrate,omitempty"`
+	// Bitrate caps each background pair's UDP stream for kind network (default 100M); "max"
+	// leaves it unthrottled (iperf3 -b 0: study D's "highest bandwidth occupation of each VM").
+	// A list makes it a factor of the network cells, e.g. [100M, max].
+	Bitrate Strings `yaml:"bitrate,omitempty"`
+	// Driver lists how the background nodes are attached, a factor of every cell with
+	// nodes: "same" (the main pair's driver), veth, macvlan or ebpf-redirect; unset: the
+	// default driver (veth). Study D's §5.2 put every background container on SR-IOV while
+	// the main pair used the bridge, and everything on the bridge: with the drivers' scenarios
+	// macvlan and ebpf-redirect, driver: [same, ebpf-redirect] gives both.
+	Driver Strings `yaml:"driver,omitempty"`
 
 	// Key is the file's key ("background" or "background_nodes") and HostKey the name the
 	// file gave the host field ("host" or "side"), so that errors use the user's words.
@@ -120,6 +130,10 @@ type Cell struct {
 	Kind    string
 	Side    string
 	Bitrate string
+	// Driver attaches the background nodes ("" = the default; see BackgroundNodes.Driver).
+	Driver string
+	// name is the cell's suffix of the scenario name.
+	name string
 }
 
 // expand replaces every scenario by one per background cell.
@@ -137,8 +151,8 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 	if g.HostKey == "" {
 		g.HostKey = "side"
 	}
-	if g.Bitrate == "" {
-		g.Bitrate = "100M"
+	if len(g.Bitrate) == 0 {
+		g.Bitrate = Strings{load.DefaultNodeBitrate}
 	}
 	k := g.Key
 	ok := len(g.Count) > 0 && len(g.Kind) > 0
@@ -165,6 +179,18 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 			ok = false
 		}
 	}
+	for _, b := range g.Bitrate {
+		if !validBitrate(b) {
+			bad(g.Line, "%s bitrate %q is not a rate like 100M, 1G or 500K, or max (unthrottled); write e.g. bitrate: [100M, max]", k, b)
+			ok = false
+		}
+	}
+	for _, d := range g.Driver {
+		if !slices.Contains(load.BackgroundDrivers(), d) {
+			bad(g.Line, "%s driver %q is not one of %s (host-device and sriov take a device per node)", k, d, strings.Join(load.BackgroundDrivers(), ", "))
+			ok = false
+		}
+	}
 	if !ok {
 		return
 	}
@@ -176,16 +202,16 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 		for _, cell := range cells(g) {
 			d := *s
 			d.Background = &cell
-			d.Name = s.Name + ".bg-0"
-			if cell.Count > 0 {
-				d.Name = fmt.Sprintf("%s.bg-%s-%s-%d", s.Name, cell.Kind, cell.Side, cell.Count)
-			}
+			d.Name = s.Name + ".bg-" + cell.name
 			lab, err := loadLab(s.LabPath)
 			if err == nil {
 				err = Override(lab, s.Runtime, s.Attach)
 			}
+			if err == nil && cell.Driver != "" && cell.Driver != load.DriverSame && slices.Contains(g.Driver, load.DriverSame) && mainDriver(lab) == cell.Driver {
+				continue // the same cell as driver "same": measured once
+			}
 			if err == nil {
-				err = load.AddNodes(lab, cell.Count, load.Placement{Kind: cell.Kind, Side: cell.Side})
+				err = load.AddNodes(lab, cell.Count, load.Placement{Kind: cell.Kind, Side: cell.Side, Driver: cell.Driver})
 			}
 			var p *plan.Plan
 			if err == nil {
@@ -208,19 +234,65 @@ func (e *Experiment) expand(loadLab LabLoader, bad func(int, string, ...any)) {
 	e.Scenarios = out
 }
 
-// cells lists the cells in grid order; count 0 appears once.
+// cells lists the cells in grid order; count 0 appears once. A cell's name is "0" or
+// KIND-HOST-COUNT, followed, when the factor has more than one level, by "-at-BITRATE" (network
+// cells) and "-on-DRIVER" (the background nodes' driver).
 func cells(g *BackgroundNodes) []Cell {
+	drivers := []string(g.Driver)
+	if len(drivers) == 0 {
+		drivers = []string{""}
+	}
 	var out []Cell
 	for _, c := range g.Count {
 		if c == 0 {
-			out = append(out, Cell{Count: 0})
+			out = append(out, Cell{Count: 0, name: "0"})
 			continue
 		}
 		for _, k := range g.Kind {
+			rates := []string{""}
+			if k == load.KindNetwork {
+				rates = g.Bitrate
+			}
 			for _, s := range g.Side {
-				out = append(out, Cell{Count: c, Kind: k, Side: s, Bitrate: g.Bitrate})
+				for _, b := range rates {
+					for _, d := range drivers {
+						name := fmt.Sprintf("%s-%s-%d", k, s, c)
+						if len(rates) > 1 {
+							name += "-at-" + b
+						}
+						if len(drivers) > 1 {
+							name += "-on-" + d
+						}
+						out = append(out, Cell{Count: c, Kind: k, Side: s, Bitrate: b, Driver: d, name: name})
+					}
+				}
 			}
 		}
 	}
 	return out
+}
+
+// validBitrate reports whether b is "max" or a rate iperf3 -b takes: a positive number with
+// an optional K, M or G.
+func validBitrate(b string) bool {
+	if b == load.BitrateMax {
+		return true
+	}
+	num := strings.TrimRight(b, "KMGkmg")
+	if len(b)-len(num) > 1 {
+		return false
+	}
+	v, err := strconv.ParseFloat(num, 64)
+	return err == nil && v > 0
+}
+
+// mainDriver is the driver of the lab's first chain's source (veth when none is set).
+func mainDriver(lab *spec.Lab) string {
+	if len(lab.Chains) == 0 {
+		return ""
+	}
+	if e := lab.Endpoints[lab.Chains[0].From.Name]; e != nil && e.Driver != nil && e.Driver.Type != "" {
+		return e.Driver.Type
+	}
+	return spec.DriverVeth
 }

@@ -11,6 +11,7 @@ package hosts
 import (
 	"errors"
 	"fmt"
+	"hash/crc32"
 	"net"
 	"net/netip"
 	"os/exec"
@@ -48,7 +49,25 @@ type Topology struct {
 	NodesExist bool
 	// NoSteering: no collect_md steering device (routed labs steer by routes).
 	NoSteering bool
+	// Local, when set, builds only this host and its nodes: one machine's part of a topology
+	// whose hosts are machines of their own (the kubernetes runtime's agent on each node),
+	// with Host.Underlay each machine's own address. No underlay namespace is built: the
+	// host's VXLAN devices are created in UnderlayNS (the machine's namespace that holds its
+	// address; "" is the caller's own) on its device UnderlayIf and moved into the host's
+	// namespace, as Docker's overlay driver does, so that their UDP sockets stay on the
+	// machine's network.
+	Local      string
+	UnderlayNS string
+	UnderlayIf string
+	// SteerPort is the UDP port of the collect_md steering device (0: SteerVXLANPort). A
+	// network namespace takes one such device per port, and a VNI once per port (measured:
+	// "A VXLAN device with the specified VNI already exists", even with another local
+	// address), so labs sharing a machine's namespace (Local) need a port and VNIs each.
+	SteerPort int
 }
+
+// builds reports whether Build makes host h here: every host, or only Local.
+func (t *Topology) builds(h string) bool { return t.Local == "" || h == t.Local }
 
 // Host is one emulated host.
 type Host struct {
@@ -156,6 +175,9 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 	}
 	hostNS := map[string]*netdev.NS{}
 	for _, h := range t.Hosts {
+		if !t.builds(h.Name) {
+			continue
+		}
 		ns, err := open(HostNetns(t.Lab, h.Name))
 		if err != nil {
 			return b, fmt.Errorf("build host %s: %w", h.Name, err)
@@ -180,13 +202,21 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			}
 		}
 	}
-	if len(t.Hosts) > 1 {
+	switch {
+	case len(t.Hosts) > 1 && t.Local != "":
+		if err := machineVXLANs(t, hostNS[t.Local], undo); err != nil {
+			return b, err
+		}
+	case len(t.Hosts) > 1:
 		if err := buildUnderlay(t, hostNS, open); err != nil {
 			return b, err
 		}
 	}
 	mtu := t.MTU()
 	for _, nd := range t.Nodes {
+		if !t.builds(nd.Host) {
+			continue
+		}
 		hn, ok := hostNS[nd.Host]
 		if !ok {
 			return b, fmt.Errorf("build node %s: host %q: %w", nd.Name, nd.Host, ErrNoHost)
@@ -342,9 +372,124 @@ func vxlans(t *Topology, h Host, nsName string, hn *netdev.NS) error {
 		return nil
 	}
 	steer := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: SteerDev, MTU: 1500 - VXLANOverhead},
-		FlowBased: true, Port: SteerVXLANPort}
+		FlowBased: true, Port: t.steerPort()}
 	if err := hd.LinkAdd(steer); err != nil {
 		return fmt.Errorf("build vxlan %s on %s: %w", SteerDev, h.Name, err)
+	}
+	return hn.SetUp(SteerDev)
+}
+
+func (t *Topology) steerPort() int {
+	if t.SteerPort != 0 {
+		return t.SteerPort
+	}
+	return SteerVXLANPort
+}
+
+// machineVXLANs gives the Local host, on a machine of its own, its per-network VXLAN devices
+// (flooding to the other hosts' machines) and its steering device: each is created in
+// UnderlayNS on UnderlayIf with the machine's address, under a name of the lab's, then moved
+// into the host's namespace and renamed as on emulated hosts (vxN, vxsteer). A device still
+// in UnderlayNS when a later step fails is deleted by undo; once moved, it goes with the
+// host's namespace.
+// Equivalent to: ip link add TMP type vxlan id VNI local ADDR dstport 4789 dev IF;
+// ip link set TMP netns HOST; ip -n HOST link set TMP name vxN; bridge fdb append ...
+func machineVXLANs(t *Topology, hn *netdev.NS, undo Undo) error {
+	var h Host
+	for _, x := range t.Hosts {
+		if x.Name == t.Local {
+			h = x
+		}
+	}
+	if h.Name == "" {
+		return fmt.Errorf("build vxlan: host %q: %w", t.Local, ErrNoHost)
+	}
+	ud, err := handleIn(t.UnderlayNS)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: underlay namespace %q: %w", h.Name, t.UnderlayNS, err)
+	}
+	defer ud.Close()
+	ul, err := ud.LinkByName(t.UnderlayIf)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: underlay device %q: %w", h.Name, t.UnderlayIf, err)
+	}
+	hostName := HostNetns(t.Lab, h.Name)
+	hd, err := handleIn(hostName)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: %w", h.Name, err)
+	}
+	defer hd.Close()
+	hostFd, err := netns.GetFromName(hostName)
+	if err != nil {
+		return fmt.Errorf("build vxlan on %s: %w", h.Name, err)
+	}
+	defer hostFd.Close()
+	tag := crc32.ChecksumIEEE([]byte(t.Lab + "/" + h.Name))
+	// add creates dev in the machine's namespace and moves it into the host's as name.
+	add := func(dev *netlink.Vxlan, name string, flood []netip.Addr) error {
+		tmp := dev.Name
+		if err := ud.LinkAdd(dev); err != nil {
+			return fmt.Errorf("build vxlan %s on %s: %w", name, h.Name, err)
+		}
+		undo.Push("delete vxlan "+tmp, func() error {
+			if l, err := ud.LinkByName(tmp); err == nil {
+				return ud.LinkDel(l)
+			}
+			return nil
+		})
+		l, err := ud.LinkByName(tmp)
+		if err == nil {
+			err = ud.LinkSetNsFd(l, int(hostFd))
+		}
+		if err == nil {
+			l, err = hd.LinkByName(tmp)
+		}
+		if err == nil {
+			err = hd.LinkSetName(l, name)
+		}
+		if err != nil {
+			return fmt.Errorf("build vxlan %s on %s: move it into %s: %w", name, h.Name, hostName, err)
+		}
+		for _, dst := range flood {
+			fdb := &netlink.Neigh{LinkIndex: l.Attrs().Index, Family: netlinkAFBridge, State: netlink.NUD_PERMANENT,
+				Flags: netlink.NTF_SELF, IP: dst.AsSlice(), HardwareAddr: make(net.HardwareAddr, 6)}
+			if err := hd.NeighAppend(fdb); err != nil {
+				return fmt.Errorf("build vxlan %s on %s: flood to %s: %w", name, h.Name, dst, err)
+			}
+		}
+		return nil
+	}
+	for i, n := range t.Networks {
+		if !n.on(h.Name) || len(n.Hosts) == 1 {
+			continue
+		}
+		var flood []netip.Addr
+		for _, o := range t.Hosts {
+			if o.Name != h.Name && n.on(o.Name) {
+				flood = append(flood, o.Underlay.Addr())
+			}
+		}
+		name := fmt.Sprintf("vx%d", i)
+		dev := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("v%07x%d", tag&0xfffffff, i), MTU: 1500 - VXLANOverhead},
+			VxlanId: int(n.VNI), SrcAddr: h.Underlay.Addr().AsSlice(), Port: NetworkVXLANPort,
+			VtepDevIndex: ul.Attrs().Index, Learning: true}
+		if err := add(dev, name, flood); err != nil {
+			return err
+		}
+		if err := hn.SetMaster(name, n.Bridge); err != nil {
+			return err
+		}
+		if err := hn.SetUp(name); err != nil {
+			return err
+		}
+	}
+	if t.NoSteering {
+		return nil
+	}
+	dev := &netlink.Vxlan{LinkAttrs: netlink.LinkAttrs{Name: fmt.Sprintf("v%07xs", tag&0xfffffff), MTU: 1500 - VXLANOverhead},
+		FlowBased: true, Port: t.steerPort()}
+	if err := add(dev, SteerDev, nil); err != nil {
+		return err
 	}
 	return hn.SetUp(SteerDev)
 }
@@ -484,4 +629,35 @@ func AddAddr6(ns *netdev.NS, ifname string, addr netip.Prefix) error {
 		}
 	}
 	return ns.AddAddr(ifname, addr)
+}
+
+// PortAt is where a built port is: the ifindex of its veth's host-side end in its host's
+// namespace (where its steering program goes) and the MAC of its end in the node.
+type PortAt struct {
+	Index int              `json:"index"`
+	MAC   net.HardwareAddr `json:"mac"`
+}
+
+// PortKey keys a port in the map PortLinks returns: NODE/IFNAME.
+func PortKey(node, ifname string) string { return node + "/" + ifname }
+
+// PortLinks reads where every veth port of a built topology is (PortLink), by PortKey.
+func (t *Topology) PortLinks() (map[string]PortAt, error) {
+	out := map[string]PortAt{}
+	for _, nd := range t.Nodes {
+		if !t.builds(nd.Host) {
+			continue
+		}
+		for _, p := range nd.Ports {
+			if p.Macvlan {
+				continue
+			}
+			idx, mac, err := PortLink(HostNetns(t.Lab, nd.Host), p.HostIf, NetnsName(t.Lab, nd.Name), p.Ifname)
+			if err != nil {
+				return nil, err
+			}
+			out[PortKey(nd.Name, p.Ifname)] = PortAt{Index: idx, MAC: mac}
+		}
+	}
+	return out, nil
 }

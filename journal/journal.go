@@ -15,7 +15,7 @@ import (
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/sfc"
-	"github.com/sfclab/sfclab/vnf/kinds"
+	"github.com/sfclab/sfclab/spec"
 )
 
 // DefaultStateRoot is where labs are journaled: one directory per lab, written before anything
@@ -55,7 +55,13 @@ type State struct {
 }
 
 // Journal is the lab journal under one root directory.
-type Journal struct{ Root string }
+type Journal struct {
+	Root string
+	// Kinds type the params of a stored plan (ReadPlan), given by the caller as spec.Decode
+	// takes them (kinds.Spec() for the registered ones); nil leaves params raw JSON
+	// (json.RawMessage), enough for readers of a plan's nodes, addresses and ports.
+	Kinds spec.Kinds
+}
 
 // Dir is a lab's journal directory.
 func (j Journal) Dir(lab string) string { return filepath.Join(j.Root, lab) }
@@ -151,7 +157,8 @@ func (j Journal) ReadState(lab string) (*State, error) {
 	return &s, nil
 }
 
-// ReadPlan reads the plan a lab was built from, params typed by the registered kinds.
+// ReadPlan reads the plan a lab was built from, params typed by j.Kinds (left raw JSON
+// when j.Kinds is nil).
 func (j Journal) ReadPlan(lab string) (*plan.Plan, error) {
 	data, err := os.ReadFile(filepath.Join(j.Dir(lab), "plan.json"))
 	if errors.Is(err, os.ErrNotExist) {
@@ -160,7 +167,7 @@ func (j Journal) ReadPlan(lab string) (*plan.Plan, error) {
 	if err != nil {
 		return nil, fmt.Errorf("read lab plan: %w", err)
 	}
-	p, err := plan.Unmarshal(data, kinds.Spec())
+	p, err := plan.Unmarshal(data, j.Kinds)
 	if err != nil {
 		return nil, fmt.Errorf("decode lab plan %s: %w", j.Dir(lab), err)
 	}

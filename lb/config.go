@@ -3,14 +3,12 @@
 // by roundrobin, leastconn or source (all weighted), and moves bytes between the two sockets
 // with splice(2) through a pipe per direction, so payload is never copied into user space.
 //
-// Design: two data paths, chosen by Config.Loop. The default, "goroutines", is one goroutine
-// per connection direction on Go's netpoller (itself an epoll loop); the l4lb `threads`
-// parameter sets GOMAXPROCS (default 1, as HAProxy's nbthread). "epoll" is an edge-triggered
-// epoll loop per thread on its own locked OS thread (epoll.go). Both move the bytes with the
-// same splice calls in the kernel; measured on this 2-core machine through the 2-VNF chain,
-// epoll was not consistently faster for a single stream, connection rate or CPU per Gbit/s and
-// never ahead with 100 streams (docs/sfclab-lb.md), so the simpler goroutine path stays the
-// default. Health checks, counters and stats are shared by both.
+// Design: one goroutine per connection direction on Go's netpoller (itself an epoll loop); the
+// l4lb `threads` parameter sets GOMAXPROCS (default 1, as HAProxy's nbthread). An
+// edge-triggered epoll loop per thread was built beside it and measured on a 2-core machine
+// through the 2-VNF chain: not consistently faster for a single stream, connection rate or CPU
+// per Gbit/s and never ahead with 100 streams (docs/sfclab-lb.md keeps the figures), so it
+// was removed.
 package lb
 
 import (
@@ -29,11 +27,8 @@ const (
 	Source     = "source"
 )
 
-// Data paths (Config.Loop): goroutines on Go's netpoller, or an epoll loop per core.
-const (
-	LoopGoroutines = "goroutines"
-	LoopEpoll      = "epoll"
-)
+// LoopGoroutines is the data path (Config.Loop): goroutines on Go's netpoller.
+const LoopGoroutines = "goroutines"
 
 // How bytes move between a connection's two sockets (Config.Accel).
 const (
@@ -76,10 +71,10 @@ type Config struct {
 	// Stats is the unix socket path serving Stats as JSON ("" = none).
 	Stats string `json:"stats,omitempty"`
 	// Threads bounds the OS threads running Go code (GOMAXPROCS; HAProxy's nbthread); 0 = one
-	// per core. With Loop "epoll" it is also the number of loops.
+	// per core.
 	Threads int `json:"threads,omitempty"`
-	// Loop is the data path: "goroutines" (default; two per connection on Go's netpoller) or
-	// "epoll" (an edge-triggered epoll loop per thread, Threads of them, else one per core).
+	// Loop is the data path: "goroutines" (the default and only one; two per connection on
+	// Go's netpoller).
 	Loop string `json:"loop,omitempty"`
 	// PipeSize is the pipe buffer per direction in bytes (0 = DefaultPipeSize, -1 = the
 	// kernel's 64 KiB).
@@ -148,9 +143,9 @@ func (c *Config) Validate() error {
 	switch c.Loop {
 	case "":
 		c.Loop = LoopGoroutines
-	case LoopGoroutines, LoopEpoll:
+	case LoopGoroutines:
 	default:
-		return bad("loop %q is not one of goroutines, epoll", c.Loop)
+		return bad("loop %q is not goroutines (the epoll loop was removed: measured not better, docs/sfclab-lb.md)", c.Loop)
 	}
 	switch c.Accel {
 	case "":

@@ -8,7 +8,7 @@ import (
 	"runtime"
 	"syscall"
 
-	"github.com/sfclab/sfclab/internal/proc"
+	"github.com/sfclab/sfclab/proc"
 )
 
 // Main runs the balancer of a configuration file until SIGTERM or SIGINT, then drains it.

@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"golang.org/x/sys/unix"
 )
 
 // Server is a running balancer.
@@ -19,7 +17,6 @@ type Server struct {
 	cfg    Config
 	picker picker
 	ln     *net.TCPListener // goroutine data path
-	lfd    int              // epoll data path: the listening socket
 	stats  net.Listener
 	accel  *sockmapAccel // accel sockmap; nil: splice
 
@@ -35,9 +32,6 @@ type Server struct {
 	mu    sync.Mutex
 	conns map[*conn]struct{}
 	wg    sync.WaitGroup
-
-	// stopping tells the epoll loops to stop accepting, force to close what is open.
-	stopping, force atomic.Bool
 }
 
 // Listen validates cfg, binds the service address and the stats socket; nothing is accepted
@@ -53,20 +47,12 @@ func Listen(cfg Config) (*Server, error) {
 		be.up.Store(true)
 		s.picker.backends = append(s.picker.backends, be)
 	}
-	closeListener := func() {}
-	if cfg.Loop == LoopEpoll {
-		fd, err := listenFd(cfg.Listen)
-		if err != nil {
-			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-		}
-		s.lfd, closeListener = fd, func() { unix.Close(fd) }
-	} else {
-		ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(cfg.Listen))
-		if err != nil {
-			return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
-		}
-		s.ln, s.lfd, closeListener = ln, -1, func() { ln.Close() }
+	ln, err := net.ListenTCP("tcp", net.TCPAddrFromAddrPort(cfg.Listen))
+	if err != nil {
+		return nil, fmt.Errorf("listen on %s: %w", cfg.Listen, err)
 	}
+	s.ln = ln
+	closeListener := func() { ln.Close() }
 	if cfg.Accel == AccelSockmap {
 		a, err := newSockmapAccel(cfg.MaxConn)
 		if err != nil {
@@ -90,21 +76,12 @@ func Listen(cfg Config) (*Server, error) {
 }
 
 // Addr is the address the balancer accepts on.
-func (s *Server) Addr() netip.AddrPort {
-	if s.ln != nil {
-		return s.ln.Addr().(*net.TCPAddr).AddrPort()
-	}
-	sa, err := unix.Getsockname(s.lfd)
-	if err != nil {
-		return s.cfg.Listen
-	}
-	return addrOf(sa)
-}
+func (s *Server) Addr() netip.AddrPort { return s.ln.Addr().(*net.TCPAddr).AddrPort() }
 
 // Serve accepts connections until ctx ends, then drains: the listener closes at once (new
 // clients are refused by the kernel), open connections get cfg.Drain to finish and are closed
-// after that. It returns when every connection is gone. Connections move on goroutines or on
-// epoll loops as cfg.Loop says.
+// after that. It returns when every connection is gone. Connections move on goroutines, two per
+// connection on Go's netpoller.
 func (s *Server) Serve(ctx context.Context) error {
 	hctx, stopChecks := context.WithCancel(context.Background())
 	defer stopChecks()
@@ -117,9 +94,6 @@ func (s *Server) Serve(ctx context.Context) error {
 		go s.serveStats()
 		defer os.Remove(s.cfg.Stats)
 		defer s.stats.Close()
-	}
-	if s.cfg.Loop == LoopEpoll {
-		return s.serveEpoll(ctx)
 	}
 	go func() {
 		<-ctx.Done()

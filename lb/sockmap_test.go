@@ -257,18 +257,17 @@ func TestSockmapMovesBytes(t *testing.T) {
 	}
 }
 
-// TestAccelConfig: accel defaults to splice, sockmap needs loop goroutines, anything else is
-// refused with the reason.
+// TestAccelConfig: accel defaults to splice, loop epoll (removed) is refused, anything else
+// is refused with the reason.
 func TestAccelConfig(t *testing.T) {
 	tests := []struct {
 		accel, loop string
 		want        string // "" = refused
 	}{
 		{"", "", AccelSplice},
-		{AccelSplice, LoopEpoll, AccelSplice},
+		{AccelSplice, "epoll", ""},
 		{AccelSockmap, "", AccelSockmap},
 		{AccelSockmap, LoopGoroutines, AccelSockmap},
-		{AccelSockmap, LoopEpoll, ""},
 		{"zerocopy", "", ""},
 	}
 	for _, tt := range tests {

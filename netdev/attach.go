@@ -37,26 +37,6 @@ func (n *NS) AddMacvlan(parent string, target *NS, name string, mtu int) error {
 	return nil
 }
 
-// AddDummy creates a dummy device, left down.
-//
-// Equivalent to: ip -n NS link add NAME type dummy
-func (n *NS) AddDummy(name string) error {
-	what := "add dummy " + n.where(name)
-	if err := checkIfname(name); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	h, err := n.handle()
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = name
-	if err := h.LinkAdd(&netlink.Dummy{LinkAttrs: attrs}); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
-
 // MoveLink sets link down, gives it the alias alias ("" keeps the current one), moves it into
 // target's namespace under its current name, and renames it there to name (so a name taken in
 // this namespace, such as the host's eth0, does not matter).

@@ -161,6 +161,11 @@ func checkNetnsName(name string) error {
 var netnsDirMu sync.Mutex
 var netnsDirShared bool
 
+// ShareNetnsDir makes NetnsDir a shared mount point (as `ip netns` does), so that names bound
+// under it in another mount namespace that mounts it with shared propagation (a privileged
+// container's) appear here too.
+func ShareNetnsDir() error { return prepareNetnsDir() }
+
 // prepareNetnsDir creates /run/netns and, like iproute2, turns it into a
 // shared mount point so that namespace unmounts propagate to mount
 // namespaces created from ours. Failing to make it shared is not fatal.

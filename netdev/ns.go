@@ -290,21 +290,6 @@ func (n *NS) SetMaster(link, bridge string) error {
 	return nil
 }
 
-// SetUp sets link administratively up.
-//
-// Equivalent to: ip -n NS link set LINK up
-func (n *NS) SetUp(link string) error {
-	what := "set up " + n.where(link)
-	h, l, err := n.link(link)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	if err := h.LinkSetUp(l); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
-}
-
 // DelLink deletes link; a missing link is not an error. Deleting one end of
 // a veth pair deletes both.
 //
@@ -319,6 +304,21 @@ func (n *NS) DelLink(link string) error {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	if err := h.LinkDel(l); err != nil && !errors.Is(err, unix.ENODEV) {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// SetUp sets link administratively up.
+//
+// Equivalent to: ip -n NS link set LINK up
+func (n *NS) SetUp(link string) error {
+	what := "set up " + n.where(link)
+	h, l, err := n.link(link)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	if err := h.LinkSetUp(l); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -35,29 +35,49 @@ func sysctlPath(key string) (string, error) {
 //
 // Equivalent to: ip netns exec NS sysctl -w KEY=VALUE
 func (n *NS) SetSysctl(key, value string) error {
-	what := fmt.Sprintf("set sysctl %s=%s in %s", key, value, displayName(n.name))
-	path, err := sysctlPath(key)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	return n.SetSysctls([][2]string{{key, value}})
+}
+
+// SetSysctls writes several sysctls inside the namespace, in order, on one switch into it
+// (a switch per key, a thread lock, two setns and an open of the thread's namespace each
+// time, dominates at 1,000 nodes).
+//
+// Equivalent to: ip netns exec NS sysctl -w K1=V1 K2=V2 ...
+func (n *NS) SetSysctls(kvs [][2]string) error {
+	if len(kvs) == 0 {
+		return nil
 	}
-	err = n.Do(func() error {
-		f, err := os.OpenFile(path, os.O_WRONLY, 0)
+	paths := make([]string, len(kvs))
+	for i, kv := range kvs {
+		p, err := sysctlPath(kv[0])
 		if err != nil {
-			return err
+			return fmt.Errorf("set sysctl %s=%s in %s: %w", kv[0], kv[1], displayName(n.name), err)
 		}
-		if _, err := f.WriteString(value); err != nil {
-			f.Close()
-			return err
+		paths[i] = p
+	}
+	return n.Do(func() error {
+		for i, kv := range kvs {
+			if err := writeSysctl(paths[i], kv[1]); err != nil {
+				if errors.Is(err, fs.ErrNotExist) {
+					err = fmt.Errorf("%w: %w", ErrNotFound, err)
+				}
+				return fmt.Errorf("set sysctl %s=%s in %s: %w", kv[0], kv[1], displayName(n.name), err)
+			}
 		}
-		return f.Close()
+		return nil
 	})
-	if errors.Is(err, fs.ErrNotExist) {
-		err = fmt.Errorf("%w: %w", ErrNotFound, err)
-	}
+}
+
+func writeSysctl(path, value string) error {
+	f, err := os.OpenFile(path, os.O_WRONLY, 0)
 	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+		return err
 	}
-	return nil
+	if _, err := f.WriteString(value); err != nil {
+		f.Close()
+		return err
+	}
+	return f.Close()
 }
 
 // GetSysctl reads a sysctl as seen from inside the namespace, without the

@@ -79,7 +79,7 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 		g := len(b.plan.Segments)
 		s := &Segment{Name: fmt.Sprintf("%s.%d", c.Name, k), Chain: c.Name, Index: k, Subnet: subnet, Shape: shapeOf(c, k)}
 		members := append(append([]*Node(nil), l.pos[k]...), l.pos[k+1]...)
-		docker := b.lab.Runtime == spec.RuntimeDocker
+		docker := b.lab.Traits().Containers
 		// A segment with a member attached by another driver than veth is a bridge: the
 		// macvlan's parent, or where the moved device's far end is reached.
 		// On emulated hosts every segment is a bridge per host (joined by VXLAN when its
@@ -219,7 +219,7 @@ func (b *builder) chainFunctions(l *chainLayout) {
 				IngressAddr: in.Address.Addr(), EgressAddr: out.Address.Addr()}
 			b.function(c, f, n, l.pos[H+1], l.on[H], l.pos[0][0], l.on[0])
 		}
-		if IsProxy(f.Kind) && pc.TargetNode == l.pos[H+1][0].Name {
+		if _, proxy := f.Params.(spec.Proxy); proxy && pc.TargetNode == l.pos[H+1][0].Name {
 			pc.TargetNode = l.pos[k][0].Name
 			pc.Target = l.on[k-1][pc.TargetNode].Address.Addr()
 			pc.Port = l.pos[k][0].Function.Port
@@ -234,7 +234,7 @@ func (b *builder) chainFunctions(l *chainLayout) {
 // nat); false when the chain cannot be published (reported).
 func (b *builder) chainPublish(l *chainLayout) bool {
 	c, pc := l.c, l.pc
-	if b.lab.Runtime == spec.RuntimeDocker && b.lab.Docker.Attach == spec.AttachNAT {
+	if b.lab.Traits().Containers && b.lab.Docker.Attach == spec.AttachNAT {
 		// The source reaches the target through the port Docker publishes on the host's
 		// address on the source's network.
 		if pc.TargetNode != l.pos[1][0].Name {

@@ -64,6 +64,13 @@ func (p *Plan) HostPorts() bool {
 	return len(hs) > 0 && hs[0].Netns != ""
 }
 
+// Containers reports whether the plan's runtime makes its nodes containers of an engine
+// (spec.RuntimeTraits): an image, the engine's networks, published ports.
+func (p *Plan) Containers() bool {
+	t, _ := spec.TraitsOf(p.Runtime)
+	return t.Containers
+}
+
 // Node is one namespace or container: an endpoint instance or a function instance (a port pair).
 type Node struct {
 	Name string `json:"name"`
@@ -89,6 +96,19 @@ type Node struct {
 	Driver *spec.Driver `json:"driver,omitempty"`
 	// Host is the emulated host the node runs on ("" when the lab has no hosts).
 	Host string `json:"host,omitempty"`
+	// VM is set when the node is a virtual machine (runtime vm).
+	VM *VM `json:"vm,omitempty"`
+}
+
+// VM is a VM node's machine: vCPUs, memory in MiB, host cores, NIC model.
+type VM struct {
+	CPUs   int    `json:"cpus"`
+	Memory int    `json:"memory"`
+	Pin    string `json:"pin,omitempty"`
+	NIC    string `json:"nic"`
+	// Where is the vm: settings' place in the lab file (file:line:col), for errors found
+	// once the host is looked at; not journaled.
+	Where string `json:"-"`
 }
 
 // Interface is one network interface of a node, on one segment.
@@ -276,9 +296,16 @@ func NetnsName(lab, node string) string { return NetnsPrefix + lab + "." + node 
 // FabricName is the namespace that holds a lab's bridges.
 func FabricName(lab string) string { return NetnsPrefix + lab }
 
-// IsProxy reports whether a function kind terminates or rewrites the destination of the
-// chain's traffic, so that the source addresses the function instead of the destination.
-func IsProxy(kind string) bool { return kind == spec.KindL4LB || kind == spec.KindHTTPProxy }
+// IsProxy reports whether a node's function terminates the chain's connections (its params
+// implement spec.Proxy), so that the source addresses the function instead of the
+// destination. It is the one way to ask: the kind's parameter type answers, not its name.
+func (n *Node) IsProxy() bool {
+	if n == nil || n.Function == nil {
+		return false
+	}
+	_, ok := n.Function.Params.(spec.Proxy)
+	return ok
+}
 
 // UnmarshalJSON decodes a stored function; its params stay raw JSON (json.RawMessage) until
 // Unmarshal gives them the type of the function's kind.
@@ -297,7 +324,8 @@ func (f *Function) UnmarshalJSON(data []byte) error {
 }
 
 // Unmarshal decodes a stored plan (as written by json.Marshal), each function's params into
-// its kind's own type; kinds are the function kinds of this build (vnf/kinds.Spec()).
+// its kind's own type; kinds are the function kinds of this build (vnf/kinds.Spec()), nil to
+// leave params raw JSON.
 func Unmarshal(data []byte, kinds spec.Kinds) (*Plan, error) {
 	var p Plan
 	if err := json.Unmarshal(data, &p); err != nil {
@@ -313,7 +341,7 @@ func Unmarshal(data []byte, kinds spec.Kinds) (*Plan, error) {
 		}
 	}
 	for _, f := range fns {
-		if f == nil {
+		if f == nil || kinds == nil {
 			continue
 		}
 		if err := f.decodeParams(kinds); err != nil {

@@ -18,7 +18,7 @@ func (p *Plan) WriteText(w io.Writer) error {
 	if p.Fabric != "" {
 		fmt.Fprintf(tw, "fabric namespace %s (bridges)\n", p.Fabric)
 	}
-	if p.Runtime == "docker" {
+	if p.Containers() {
 		image := p.Image
 		if image == "" {
 			image = "sfclab's own (sfclab images build)"

@@ -69,7 +69,7 @@ func (b *builder) bad(p spec.Pos, format string, args ...any) {
 func (b *builder) build() {
 	lab := b.lab
 	b.plan = &Plan{Lab: lab.Name, Runtime: lab.Runtime, Steering: lab.Steering, MTU: lab.MTU}
-	if lab.Runtime == spec.RuntimeDocker {
+	if lab.Traits().Containers {
 		b.plan.Image, b.plan.Attach = lab.Docker.Image, lab.Docker.Attach
 	}
 	if lab.Steering == spec.SteeringTransparent {
@@ -88,7 +88,7 @@ func (b *builder) build() {
 	for ci, c := range lab.Chains {
 		b.chain(ci, c)
 	}
-	for _, name := range sortedNames(lab.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		if _, used := b.nodes[instanceName(name, 1, lab.Endpoints[name].Instances)]; !used {
 			b.bad(lab.Endpoints[name].Pos, "endpoint %q is in no chain; use it as a chain's from or to, or remove it", name)
 		}
@@ -102,7 +102,7 @@ func (b *builder) build() {
 		return
 	}
 	for _, s := range b.plan.Segments {
-		if s.Bridge != "" && lab.Runtime != spec.RuntimeDocker {
+		if s.Bridge != "" && !lab.Traits().Containers {
 			b.plan.Fabric = FabricName(lab.Name)
 		}
 	}
@@ -126,6 +126,12 @@ func (b *builder) groupNodes(name string) []*Node {
 	var service *Function
 	var driver *spec.Driver
 	var host string
+	var vm *spec.VM
+	if e := lab.Endpoints[name]; e != nil {
+		vm = e.VM
+	} else if f := lab.Functions[name]; f != nil {
+		vm = f.VM
+	}
 	if e := lab.Endpoints[name]; e != nil && e.DriverType() != spec.DriverVeth {
 		driver = e.Driver
 	}
@@ -139,7 +145,7 @@ func (b *builder) groupNodes(name string) []*Node {
 		if e.Kind == spec.EndpointClient {
 			role = RoleClient
 		}
-		if e.Kind == spec.EndpointHTTPServer {
+		if e.HTTP != nil { // an endpoint that runs a service (validation: kind http-server)
 			service = &Function{Kind: e.Kind, Params: e.HTTP}
 		}
 		run = e.Run
@@ -161,6 +167,11 @@ func (b *builder) groupNodes(name string) []*Node {
 			if service != nil {
 				svc := *service
 				n.Function = &svc
+			}
+			if vm != nil {
+				n.VM = &VM{CPUs: vm.CPUs, Memory: vm.Memory, Pin: vm.Pin, NIC: vm.NIC,
+					Where: (&spec.Error{File: lab.File, Pos: vm.Pos}).Where()}
+				b.plan.Runtime = spec.RuntimeVM
 			}
 			b.nodes[nn] = n
 			b.plan.Nodes = append(b.plan.Nodes, n)
@@ -261,10 +272,6 @@ func (b *builder) sysctls(n *Node) {
 	}
 }
 
-func sortedNames[V any](m map[string]V) []string {
-	return slices.Sorted(maps.Keys(m))
-}
-
 // allocator hands out segment subnets from the pool in order, skipping pinned ones.
 type allocator struct {
 	pool   netip.Prefix
@@ -322,7 +329,7 @@ func hasDriver(nodes []*Node) bool {
 // exactly one interface.
 func (b *builder) checkDrivers() {
 	for _, n := range b.plan.Nodes {
-		if n.Driver != nil && b.lab.Runtime == spec.RuntimeDocker && len(b.lab.Hosts) == 0 {
+		if n.Driver != nil && b.lab.Traits().Containers && len(b.lab.Hosts) == 0 {
 			b.bad(n.Driver.Pos, "endpoint %q: driver %s on runtime docker needs emulated hosts (hosts: [h1] places every node on one): their bridges are sfclab's, where it makes the macvlan or the redirect; Docker's own macvlan network driver answers \"operation not supported\" on this engine for an internal parent", n.Group, n.Driver.Type)
 			continue
 		}

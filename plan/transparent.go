@@ -3,7 +3,10 @@ package plan
 import (
 	"fmt"
 	"io"
+	"maps"
+	"net"
 	"net/netip"
+	"slices"
 	"strings"
 	"text/tabwriter"
 
@@ -126,6 +129,18 @@ func (t *Transparent) Node(name string) *TNode {
 	return nil
 }
 
+// Binding is where port pt of node n is for the steering tables (sfc.Compile): its host's
+// ID, the ifindex and MAC of its veth's host-side end (found at deploy: hosts.PortLink, or
+// hosts.PeerOf for a container's), and its addresses. Deploy and the API's data plane both
+// bind ports with it.
+func (t *Transparent) Binding(n *TNode, pt *TPort, ifindex int, mac net.HardwareAddr) sfc.Binding {
+	var id uint32
+	if h := t.Host(n.Host); h != nil {
+		id = h.ID
+	}
+	return sfc.Binding{Host: id, Ifindex: uint32(ifindex), MAC: mac, IP: pt.Address.Addr(), IP6: pt.Address6.Addr()}
+}
+
 // Host returns the named host, nil if none.
 func (t *Transparent) Host(name string) *Host {
 	for _, h := range t.Hosts {
@@ -148,7 +163,7 @@ func (b *builder) transparent() {
 	// bridges and the host-side ends of the containers' veths are in its namespace. With
 	// several hosts the containers have no network of the engine's: package hosts gives them
 	// their ports, as it does netns nodes (see Plan.HostPorts).
-	docker := lab.Runtime == spec.RuntimeDocker && len(lab.Hosts) <= 1
+	docker := lab.Traits().Containers && len(lab.Hosts) <= 1
 	if docker {
 		for _, h := range t.Hosts {
 			h.Netns = ""
@@ -180,9 +195,9 @@ func (b *builder) transparent() {
 		}
 	}
 	portNo := 0
-	addNode := func(name, role, kind, host string, ports map[string]string, run []string, group string, instance, weight int) *TNode {
+	addNode := func(name, role, kind, host string, ports map[string]string, run []string, group string, instance, weight int, vm *spec.VM) *TNode {
 		n := &TNode{Name: name, Role: role, Kind: kind, Host: host, Netns: NetnsName(lab.Name, name), Run: run}
-		for _, ifn := range sortedNames(ports) {
+		for _, ifn := range slices.Sorted(maps.Keys(ports)) {
 			portNo++
 			net := ports[ifn]
 			var subnet, sub6 netip.Prefix
@@ -211,6 +226,10 @@ func (b *builder) transparent() {
 		// (the plan's segments), an interface per port.
 		pn := &Node{Name: name, Role: role, Kind: kind, Group: group, Instance: instance,
 			Weight: weight, Netns: n.Netns, Run: run, Host: host}
+		if vm != nil {
+			pn.VM = planVM(lab, vm)
+			b.plan.Runtime = spec.RuntimeVM
+		}
 		if docker {
 			for _, pt := range n.Ports {
 				pn.Interfaces = append(pn.Interfaces, &Interface{Name: pt.Ifname, Segment: pt.Network, Address: pt.Address})
@@ -221,27 +240,27 @@ func (b *builder) transparent() {
 		b.plan.Nodes = append(b.plan.Nodes, pn)
 		return n
 	}
-	for _, name := range sortedNames(lab.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		e := lab.Endpoints[name]
 		role := RoleServer
 		if e.Kind == spec.EndpointClient {
 			role = RoleClient
 		}
-		n := addNode(name, role, e.Kind, e.Host, e.Ports, e.Run, name, 1, 1)
-		if e.Kind == spec.EndpointHTTPServer && len(n.Ports) > 0 {
+		n := addNode(name, role, e.Kind, e.Host, e.Ports, e.Run, name, 1, 1, e.VM)
+		if e.HTTP != nil && len(n.Ports) > 0 { // an endpoint that runs a service
 			n.Function = &Function{Kind: e.Kind, Params: e.HTTP, Ingress: n.Ports[0].Ifname, Egress: n.Ports[0].Ifname,
 				IngressAddr: n.Ports[0].Address.Addr(), EgressAddr: n.Ports[0].Address.Addr()}
 			b.plan.Node(name).Function = n.Function
 		}
 	}
-	for _, fname := range sortedNames(lab.Functions) {
+	for _, fname := range slices.Sorted(maps.Keys(lab.Functions)) {
 		f := lab.Functions[fname]
 		for i, name := range spec.InstanceNames(fname, f.Instances) {
 			weight := 1
 			if len(f.Weights) > i {
 				weight = f.Weights[i]
 			}
-			n := addNode(name, RoleFunction, f.Kind, f.Host, f.Ports, nil, fname, i+1, weight)
+			n := addNode(name, RoleFunction, f.Kind, f.Host, f.Ports, nil, fname, i+1, weight, f.VM)
 			if f.Instances > 1 {
 				n.Of, n.Instance = fname, i+1
 			}
@@ -288,11 +307,11 @@ func (b *builder) transparentFunction(m *sfc.Model, f *spec.Function, n *TNode) 
 	for _, pp := range m.PortPairs {
 		in, inIf, _ := strings.Cut(pp.Ingress, ".")
 		_, outIf, _ := strings.Cut(pp.Egress, ".")
-		if in == n.Name && f.Kind != spec.KindTap {
+		if in == n.Name && !spec.IsTap(f.Params) {
 			n.Ways = append(n.Ways, [2]string{inIf, outIf})
 		}
 	}
-	if len(n.Ways) == 0 && f.Kind != spec.KindTap {
+	if len(n.Ways) == 0 && !spec.IsTap(f.Params) {
 		n.Ways = defaultWays(n.Ports)
 	}
 	if len(n.Ports) > 0 {
@@ -335,7 +354,7 @@ func defaultWays(ports []*TPort) [][2]string {
 // writeTransparent prints a transparent plan's hosts, networks, nodes, model and paths.
 func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
-	container := pl.Runtime == spec.RuntimeDocker
+	container := pl.Containers()
 	docker := container && !pl.HostPorts() // the engine's networks on the machine itself
 	fmt.Fprintf(tw, "\nhosts (%d), node mtu %d:\n", len(t.Hosts), t.MTU(pl.MTU))
 	for _, h := range t.Hosts {
@@ -395,7 +414,7 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 	}
 	fmt.Fprintf(tw, "\nport pairs (%d):\n", len(m.PortPairs))
 	for _, pp := range m.PortPairs {
-		fmt.Fprintf(tw, "  %s\t%s -> %s\tweight %d\n", pp.Name, pp.Ingress, pp.Egress, max(pp.Weight, 1))
+		fmt.Fprintf(tw, "  %s\t%s -> %s\tweight %d\n", pp.Name, pp.Ingress, pp.Egress, pp.Weight)
 	}
 	fmt.Fprintf(tw, "\nport pair groups (%d):\n", len(m.PortPairGroups))
 	for _, g := range m.PortPairGroups {
@@ -414,7 +433,7 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 		fmt.Fprintf(tw, "  %s\tpath %d %s\t%s\n", p.Chain, p.ID, p.Dir, strings.Join(p.Groups, " -> "))
 	}
 	for _, g := range m.ServiceGraphs {
-		for _, src := range sortedNames(g.PortChains) {
+		for _, src := range slices.Sorted(maps.Keys(g.PortChains)) {
 			fmt.Fprintf(tw, "  graph %s\t%s -> %s\n", g.Name, src, strings.Join(g.PortChains[src], ", "))
 		}
 	}

@@ -14,10 +14,10 @@ func TestBalancers(t *testing.T) {
 	r := &Report{
 		Run:       results.Run{Env: map[string]string{EnvBalancers: "2-vnf=lb:haproxy;2-vnf-splice=lb:haproxy-splice;2-vnf-sfclb=lb:sfclab;2-vnf-nftlb=lb:nft"}},
 		Scenarios: []string{"baseline", "2-vnf", "2-vnf-splice", "2-vnf-sfclb", "2-vnf-nftlb"},
-		Throughput: []ThroughputRow{{Scenario: "baseline", Summary: sum(10)}, {Scenario: "2-vnf", Summary: sum(4)},
-			{Scenario: "2-vnf-splice", Summary: sum(5)}, {Scenario: "2-vnf-sfclb", Summary: sum(8)}, {Scenario: "2-vnf-nftlb", Summary: sum(9)}},
-		CPU: []CPURow{{Scenario: "2-vnf", Node: "lb", Total: sum(1)}, {Scenario: "2-vnf-splice", Node: "lb", Total: sum(0.5)},
-			{Scenario: "2-vnf-sfclb", Node: "lb", Total: sum(0.4)}, {Scenario: "2-vnf-sfclb", Node: "fw", Total: sum(0.9)}},
+		ThroughputPart: ThroughputPart{Throughput: []ThroughputRow{{Scenario: "baseline", Summary: sum(10)}, {Scenario: "2-vnf", Summary: sum(4)},
+			{Scenario: "2-vnf-splice", Summary: sum(5)}, {Scenario: "2-vnf-sfclb", Summary: sum(8)}, {Scenario: "2-vnf-nftlb", Summary: sum(9)}}},
+		CPUPart: CPUPart{CPU: []CPURow{{Scenario: "2-vnf", Node: "lb", Total: sum(1)}, {Scenario: "2-vnf-splice", Node: "lb", Total: sum(0.5)},
+			{Scenario: "2-vnf-sfclb", Node: "lb", Total: sum(0.4)}, {Scenario: "2-vnf-sfclb", Node: "fw", Total: sum(0.9)}}},
 	}
 	rows := r.Balancers()
 	want := []struct {
@@ -48,5 +48,71 @@ func TestBalancers(t *testing.T) {
 	}
 	if _, ok := (&Report{}).balancerSection(); ok {
 		t.Error("a run without balancers got a balancer section")
+	}
+}
+
+// TestBalancersTCG checks that a balancer in VMs under TCG is marked and never set against one
+// on a real CPU: the fastest is picked among the real ones and no ratio names the TCG scenario.
+func TestBalancersTCG(t *testing.T) {
+	sum := func(v float64) stats.Summary { return stats.Summary{N: 2, Mean: v} }
+	for _, tc := range []struct {
+		name, env string
+		want      []string
+		notWant   []string
+	}{
+		{"netns beside TCG", "netns-2-vnf=lb:haproxy;vm-2-vnf=lb:haproxy",
+			[]string{"Fastest terminating balancer: haproxy (netns-2-vnf, 8.00 Gbit/s)", "vm-2-vnf ran in VMs under TCG", "| vm-2-vnf (" + EmulatedMark + ") |"},
+			[]string{"x of haproxy's throughput (vm-2-vnf)"}},
+		{"TCG only", "vm-2-vnf=lb:haproxy",
+			[]string{"Fastest terminating balancer: haproxy (vm-2-vnf (" + EmulatedMark + "), 0.50 Gbit/s)"},
+			[]string{"not compared with the others"}},
+	} {
+		r := &Report{
+			Run:            results.Run{Env: map[string]string{EnvBalancers: tc.env, EnvVMAccel: "tcg: no KVM"}},
+			Runtimes:       map[string]string{"netns-2-vnf": "netns", "vm-2-vnf": "vm"},
+			Scenarios:      []string{"netns-2-vnf", "vm-2-vnf"},
+			ThroughputPart: ThroughputPart{Throughput: []ThroughputRow{{Scenario: "netns-2-vnf", Summary: sum(8)}, {Scenario: "vm-2-vnf", Summary: sum(0.5)}}},
+		}
+		sec, ok := r.balancerSection()
+		if !ok {
+			t.Fatalf("%s: no balancer section", tc.name)
+		}
+		var text string
+		for _, b := range sec.blocks {
+			text += b.para
+			if b.table != nil {
+				for _, row := range b.table.rows {
+					text += "| " + strings.Join(row, " | ") + " |"
+				}
+			}
+		}
+		for _, w := range tc.want {
+			if !strings.Contains(text, w) {
+				t.Errorf("%s: section lacks %q: %s", tc.name, w, text)
+			}
+		}
+		for _, w := range tc.notWant {
+			if strings.Contains(text, w) {
+				t.Errorf("%s: section has %q: %s", tc.name, w, text)
+			}
+		}
+	}
+}
+
+// TestCPUFindingTCGMark checks that the CPU section's finding for a scenario that ran VMs under
+// TCG carries the mark, as its table rows do, and one on a real CPU does not.
+func TestCPUFindingTCGMark(t *testing.T) {
+	sum := func(v float64) stats.Summary { return stats.Summary{N: 2, Mean: v} }
+	r := &Report{
+		Run:      results.Run{Env: map[string]string{EnvVMAccel: "tcg: no KVM"}},
+		Runtimes: map[string]string{"netns-1-vnf": "netns", "vm-1-vnf": "vm"},
+		CPUPart: CPUPart{CPU: []CPURow{{Scenario: "netns-1-vnf", Node: "fw", Total: sum(0.1), User: sum(0.05), System: sum(0.05)},
+			{Scenario: "vm-1-vnf", Node: "fw", Total: sum(0.9), User: sum(0.6), System: sum(0.3)}}},
+	}
+	if f := r.cpuFinding("vm-1-vnf"); !strings.HasPrefix(f, "vm-1-vnf ("+EmulatedMark+"): ") {
+		t.Errorf("TCG finding = %q, want it to start with the marked scenario", f)
+	}
+	if f := r.cpuFinding("netns-1-vnf"); !strings.HasPrefix(f, "netns-1-vnf: ") {
+		t.Errorf("netns finding = %q", f)
 	}
 }

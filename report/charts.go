@@ -88,6 +88,16 @@ func (r *Report) charts() ([]chart, error) {
 		out = append(out, chart{name: name, title: chartTitle(name), svg: svg})
 		return nil
 	}
+	for _, f := range r.figures() {
+		fp, err := figurePlot(f)
+		if err != nil {
+			return nil, err
+		}
+		if err := add(f.chartName(), fp, 5.6*vg.Inch, 3.4*vg.Inch); err != nil {
+			return nil, err
+		}
+		out[len(out)-1].title = f.Title
+	}
 	p, err := r.throughputPlot()
 	if err != nil {
 		return nil, err

@@ -6,6 +6,7 @@ import (
 	"slices"
 
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/results/metric"
 )
 
 // latencyMetric describes one latency metric read from the samples.
@@ -73,6 +74,8 @@ type collected struct {
 	// noICMP marks scenarios whose ping probe said the chain has no ICMP
 	// path (a ping/loss sample labelled icmp_path=none).
 	noICMP map[string]bool
+	// other: samples of known metrics no section reads (other.go).
+	other []results.Sample
 }
 
 func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTrial) *collected {
@@ -95,7 +98,6 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		noICMP:      map[string]bool{},
 	}
 	badConcurrency := 0
-	ignored := map[string]int{}   // probe/metric -> count
 	badUnit := map[string]int{}   // probe/metric [unit] -> count
 	nonFinite := map[string]int{} // probe/metric -> count
 	for _, x := range samples {
@@ -104,35 +106,38 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 			continue
 		}
 		pm := x.Probe + "/" + x.Metric
-		if pm == "ping/loss" {
+		if pm == metric.PingLoss.ID() {
 			// Read for one thing only: the probe saying the chain has no ICMP path.
 			if x.Labels["icmp_path"] == "none" {
 				c.noICMP[x.Scenario] = true
 			}
 			continue
 		}
-		if x.Probe == ndrProbe || x.Probe == flowsProbe { // built by buildNDR, buildFlows
+		if x.Probe == metric.NDR || x.Probe == metric.Flows { // built by buildNDR, buildFlows
 			c.used[x.Scenario] = true
 			continue
 		}
 		kind := sampleKind(x)
-		if x.Probe == "rtt" || (x.Probe == "load" && x.Metric == "background_nodes") {
+		if x.Probe == metric.RTT || pm == metric.LoadBackground.ID() {
 			continue // read by buildRTT
 		}
 		if isHostCPU(x) {
 			continue // read by buildHostCPU
 		}
-		if pm == "cpu/window" { // the span the cpu figures cover: said in the CPU section
+		if r.readByUnit(x) {
+			continue // read by its unit (unit.go)
+		}
+		if pm == metric.CPUWindow.ID() { // the span the cpu figures cover: said in the CPU section
 			if b := x.Labels["bound"]; (b == "inside" || b == "around") && x.Unit == "s" && !math.IsNaN(x.Value) && !math.IsInf(x.Value, 0) {
 				c.cpuWindow = append(c.cpuWindow, x.Value)
 			}
 			continue
 		}
-		if pm == "http/phase_mean" {
+		if pm == metric.HTTPPhaseMean.ID() {
 			continue // the medians (phase_median) are read; the means stay in the raw samples
 		}
 		if kind == "" {
-			ignored[pm]++
+			c.other = append(c.other, x) // a known metric no section reads: Other measurements
 			continue
 		}
 		if math.IsNaN(x.Value) || math.IsInf(x.Value, 0) {
@@ -216,10 +221,6 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 		r.Notes = append(r.Notes, fmt.Sprintf("%d HTTP %s no concurrency label that is a positive number; shown as concurrency 0.",
 			badConcurrency, plural(badConcurrency, "sample has", "samples have")))
 	}
-	for _, k := range sortedKeys(ignored) {
-		r.Notes = append(r.Notes, fmt.Sprintf("%d %s not in the report (probe/metric %s is not one it reads).",
-			ignored[k], plural(ignored[k], "sample is", "samples are"), k))
-	}
 	for _, k := range sortedKeys(badUnit) {
 		r.Notes = append(r.Notes, fmt.Sprintf("%d %s left out: unknown unit (%s).",
 			badUnit[k], plural(badUnit[k], "sample", "samples"), k))
@@ -231,37 +232,45 @@ func (r *Report) collect(samples []results.Sample, failed map[trialKey]*FailedTr
 	return c
 }
 
+// reportKinds maps the vocabulary's metrics to the report metric they feed.
+var reportKinds = map[metric.Def]string{
+	metric.IperfThroughput: MetricThroughput,
+	metric.PingRTT:         MetricPingRTT,
+	metric.TCPRoundTr:      MetricTCPRTT,
+	metric.TCPConnect:      MetricTCPConnect,
+	metric.CPUUser:         MetricCPUUser,
+	metric.CPUSystem:       MetricCPUSystem,
+	metric.CPUSoftirq:      MetricSoftirq,
+	metric.CPUDocker:       MetricDockerCPU,
+	metric.DeployTime:      MetricDeployTime,
+	metric.LoadCount:       kindLoad,
+	metric.HTTPTotalTime:   MetricHTTPTotalTime,
+	metric.HTTPRPS:         MetricHTTPRPS,
+	metric.HTTPErrors:      MetricHTTPErrors,
+	metric.HTTPNon2xx:      MetricHTTPNon2xx,
+	metric.HTTPBytes:       MetricHTTPBytes,
+	metric.HTTPRequests:    MetricHTTPRequests,
+	metric.HTTPRequestTime: MetricHTTPRequestTime,
+	metric.ABTotalTime:     MetricABTotalTime,
+	metric.ABRPS:           MetricABRPS,
+}
+
 // sampleKind returns the report metric a sample feeds, or "" if none.
 func sampleKind(x results.Sample) string {
-	switch {
-	case x.Probe == "iperf3" && x.Metric == "throughput":
-		return MetricThroughput
-	case x.Probe == "ping" && x.Metric == "rtt":
-		return MetricPingRTT
-	case x.Probe == "tcprtt" && x.Metric == "rtt":
-		return MetricTCPRTT
-	case x.Probe == "tcprtt" && x.Metric == "connect":
-		return MetricTCPConnect
-	case x.Probe == "cpu" && x.Metric == "cpu_user":
-		return MetricCPUUser
-	case x.Probe == "cpu" && x.Metric == "cpu_system":
-		return MetricCPUSystem
-	case x.Probe == "cpu" && x.Metric == "softirq":
-		return MetricSoftirq
-	case x.Probe == "cpu" && x.Metric == "docker_cpu_percent":
-		return MetricDockerCPU
-	case x.Probe == "deploy" && x.Metric == "deploy_time":
-		return MetricDeployTime
-	case x.Probe == "load" && x.Metric == "count":
-		return kindLoad
-	case x.Probe == "http" && x.Metric == "phase_median" && slices.Contains(HTTPPhases, x.Labels["phase"]):
-		return MetricHTTPPhase
-	case x.Probe == "http":
-		return httpKinds[x.Metric]
-	case x.Probe == "http-ab" || x.Probe == "ab":
-		return abKinds[x.Metric]
+	d, ok := metric.Lookup(x.Probe, x.Metric)
+	if !ok {
+		return ""
 	}
-	return ""
+	if d == metric.HTTPPhaseMedian {
+		if slices.Contains(HTTPPhases, x.Labels["phase"]) {
+			return MetricHTTPPhase
+		}
+		return ""
+	}
+	if d.Probe == metric.HTTPAB { // runs before probe ab had its name
+		d, _ = metric.Lookup(metric.AB, d.Metric)
+	}
+	return reportKinds[d]
 }
 
 // unitFactor returns the factor converting a value in unit to the report's

@@ -23,6 +23,8 @@ type CPURow struct {
 	// Total summarises the per-trial user+system time, over the trials
 	// that have both.
 	Total stats.Summary
+	// TotalByTrial is each trial's user+system time, by trial number (for paired tests).
+	TotalByTrial map[int]float64
 	// Docker summarises the per-trial CPU % `docker stats` computed for the
 	// node (100 % = one core busy); N == 0 without cpu/docker_cpu_percent
 	// samples.
@@ -49,9 +51,11 @@ func (r *Report) buildCPU(c *collected) {
 			row.User = stats.Summarize(user)
 			row.System = stats.Summarize(sys)
 			var total []float64
+			row.TotalByTrial = map[int]float64{}
 			for _, t := range sortedKeys(m[MetricCPUUser]) {
 				if vs := m[MetricCPUSystem][t]; len(vs) > 0 {
 					total = append(total, mean(m[MetricCPUUser][t])+mean(vs))
+					row.TotalByTrial[t] = total[len(total)-1]
 				}
 			}
 			row.Total = stats.Summarize(total)
@@ -129,5 +133,5 @@ func (r *Report) cpuFinding(s string) string {
 			parts = append(parts, fmt.Sprintf("host softirq %s cores", f2(soft)))
 		}
 	}
-	return s + ": " + strings.Join(parts, "; ") + "."
+	return r.ScenarioLabel(s) + ": " + strings.Join(parts, "; ") + "."
 }

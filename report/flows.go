@@ -14,10 +14,11 @@ import (
 	"gonum.org/v1/plot/vg"
 
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/results/metric"
 )
 
-// flowsProbe is the name of the flows probe (bench/probe/flows) in samples.
-const flowsProbe = "flows"
+// flowsProbe is the name of the flows probe (probe/flows) in samples.
+const flowsProbe = metric.Flows
 
 // FlowSeries is one counted port's rate over time in one scenario: a function's egress, or
 // a tap's ingress (the copies it gets).
@@ -123,7 +124,7 @@ func (r *Report) buildFlows(samples []results.Sample, failed map[trialKey]*Faile
 			continue
 		}
 		switch x.Metric {
-		case "egress_rate", "tap_rate":
+		case metric.FlowsEgressRate.Metric, metric.FlowsTapRate.Metric:
 			k := flowKey{x.Scenario, x.Labels["node"]}
 			t, err := strconv.ParseFloat(x.Labels["t"], 64)
 			if err != nil {
@@ -132,14 +133,14 @@ func (r *Report) buildFlows(samples []results.Sample, failed map[trialKey]*Faile
 			if series[k] == nil {
 				series[k] = map[float64]*acc{}
 				keys = append(keys, k)
-				info[k] = FlowSeries{Scenario: k.scenario, Node: k.node, Host: x.Labels["host"], Tap: x.Metric == "tap_rate"}
+				info[k] = FlowSeries{Scenario: k.scenario, Node: k.node, Host: x.Labels["host"], Tap: x.Metric == metric.FlowsTapRate.Metric}
 			}
 			if series[k][t] == nil {
 				series[k][t] = &acc{}
 			}
 			series[k][t].sum += x.Value
 			series[k][t].n++
-		case "egress_bytes":
+		case metric.FlowsEgressBytes.Metric:
 			if egress[x.Scenario] == nil {
 				egress[x.Scenario] = map[int]map[string]float64{}
 			}
@@ -147,7 +148,7 @@ func (r *Report) buildFlows(samples []results.Sample, failed map[trialKey]*Faile
 				egress[x.Scenario][x.Trial] = map[string]float64{}
 			}
 			egress[x.Scenario][x.Trial][x.Labels["node"]] = x.Value
-		case "tap_bytes":
+		case metric.FlowsTapBytes.Metric:
 			k := flowKey{x.Scenario, x.Labels["node"]}
 			if taps[k] == nil {
 				taps[k] = &tapAcc{row: TapRow{Scenario: x.Scenario, Node: k.node, Host: x.Labels["host"], Prev: x.Labels["prev"], PrevHost: x.Labels["prev_host"]},
@@ -155,14 +156,14 @@ func (r *Report) buildFlows(samples []results.Sample, failed map[trialKey]*Faile
 				tapKeys = append(tapKeys, k)
 			}
 			taps[k].tap[x.Trial] = x.Value
-		case "flow_throughput", "flow_loss":
+		case metric.FlowsThroughput.Metric, metric.FlowsLoss.Metric:
 			k := [2]string{x.Scenario, x.Labels["flow"]}
 			if flows[k] == nil {
 				d, _ := time.ParseDuration(x.Labels["duration"])
 				flows[k] = &FlowRow{Scenario: k[0], Flow: k[1], Bitrate: x.Labels["bitrate"], Duration: d, Loss: math.NaN()}
 				flowKeys = append(flowKeys, k)
 			}
-			if x.Metric == "flow_loss" {
+			if x.Metric == metric.FlowsLoss.Metric {
 				loss[k] = append(loss[k], x.Value)
 			} else if x.Labels["side"] == "receiver" {
 				recv[k] = append(recv[k], x.Value)
@@ -261,16 +262,6 @@ func seriesStep(ps []FlowPoint) float64 {
 		return 1
 	}
 	return ps[1].T - ps[0].T
-}
-
-// SeriesOf returns the series of a node in a scenario.
-func (r *Report) SeriesOf(scenario, node string) (FlowSeries, bool) {
-	for _, s := range r.FlowSeries {
-		if s.Scenario == scenario && s.Node == node {
-			return s, true
-		}
-	}
-	return FlowSeries{}, false
 }
 
 // flowScenarios are the scenarios with a time series, in display order.

@@ -41,6 +41,23 @@ type table struct {
 	// right marks right-aligned (numeric) columns.
 	right []bool
 	rows  [][]string
+	// details, when set, has one entry per row: text that belongs to the row's last cell but
+	// may be folded away. Markdown appends it to the cell after detailLabel; HTML shows
+	// detailLabel and unfolds the text on a click (the conclusions' rules, which would push
+	// the conclusions off the first screen).
+	details     []string
+	detailLabel string
+}
+
+// cellWithDetail is row i's last cell with its detail appended, as Markdown shows it.
+func (t *table) cellWithDetail(i int, cell string) string {
+	if i >= len(t.details) || t.details[i] == "" {
+		return cell
+	}
+	if cell != "" && !strings.HasSuffix(cell, ".") {
+		cell += "."
+	}
+	return cell + " " + t.detailLabel + ": " + t.details[i]
 }
 
 const dash = "—"
@@ -119,9 +136,22 @@ func (r *Report) doc() doc {
 	if !r.Run.Complete {
 		d.title += " — " + IncompleteMark
 	}
+	if sec, ok := r.conclusionsSection(); ok {
+		d.sections = append(d.sections, sec)
+	}
 	d.sections = append(d.sections, r.verdictSection())
+	if sec, ok := r.ratioSection(); ok {
+		d.sections = append(d.sections, sec)
+	}
 	d.sections = append(d.sections, r.headerSection()...)
-	d.sections = append(d.sections, r.throughputSection(), r.latencySection())
+	// Throughput, latency and CPU are left out of a run that measured none of them (study D
+	// has only round trips): a section saying "no samples" reads as a measurement that failed.
+	if len(r.Throughput) > 0 || r.sampled["throughput"] {
+		d.sections = append(d.sections, r.throughputSection())
+	}
+	if len(r.Latency) > 0 || r.sampled["latency"] {
+		d.sections = append(d.sections, r.latencySection())
+	}
 	if len(r.HTTP) > 0 {
 		d.sections = append(d.sections, r.httpSection())
 	}
@@ -140,7 +170,10 @@ func (r *Report) doc() doc {
 	if len(r.Taps) > 0 {
 		d.sections = append(d.sections, r.tapSection())
 	}
-	d.sections = append(d.sections, r.cpuSection())
+	if len(r.CPU) > 0 || len(r.Softirq) > 0 || r.sampled["cpu"] {
+		d.sections = append(d.sections, r.cpuSection())
+	}
+	d.sections = append(d.sections, r.unitSections("cpu")...)
 	if sec, ok := r.balancerSection(); ok {
 		d.sections = append(d.sections, sec)
 	}
@@ -149,6 +182,9 @@ func (r *Report) doc() doc {
 	}
 	if r.Comparison != nil {
 		d.sections = append(d.sections, r.comparisonSections()...)
+	}
+	if sec, ok := r.otherSection(); ok {
+		d.sections = append(d.sections, sec)
 	}
 	d.sections = append(d.sections, r.failedSection())
 	if len(r.Notes) > 0 {
@@ -226,8 +262,30 @@ func (r *Report) headerSection() []section {
 	} else {
 		trials.blocks = append(trials.blocks, block{table: t})
 	}
+	var notRun []string
+	for _, k := range sortedKeys(r.Run.Env) {
+		if s, ok := strings.CutPrefix(k, EnvNotRun); ok {
+			notRun = append(notRun, s+": "+r.Run.Env[k])
+		}
+	}
+	if len(notRun) > 0 {
+		trials.blocks = append(trials.blocks, block{para: "Scenarios of the study left out of this run:"}, block{list: notRun})
+	}
+	var kept []string
+	for _, k := range sortedKeys(r.Run.Env) {
+		if s, ok := strings.CutPrefix(k, EnvKeptRuntime); ok {
+			kept = append(kept, s+": "+r.Run.Env[k])
+		}
+	}
+	if len(kept) > 0 {
+		trials.blocks = append(trials.blocks, block{para: "Scenarios that kept the runtime they name (--runtime applies only to scenarios that name none):"}, block{list: kept})
+	}
 	return []section{run, env, trials}
 }
+
+// notComparable stands in a table's comparison column for a scenario on the other side of the
+// TCG line from the baseline (Incomparable).
+const notComparable = "not comparable (TCG)"
 
 func orDash(s string) string {
 	if s == "" {
@@ -236,10 +294,14 @@ func orDash(s string) string {
 	return s
 }
 
+// failedOnly says why a section the run measured has no figures: a section whose probes
+// gave no sample at all is left out (doc), so its samples came from failed trials only.
+const failedOnly = "the only ones came from failed trials, whose samples are left out (see Failed trials)."
+
 func (r *Report) throughputSection() section {
 	sec := section{id: "throughput", title: "Throughput", level: 2}
 	if len(r.Throughput) == 0 {
-		sec.blocks = append(sec.blocks, block{para: "No throughput samples (iperf3/throughput) in this run."})
+		sec.blocks = append(sec.blocks, block{para: "No throughput samples (iperf3/throughput) from a trial that succeeded: " + failedOnly})
 		return sec
 	}
 	t := &table{id: "throughput-table",
@@ -247,13 +309,16 @@ func (r *Report) throughputSection() section {
 		right:  []bool{false, false, false, true, true, true, true, true, true}}
 	for _, row := range r.Throughput {
 		s := row.Summary
-		cells := []string{row.Scenario, orDash(row.Side), orDash(row.Flows), strconv.Itoa(s.N)}
+		cells := []string{r.ScenarioLabel(row.Scenario), orDash(row.Side), orDash(row.Flows), strconv.Itoa(s.N)}
 		if s.N == 0 {
 			cells = append(cells, "no data", dash, dash, dash, dash)
 		} else {
 			d, p := pct(row.Degradation, false), pvalue(row.PValue)
-			if row.IsBaseline {
+			switch {
+			case row.IsBaseline:
 				d, p = "baseline", dash
+			case r.Incomparable(row.Scenario, r.Baseline):
+				d, p = notComparable, dash
 			}
 			cells = append(cells, f2(s.Mean), f2(s.Stdev), ciRange(s.CI95Low, s.CI95High, 2), d, p)
 		}
@@ -292,7 +357,7 @@ func binom(n, k int) float64 {
 func (r *Report) latencySection() section {
 	sec := section{id: "latency", title: "Latency", level: 2}
 	if len(r.Latency) == 0 {
-		sec.blocks = append(sec.blocks, block{para: "No latency samples (ping/rtt, tcprtt/rtt, tcprtt/connect) in this run."})
+		sec.blocks = append(sec.blocks, block{para: "No latency samples (ping/rtt, tcprtt/rtt, tcprtt/connect) from a trial that succeeded: " + failedOnly})
 		return sec
 	}
 	t := &table{id: "latency-table",
@@ -303,13 +368,16 @@ func (r *Report) latencySection() section {
 		if !slices.Contains(metrics, row.Metric) {
 			metrics = append(metrics, row.Metric)
 		}
-		cells := []string{row.Scenario, row.Label}
+		cells := []string{r.ScenarioLabel(row.Scenario), row.Label}
 		if row.Missing != "" {
 			cells = append(cells, "0", "0", row.Missing, dash, dash, dash, dash)
 		} else {
 			k := pct(row.Increase, true)
-			if row.IsBaseline {
+			switch {
+			case row.IsBaseline:
 				k = "baseline"
+			case r.Incomparable(row.Scenario, r.Baseline):
+				k = notComparable
 			}
 			cells = append(cells, strconv.Itoa(row.TrialMeans.N), strconv.Itoa(row.Samples.N),
 				f3(row.TrialMeans.Mean), f3(row.Samples.Median), f3(row.Samples.P99),
@@ -331,7 +399,7 @@ func (r *Report) latencySection() section {
 func (r *Report) cpuSection() section {
 	sec := section{id: "cpu", title: "CPU", level: 2}
 	if len(r.CPU) == 0 && len(r.Softirq) == 0 {
-		sec.blocks = append(sec.blocks, block{para: "No CPU samples (cpu/cpu_user, cpu/cpu_system, cpu/softirq) in this run."})
+		sec.blocks = append(sec.blocks, block{para: "No CPU samples (cpu/cpu_user, cpu/cpu_system, cpu/softirq) from a trial that succeeded: " + failedOnly})
 		return sec
 	}
 	t := &table{id: "cpu-table",
@@ -349,7 +417,7 @@ func (r *Report) cpuSection() section {
 			if row.Scenario != s {
 				continue
 			}
-			cells := []string{s, row.Node, strconv.Itoa(max(row.Total.N, row.Docker.N)),
+			cells := []string{r.ScenarioLabel(s), row.Node, strconv.Itoa(max(row.Total.N, row.Docker.N)),
 				f2(row.User.Mean), f2(row.System.Mean), f2(row.Total.Mean), ciRange(row.Total.CI95Low, row.Total.CI95High, 2)}
 			if docker {
 				d := dash
@@ -365,7 +433,7 @@ func (r *Report) cpuSection() section {
 				continue
 			}
 			q := row.Softirq
-			cells := []string{s, "host softirq", strconv.Itoa(q.N),
+			cells := []string{r.ScenarioLabel(s), "host softirq", strconv.Itoa(q.N),
 				dash, dash, f2(q.Mean), ciRange(q.CI95Low, q.CI95High, 2)}
 			if docker {
 				cells = append(cells, dash)
@@ -435,6 +503,7 @@ func (r *Report) comparisonSections() []section {
 	out := []section{sec}
 	if len(c.Rows) > 0 {
 		out[0].blocks = append(out[0].blocks, r.comparisonTable())
+		out[0].blocks = append(out[0].blocks, r.notRunBlocks()...)
 	}
 	if len(c.HTTP) > 0 {
 		out = append(out, r.publishedHTTPSection())
@@ -480,6 +549,25 @@ func (r *Report) comparisonTable() block {
 	return block{table: t}
 }
 
+// notRunBlocks say why the comparison table's "not run" scenarios were left out of this run,
+// once per scenario (nil when none was).
+func (r *Report) notRunBlocks() []block {
+	var items []string
+	for _, row := range r.Comparison.Rows {
+		if row.MeasuredText != NotRunText {
+			continue
+		}
+		item := row.Scenario + ": " + r.NotRun(row.Scenario)
+		if !slices.Contains(items, item) {
+			items = append(items, item)
+		}
+	}
+	if len(items) == 0 {
+		return nil
+	}
+	return []block{{para: "\"" + NotRunText + "\": the scenario is not in this run, so only its published figures are shown:"}, {list: items}}
+}
+
 func (r *Report) failedSection() section {
 	sec := section{id: "failed", title: "Failed trials", level: 2}
 	if len(r.Failed) == 0 {
@@ -521,7 +609,7 @@ func (r *Report) Markdown(w io.Writer) error {
 			case bl.chart != "":
 				file := bl.chart + ".svg"
 				if slices.Contains(r.ChartFiles, file) {
-					fmt.Fprintf(&b, "\n![%s](%s)\n", mdText(chartTitle(bl.chart)), file)
+					fmt.Fprintf(&b, "\n![%s](%s)\n", mdText(r.chartTitleOf(bl.chart)), file)
 				}
 			case bl.strong:
 				b.WriteString("\n**" + mdText(bl.para) + "**\n")
@@ -551,9 +639,12 @@ func writeMDTable(b *strings.Builder, t *table) {
 		}
 	}
 	b.WriteString("\n")
-	for _, row := range t.rows {
+	for ri, row := range t.rows {
 		b.WriteString("|")
-		for _, c := range row {
+		for i, c := range row {
+			if i == len(row)-1 {
+				c = t.cellWithDetail(ri, c)
+			}
 			b.WriteString(" " + mdText(c) + " |")
 		}
 		b.WriteString("\n")

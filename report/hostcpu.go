@@ -17,6 +17,8 @@ type HostCPURow struct {
 	Usr, Sys, Soft         float64
 	Busy                   stats.Summary
 	NodesUser, NodesSystem float64
+	// BusyByTrial is each trial's busy share (usr+sys+soft, %), by trial number.
+	BusyByTrial map[int]float64
 }
 
 // isHostCPU reports the cpu probe's per-host samples (read by buildHostCPU).
@@ -24,7 +26,7 @@ func isHostCPU(x results.Sample) bool {
 	return x.Probe == "cpu" && strings.HasPrefix(x.Metric, "host_")
 }
 
-// buildHostCPU reads the cpu probe's per-host samples (bench/probe/cpu.Sampler.AddHosts).
+// buildHostCPU reads the cpu probe's per-host samples (probe/cpu.Sampler.AddHosts).
 func (r *Report) buildHostCPU(samples []results.Sample) {
 	type key struct{ scenario, host string }
 	type acc struct {
@@ -69,13 +71,15 @@ func (r *Report) buildHostCPU(samples []results.Sample) {
 	for _, k := range keys {
 		a := data[k]
 		var busy []float64
+		byTrial := map[int]float64{}
 		for t, u := range a.m["host_usr"] {
 			busy = append(busy, u+a.m["host_sys"][t]+a.m["host_soft"][t])
+			byTrial[t] = busy[len(busy)-1]
 		}
 		slices.Sort(busy)
 		r.HostCPU = append(r.HostCPU, HostCPURow{Scenario: k.scenario, Host: k.host, Cores: a.cores,
 			Usr: meanOf(a.m["host_usr"]), Sys: meanOf(a.m["host_sys"]), Soft: meanOf(a.m["host_soft"]), Busy: stats.Summarize(busy),
-			NodesUser: meanOf(a.m["host_nodes_user"]), NodesSystem: meanOf(a.m["host_nodes_system"])})
+			NodesUser: meanOf(a.m["host_nodes_user"]), NodesSystem: meanOf(a.m["host_nodes_system"]), BusyByTrial: byTrial})
 	}
 }
 

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"html/template"
 	"io"
+	"strings"
 )
 
 // htmlCSS is the page's only style sheet, inlined.
@@ -34,6 +35,21 @@ figcaption { font-size: 0.9rem; color: #444; }
 section#verdict { background: #f3f7fb; border-left: 4px solid #2f6fab; padding: 0.2rem 1.2rem 0.8rem; margin-top: 1rem; }
 section#verdict h2 { margin-top: 0.8rem; border-bottom: none; }
 section#verdict li { margin: 0.25rem 0; }
+/* The first screen: the study's conclusions, then its figures two abreast. */
+section#conclusions { background: #f3f7fb; border-left: 4px solid #2f6fab; padding: 0.2rem 1.2rem 0.6rem; margin-top: 0.6rem; }
+section#conclusions h2 { margin-top: 0.6rem; border-bottom: none; }
+section#conclusions table { font-size: 0.88rem; background: #fff; }
+section#conclusions td.outcome { font-weight: 600; min-width: 9ch; }
+td details { margin-top: 0.2rem; color: #3d3d3d; }
+td details summary { cursor: pointer; color: #2f6fab; }
+td.holds { color: #1a6b2f; }
+td.partly { color: #8a5a00; }
+td.fails { color: #a4161a; }
+td.unknown { color: #5c5c5c; }
+section#conclusions figure { display: inline-block; vertical-align: top; width: 49%; margin: 0.6rem 0 0; }
+section#conclusions figure svg.chart { max-width: none; }
+section#conclusions figure:only-of-type { display: block; width: auto; }
+section#conclusions figure:only-of-type svg.chart { max-width: 780px; }
 `
 
 const htmlTemplate = `<!DOCTYPE html>
@@ -56,7 +72,7 @@ const htmlTemplate = `<!DOCTYPE html>
 <thead><tr>{{range .Table.Header}}<th{{if .Right}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Table.Rows}}
-<tr>{{range .}}<td{{if .Right}} class="num"{{end}}>{{.Text}}</td>{{end}}</tr>
+<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{else if .Right}} class="num"{{end}}>{{.Text}}{{if .Detail}}<details><summary>{{.DetailLabel}}</summary>{{.Detail}}</details>{{end}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table></div>
@@ -86,6 +102,10 @@ var htmlTmpl = template.Must(template.New("report").Parse(htmlTemplate))
 type htmlCell struct {
 	Text  string
 	Right bool
+	// Detail, when set, follows the text folded under DetailLabel (a <details> element).
+	Detail, DetailLabel string
+	// Class, when set, replaces the cell's class (outcomes of the conclusions table).
+	Class string
 }
 
 type htmlTable struct {
@@ -161,12 +181,33 @@ func toHTMLTable(t *table) *htmlTable {
 	for i, h := range t.header {
 		ht.Header = append(ht.Header, htmlCell{Text: h, Right: t.right[i]})
 	}
-	for _, row := range t.rows {
+	for ri, row := range t.rows {
 		var cells []htmlCell
 		for i, c := range row {
-			cells = append(cells, htmlCell{Text: c, Right: t.right[i]})
+			cell := htmlCell{Text: c, Right: t.right[i]}
+			if t.id == "conclusions-table" && i == 1 {
+				cell.Class = "outcome " + outcomeClass(c)
+			}
+			if i == len(row)-1 && ri < len(t.details) && t.details[ri] != "" {
+				cell.DetailLabel, cell.Detail = t.detailLabel, t.details[ri]
+			}
+			cells = append(cells, cell)
 		}
 		ht.Rows = append(ht.Rows, cells)
 	}
 	return ht
+}
+
+// outcomeClass colours a claim's outcome: holds, partly (in direction, not in size), fails,
+// or unknown.
+func outcomeClass(outcome string) string {
+	switch {
+	case outcome == DoesNotHold:
+		return "fails"
+	case outcome == HoldsDirection:
+		return "partly"
+	case strings.HasPrefix(outcome, Holds):
+		return "holds"
+	}
+	return "unknown"
 }

@@ -495,8 +495,11 @@ func (r *Report) buildHTTPComparison(p *Published) {
 		if m := measured(h.Scenario, h.Object, h.Concurrency); m != nil {
 			row.Measured, row.MeasuredCI, row.MeasuredChange = m.TotalTime.Mean, m.TotalTime.CI95Half, m.Change
 			row.Ratio, row.PerRequest = httpRatio(m, row.Published, p.HTTPRequests)
+			if r.Emulated(h.Scenario) { // a TCG guest's time is not a KVM guest's: no ratio to it
+				row.Text, row.Ratio = EmulatedMark, math.NaN()
+			}
 		} else {
-			row.MeasuredText = cmp.Or(h.Text, NotMeasuredHTTP)
+			row.MeasuredText = cmp.Or(r.NotRun(h.Scenario), h.Text, NotMeasuredHTTP)
 		}
 		if !row.IsBaseline && h.Seconds > 0 {
 			for _, b := range p.HTTP {
@@ -651,7 +654,7 @@ func (r *Report) httpSection() section {
 	var scenarios []string
 	for _, row := range r.HTTP {
 		scenarios = appendNew(scenarios, row.Scenario)
-		cells := []string{row.Scenario, row.Object, concurrencyText(row.Concurrency), strconv.Itoa(row.TotalTime.N)}
+		cells := []string{r.ScenarioLabel(row.Scenario), row.Object, concurrencyText(row.Concurrency), strconv.Itoa(row.TotalTime.N)}
 		if row.TotalTime.N == 0 {
 			cells = append(cells, countRange(row.Requests), "no data", dash, dash, strconv.FormatInt(row.ErrorCount, 10))
 		} else {
@@ -839,7 +842,7 @@ func (r *Report) deploySection() section {
 	t := &table{id: "deploy-table", header: header, right: right}
 	for _, row := range r.Deploy {
 		s := row.Summary
-		cells := []string{row.Scenario}
+		cells := []string{r.ScenarioLabel(row.Scenario)}
 		if anyNodes {
 			cells = append(cells, orDash(row.Nodes))
 		}
@@ -847,6 +850,8 @@ func (r *Report) deploySection() section {
 		switch {
 		case row.IsBaseline:
 			change = "baseline"
+		case r.Incomparable(row.Scenario, r.Baseline): // an emulated guest's boot is no KVM guest's
+			change = notComparable
 		case !math.IsNaN(row.Diff):
 			d := fixed(row.Diff, 1)
 			if !strings.HasPrefix(d, "-") && d != "0.0" {

@@ -314,8 +314,8 @@ func TestHTTPHTML(t *testing.T) {
 		}
 		t.Logf("wrote %s", *htmlSampleHTTP)
 	}
-	if n := strings.Count(page, "<svg"); n != 3 {
-		t.Errorf("%d inline SVG charts, want 3 (http-c1, http-c100, cpu)", n)
+	if n := strings.Count(page, "<svg"); n != 4 {
+		t.Errorf("%d inline SVG charts, want 4 (the study's grid, http-c1, http-c100, cpu)", n)
 	}
 	for _, id := range []string{"chart-http-c1", "chart-http-c100", "chart-cpu"} {
 		if !strings.Contains(page, `<figure id="`+id+`">`) {
@@ -354,7 +354,7 @@ func TestHTTPWriteCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"http-c1.svg", "http-c100.svg", "cpu.svg"}
+	want := []string{"study-http.svg", "http-c1.svg", "http-c100.svg", "cpu.svg"}
 	if len(paths) != len(want) {
 		t.Fatalf("wrote %v, want %v", paths, want)
 	}
@@ -363,7 +363,7 @@ func TestHTTPWriteCharts(t *testing.T) {
 			t.Errorf("chart %d is %s, want %s", i, p, want[i])
 		}
 	}
-	b, err := os.ReadFile(paths[0])
+	b, err := os.ReadFile(paths[1])
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -449,7 +449,7 @@ func TestHTTPOddLabels(t *testing.T) {
 		}
 		add("a", trial, "http", "total_time", 1, "s", map[string]string{"object": "2k"}) // no concurrency
 		add("b", trial, "ab", "total_time", 1, "s", map[string]string{"object": "2k", "concurrency": "8"})
-		add("b", trial, "ab", "request_time_mean", 1, "ms", map[string]string{"object": "2k", "concurrency": "8"})
+		add("b", trial, "ab", "errors", 0, "count", map[string]string{"object": "2k", "concurrency": "8"})
 		add("a", trial, "load", "count", float64(4*trial), "count", map[string]string{"kind": "network", "node": "client"})
 	}
 	r, err := Build(in)
@@ -470,7 +470,7 @@ func TestHTTPOddLabels(t *testing.T) {
 		t.Errorf("ab-only row %+v", row)
 	}
 	notes := strings.Join(r.Notes, "\n")
-	if !strings.Contains(notes, "2 HTTP samples have no concurrency label") || !strings.Contains(notes, "ab/request_time_mean") {
+	if !strings.Contains(notes, "2 HTTP samples have no concurrency label") || len(r.Other) != 1 || r.Other[0].Metric != "errors" || r.Other[0].Summary.N != 2 {
 		t.Errorf("notes:\n%s", notes)
 	}
 	if got := r.loadText(); got != "Background load: 4/8 network streams from client in a; none in b." {

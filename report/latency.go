@@ -62,7 +62,7 @@ func (r *Report) buildLatency(c *collected) {
 		}
 		for i := start; i < len(r.Latency); i++ {
 			row := &r.Latency[i]
-			if row.IsBaseline || base == nil || row.TrialMeans.N == 0 || base.TrialMeans.N == 0 {
+			if row.IsBaseline || base == nil || row.TrialMeans.N == 0 || base.TrialMeans.N == 0 || r.Incomparable(row.Scenario, base.Scenario) {
 				continue
 			}
 			row.Increase = stats.Increase(base.TrialMeans.Mean, row.TrialMeans.Mean)

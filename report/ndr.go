@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -30,10 +31,31 @@ type NDRRow struct {
 	// "generator"), or the chain slowed it down without loss ("back-pressure"): no NDR.
 	Limited bool
 	Reason  string
+	// Stopped says why the NDR is a lower bound set by the generator, not a drop point: no
+	// loss below a rate the generator could not hold.
+	Stopped string
+	// AtLeast says the chain lost nothing at the search's max rate: NDR (PDRAtLeast: PDR) is
+	// a lower bound, "NDR >= max rate", not a drop point.
+	AtLeast, PDRAtLeast bool
+	// NDRHi is the lowest offered rate that lost packets: the drop point lies in [NDR, NDRHi).
+	NDRHi float64
+	// Inconsistent counts trials that contradicted an earlier one; ReceiverDrops are packets
+	// the measuring receiver dropped (not chain loss).
+	Inconsistent  int
+	ReceiverDrops float64
 	// GeneratorMax is the most the generator offered into the chain; Calibrated the most it
 	// sent with no chain in the way.
 	GeneratorMax, Calibrated float64
 	Path                     []NDRStep
+	// Generator is the load generator's method (xdp, sendmmsg), Receiver what counted at the
+	// destination; SenderCPU and ReceiveCPU the CPUs the sender and the chain's receiving
+	// side were placed on ("-1": not placed; "": not recorded), Placement the probe's words
+	// on it; Ceiling the generator's measured ceiling (pps; 0: not recorded), ClampedFrom the
+	// max rate asked for when it was above the ceiling and clamped; Fallback why the XDP
+	// generator was not used.
+	Generator, Receiver, SenderCPU, ReceiveCPU, Placement string
+	Ceiling                                               float64
+	ClampedFrom, Fallback                                 string
 }
 
 // NDRStep is one trial of a search.
@@ -81,13 +103,23 @@ func (r *Report) buildNDR(samples []results.Sample, failed map[trialKey]*FailedT
 			}
 			n.Trials, _ = strconv.Atoi(x.Labels["trials"])
 			n.Converged = x.Labels["ndr_converged"] == "true" && x.Labels["pdr_converged"] == "true"
+			n.Stopped = x.Labels["stopped"]
 			n.PDRLoss = x.Labels["pdr_loss"]
+			n.AtLeast, n.PDRAtLeast = x.Labels["ndr_bound"] == "at least", x.Labels["pdr_bound"] == "at least"
+			n.NDRHi, _ = strconv.ParseFloat(x.Labels["ndr_hi_pps"], 64)
+			n.Inconsistent, _ = strconv.Atoi(x.Labels["inconsistent_trials"])
+			n.ReceiverDrops, _ = strconv.ParseFloat(x.Labels["receiver_drops"], 64)
 		case "generator_max_pps":
 			n.GeneratorMax = x.Value
 			n.Limited, n.Reason = x.Labels["limited"] == "true", x.Labels["reason"]
 			n.Trials, _ = strconv.Atoi(x.Labels["trials"])
 		case "generator_calibrated_pps":
 			n.Calibrated = x.Value
+		case "generator_ceiling_pps":
+			n.Ceiling = x.Value
+			n.Generator, n.Receiver, n.Placement = x.Labels["generator"], x.Labels["receiver"], x.Labels["placement"]
+			n.SenderCPU, n.ReceiveCPU = x.Labels["sender_cpu"], x.Labels["receive_cpu"]
+			n.ClampedFrom, n.Fallback = x.Labels["max_rate_clamped_from"], x.Labels["fallback_reason"]
 		case "trial_offered_pps", "trial_loss":
 			k := ndrKey{x.Scenario, x.Labels["frame"], x.Trial}
 			it, _ := strconv.Atoi(x.Labels["iteration"])
@@ -121,22 +153,82 @@ func (r *Report) ndrSection() section {
 	sec.blocks = append(sec.blocks, block{para: "Binary search over the offered UDP rate per frame size (RFC 2544 §26.1, NFVbench): " +
 		"the NDR is the highest offered rate with no loss, the PDR the highest within the partial-drop threshold. " +
 		"Where the generator could not offer more than the chain took, no NDR is claimed: the row says so, with the most it offered " +
-		"and what it sends with no chain in the way."})
-	t := &table{id: "ndr-table", header: []string{"scenario", "frame", "trial", "NDR kpps", "NDR Mbit/s", "PDR kpps", "PDR loss", "trials", "offered max kpps", "generator alone kpps"},
-		right: []bool{false, false, true, true, true, true, true, true, true, true}}
+		"and what it sends with no chain in the way. \"≥\" marks a search that lost nothing at its max rate: a lower bound, not a drop point. " +
+		"A converged NDR is repeated before it is reported (RFC 8219 §7); the drop point lies between the NDR and the lowest rate that lost packets. " +
+		"Packets the measuring receiver itself dropped are not counted as chain loss; their number is shown."})
+	t := &table{id: "ndr-table", header: []string{"scenario", "frame", "trial", "NDR kpps", "NDR Mbit/s", "lowest loss kpps", "PDR kpps", "PDR loss", "trials", "inconsistent", "receiver drops", "offered max kpps", "generator alone kpps"},
+		right: []bool{false, false, true, true, true, true, true, true, true, true, true, true, true}}
 	for _, n := range r.NDR {
-		ndr, bits, pdr := fixed(n.NDR/1e3, 1), fixed(n.NDRBits/1e6, 1), fixed(n.PDR/1e3, 1)
-		if !n.Converged {
-			ndr += " (not converged)"
+		ndr, bits, pdr := n.ndrText(), fixed(n.NDRBits/1e6, 1), fixed(n.PDR/1e3, 1)
+		hi := dash
+		if n.NDRHi > 0 && !n.AtLeast {
+			hi = fixed(n.NDRHi/1e3, 1)
+		}
+		if n.AtLeast {
+			bits = "≥ " + bits
+		}
+		if n.PDRAtLeast {
+			pdr = "≥ " + pdr
 		}
 		if n.Limited {
-			ndr, bits, pdr = "not found: "+limitText(n.Reason), dash, dash
+			bits, pdr = dash, dash
 		}
-		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), ndr, bits, pdr, orDash(n.PDRLoss),
-			strconv.Itoa(n.Trials), fixed(n.GeneratorMax/1e3, 1), fixed(n.Calibrated/1e3, 1)})
+		if n.noPass() {
+			bits = dash
+		}
+		if n.PDR == 0 && !n.PDRAtLeast {
+			pdr = dash // no trial within the partial-drop threshold: 0 is no measured PDR
+		}
+		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), ndr, bits, hi, pdr, orDash(n.PDRLoss),
+			strconv.Itoa(n.Trials), strconv.Itoa(n.Inconsistent), fixed(n.ReceiverDrops, 0), fixed(n.GeneratorMax/1e3, 1), fixed(n.Calibrated/1e3, 1)})
 	}
-	sec.blocks = append(sec.blocks, block{table: t}, block{chart: "ndr-path"})
+	sec.blocks = append(sec.blocks, block{table: t})
+	sec.blocks = append(sec.blocks, r.ndrGeneratorBlocks()...)
+	sec.blocks = append(sec.blocks, block{chart: "ndr-path"})
 	return sec
+}
+
+// ndrGeneratorBlocks says how each search's load was made: the generator's method and what
+// counted at the receiver, where the sender and the chain's receiving side ran, the
+// generator's ceiling into the chain, and a max rate clamped to it or a fallback's reason.
+func (r *Report) ndrGeneratorBlocks() []block {
+	t := &table{id: "ndr-generator", header: []string{"scenario", "frame", "trial", "generator", "receiver counted by", "sender CPU", "receiving side CPU", "generator ceiling kpps", "max rate clamped", "note"},
+		right: []bool{false, false, true, false, false, true, true, true, false, false}}
+	cpu := func(c string) string {
+		switch c {
+		case "":
+			return dash
+		case "-1":
+			return "not placed"
+		}
+		return c
+	}
+	for _, n := range r.NDR {
+		if n.Generator == "" {
+			continue // recorded before the generator's labels
+		}
+		clamp := "no"
+		if n.ClampedFrom != "" {
+			clamp = "from " + n.ClampedFrom + " pps"
+		}
+		ceil := dash
+		if n.Ceiling > 0 {
+			ceil = fixed(n.Ceiling/1e3, 1)
+		}
+		note := n.Placement
+		if n.Fallback != "" {
+			note = "the xdp generator could not run: " + n.Fallback
+		}
+		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), n.Generator, orDash(n.Receiver), cpu(n.SenderCPU), cpu(n.ReceiveCPU),
+			ceil, clamp, orDash(note)})
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	return []block{{para: "How each search's load was made: the generator (xdp: the XDP live-frame generator, frames built in the kernel; sendmmsg: the socket path), " +
+		"what counted the frames at the destination (xdp-counter: before any socket, so receiver drops cannot pose as chain loss), " +
+		"the CPUs the sender and the chain's receiving side ran on (on one CPU the chain's work runs on the sender's and slows it down instead of dropping), " +
+		"the generator's ceiling into the chain (what left its interface unpaced; frames the first hop refused are not in it), and a max rate above that ceiling clamped to it."}, {table: t}}
 }
 
 func limitText(reason string) string {
@@ -193,4 +285,97 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 	}
 	p.Legend.Top = true
 	return p, nil
+}
+
+// ndrText is the NDR as the table and the verdict give it, in kpps: a lower bound marked "≥"
+// with why, "(not converged)", "not found" with the generator's limit, or, when no trial
+// passed, what the lowest rate tried lost (never "0.0", which reads as a measured NDR of zero).
+func (n NDRRow) ndrText() string {
+	ndr := fixed(n.NDR/1e3, 1)
+	switch {
+	case n.Limited:
+		return "not found: " + limitText(n.Reason)
+	case n.AtLeast:
+		return "≥ " + ndr + " (no loss at the max rate)"
+	case n.noPass():
+		why := "not converged"
+		if n.Converged {
+			why = "no NDR"
+		}
+		if n.Stopped != "" {
+			why = "no NDR (" + n.Stopped + ")"
+		}
+		if low, ok := n.lowestTried(); ok {
+			return why + ": lowest rate tried " + fixed(low.Offered/1e3, 1) + " kpps lost " + pct(low.Loss, false)
+		}
+		if n.NDRHi > 0 {
+			return why + ": every trial lost packets, the lowest at " + fixed(n.NDRHi/1e3, 1) + " kpps"
+		}
+		return why + ": no trial ran without loss"
+	case n.Stopped != "":
+		return "≥ " + ndr + " (" + n.Stopped + ")"
+	case !n.Converged:
+		return ndr + " (not converged)"
+	}
+	return ndr
+}
+
+// noPass says the search has no NDR because no trial passed: the NDR field is 0, which is
+// no measured rate, so it must not be printed as one.
+func (n NDRRow) noPass() bool {
+	if n.Limited || n.AtLeast || n.NDR > 0 {
+		return false
+	}
+	for _, st := range n.Path {
+		if st.PassNDR {
+			return false
+		}
+	}
+	return true
+}
+
+// lowestTried is the trial at the lowest offered rate of the search's path (false when the
+// path was not recorded).
+func (n NDRRow) lowestTried() (NDRStep, bool) {
+	var low NDRStep
+	found := false
+	for _, st := range n.Path {
+		if st.Offered > 0 && (!found || st.Offered < low.Offered) {
+			low, found = st, true
+		}
+	}
+	return low, found
+}
+
+// ndrVerdict gives the verdict one line per scenario with NDR searches: each frame size's NDR
+// in kpps (every trial's), so a run's answer is on its first screen, not only in its section.
+func (r *Report) ndrVerdict() []string {
+	var items []string
+	for _, s := range r.Scenarios {
+		var frames []string
+		byFrame := map[string][]string{}
+		for _, n := range r.NDR {
+			if n.Scenario != s {
+				continue
+			}
+			if byFrame[n.Frame] == nil {
+				frames = append(frames, n.Frame)
+			}
+			byFrame[n.Frame] = append(byFrame[n.Frame], n.ndrText())
+		}
+		if len(frames) == 0 {
+			continue
+		}
+		parts := make([]string, len(frames))
+		for i, f := range frames {
+			name := f
+			if _, err := strconv.Atoi(f); err == nil {
+				name += " B"
+			}
+			parts[i] = name + ": " + strings.Join(byFrame[f], ", ")
+		}
+		items = append(items, fmt.Sprintf("No-drop rate (UDP) of %s, kpps per frame size: %s (the no-drop rate section has each search's path and its generator).",
+			r.ScenarioLabel(s), strings.Join(parts, "; ")))
+	}
+	return items
 }

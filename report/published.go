@@ -45,6 +45,10 @@ type Published struct {
 	// Modes, when set, is a table of this run's throughput case by case
 	// across steering modes or placements (measured figures only).
 	Modes *ModeTable
+	// Figures are the study's figures and tables the first screen
+	// reproduces beside the published values; nil derives them from Rows,
+	// HTTP and the run's rtt rows (see Report.figures).
+	Figures []Figure
 }
 
 // PublishedHTTP is one published HTTP load figure: the time a number of
@@ -104,6 +108,8 @@ type Comparison struct {
 	Claims []Claim
 	// HTTPRequests is copied from Published.
 	HTTPRequests int
+	// Figures are copied from Published.
+	Figures []Figure
 }
 
 // ComparisonRow is one published figure and the matching measured one.
@@ -137,7 +143,7 @@ type ComparisonRow struct {
 
 // buildComparison fills r.Comparison from the published figures.
 func (r *Report) buildComparison(p *Published) error {
-	cmpT := &Comparison{Study: p.Study, Source: p.Source, Reference: p.Reference, Claims: p.Claims, HTTPRequests: p.HTTPRequests}
+	cmpT := &Comparison{Study: p.Study, Source: p.Source, Reference: p.Reference, Claims: p.Claims, HTTPRequests: p.HTTPRequests, Figures: p.Figures}
 	// Published baseline values by metric, in the published units.
 	pubBase := map[string]PublishedRow{}
 	for _, row := range p.Rows {
@@ -253,5 +259,12 @@ func (r *Report) measured(kind, node, scenario string) (v, change float64, missi
 			}
 		}
 	}
+	if r.NotRun(scenario) != "" {
+		return math.NaN(), math.NaN(), NotRunText
+	}
 	return math.NaN(), math.NaN(), notMeasured
 }
+
+// NotRunText is the measured cell of a published figure whose scenario this run left out
+// (Report.NotRun); the table's note says why.
+const NotRunText = "not run"

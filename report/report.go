@@ -36,10 +36,13 @@
 //   - load/count, labels kind and node: the background load a trial ran
 //     with, stated in the run section.
 //
-// Samples of failed trials are left out of every statistic; the failed
-// trials are listed with their errors and the number of samples left out.
-// Samples of any other probe or metric, or with a unit the report cannot
-// convert, are counted in the report's notes.
+// Every sample's probe and metric must be one of package results/metric's
+// vocabulary: Build fails on any other, so a metric renamed in a probe and
+// not here is an error. Samples of failed trials are left out of every
+// statistic; the failed trials are listed with their errors and the number
+// of samples left out. Samples of a known metric no section reads are
+// summarised under Other measurements; samples with a unit the report cannot
+// convert are counted in the report's notes.
 package report
 
 import (
@@ -50,7 +53,7 @@ import (
 	"strings"
 
 	"github.com/sfclab/sfclab/results"
-	"github.com/sfclab/sfclab/stats"
+	"github.com/sfclab/sfclab/results/metric"
 )
 
 // Metric names of the report. They name the rows of SummaryCSV and are the
@@ -147,9 +150,10 @@ type Input struct {
 	Published *Published
 }
 
-// Report is a built report. Its exported fields are the tables it renders;
-// NaN in a float field means "not available" and renders as "n/a" (or
-// empty in CSV).
+// Report is a built report: the run it is about, then its parts, each a small struct of the
+// tables one section renders (parts.go), embedded so that a part's fields read as the
+// report's own (r.Throughput, r.CPU). Its exported fields are the tables it renders; NaN in a
+// float field means "not available" and renders as "n/a" (or empty in CSV).
 type Report struct {
 	// Run is the run the report is about.
 	Run results.Run
@@ -157,55 +161,11 @@ type Report struct {
 	Scenarios []string
 	// Baseline is the scenario the others are compared with.
 	Baseline string
+	// Runtimes names the runtime each scenario ran on (netns, docker; label
+	// runtime of its deploy samples); nil when the samples do not say.
+	Runtimes map[string]string
 	// Trials counts the trials of each scenario, in display order.
 	Trials []TrialCount
-	// Throughput has one row per scenario (none if the run has no
-	// throughput sample at all).
-	Throughput []ThroughputRow
-	// Latency has one row per latency metric present in the run and
-	// scenario, grouped by metric.
-	Latency []LatencyRow
-	// HTTP has one row per object, concurrency and scenario with HTTP
-	// samples, ordered by concurrency, then object size, then scenario.
-	HTTP []HTTPRow
-	// CPU has one row per scenario and node, nodes in order of appearance.
-	CPU []CPURow
-	// Softirq has one row per scenario with host softirq samples.
-	Softirq []SoftirqRow
-	// CPUWindow summarises the spans (s) the CPU figures of iperf3 transfers cover (samples
-	// cpu/window with bound inside or around), over all trials; N == 0 when none.
-	CPUWindow stats.Summary
-	// CPUFindings has one sentence per scenario with CPU samples saying
-	// where the cycles went, computed from the data.
-	CPUFindings []string
-	// Deploy has one row per scenario with deploy-time samples.
-	Deploy []DeployRow
-	// RTT has one row per scenario and rate of the rtt probe; RTTTrends and RTTPairs are its
-	// tests against background nodes and between scenarios (see rtt.go).
-	RTT       []RTTRow
-	RTTTrends []RTTTrend
-	RTTPairs  []RTTPair
-	// RTTBoxes are the rtt section's box plots, one per background kind, host and rate.
-	RTTBoxes  []RTTBoxGroup
-	rttEchoes map[rttKey]*rttData
-	// HostCPU has one row per scenario and emulated host with per-host CPU samples.
-	HostCPU []HostCPURow
-	// Load is the background load of each scenario that ran with one, in
-	// display order, then in order of appearance.
-	Load []LoadRow
-	// NDR has one row per no-drop-rate search (scenario, frame size, trial); see ndr.go.
-	NDR []NDRRow
-	// FlowSeries, Flows and FlowWindows are the flows probe's time series, flows and the
-	// windows between their ends; Taps what each tap got (see flows.go).
-	FlowSeries  []FlowSeries
-	Flows       []FlowRow
-	FlowWindows []FlowWindow
-	Taps        []TapRow
-	// Modes compares steering modes case by case (Published.Modes), nil without.
-	Modes *ModeTable
-	// Comparison is the published-vs-measured tables; nil when the Input
-	// had no Published.
-	Comparison *Comparison
 	// Failed lists the trials whose status is neither "ok" nor empty
 	// (failed, or still "running" when an interrupted run stopped), in the
 	// order of Input.Trials.
@@ -219,23 +179,37 @@ type Report struct {
 	// its directory; Markdown links them when set.
 	ChartFiles []string
 
-	// latency holds the pooled samples (ms) for the distribution charts,
-	// by metric and scenario.
-	latency map[string]map[string][]float64
-	// Runtimes names the runtime each scenario ran on (netns, docker; label
-	// runtime of its deploy samples); nil when the samples do not say.
-	Runtimes map[string]string
-	// latTrials holds the per-trial latency samples (metric -> scenario ->
-	// trial -> ms) for the paired ratios of the verdict.
-	latTrials map[string]map[string]perTrial
-	// httpBaselines is Published.HTTPBaselines (nil without).
-	httpBaselines map[string]string
+	ThroughputPart
+	LatencyPart
+	HTTPPart
+	CPUPart
+	DeployPart
+	LoadPart
+	RTTPart
+	NDRPart
+	FlowsPart
+	PublishedPart
+	OtherPart
+
+	// sampled marks the sections of fixed place (throughput, latency, cpu) that have any
+	// sample in the run, failed trials' included (sampledSections): a section without one is
+	// left out, since the run did not measure it.
+	sampled map[string]bool
+
+	// units are the report's parts that stand on their own: they read their samples and
+	// render their sections themselves (unit.go).
+	units []sectionUnit
 }
 
 // Build computes the report of in. It fails if Baseline names no scenario
-// of the run, or if a published row has an unknown metric or unit.
+// of the run, if a sample's probe/metric is not in the vocabulary (package
+// results/metric; the error is a *metric.UnknownError), or if a published
+// row has an unknown metric or unit.
 func Build(in Input) (*Report, error) {
-	r := &Report{Run: in.Run}
+	if err := metric.Check(in.Samples); err != nil {
+		return nil, fmt.Errorf("build report: %w", err)
+	}
+	r := &Report{Run: in.Run, units: newUnits()}
 
 	seen := map[trialKey]bool{}
 	for _, t := range in.Trials {
@@ -270,6 +244,7 @@ func Build(in Input) (*Report, error) {
 		r.httpBaselines = in.Published.HTTPBaselines
 	}
 
+	r.sampled = sampledSections(in.Samples)
 	c := r.collect(in.Samples, failed)
 	for s, rts := range c.runtimes {
 		if r.Runtimes == nil {
@@ -284,10 +259,12 @@ func Build(in Input) (*Report, error) {
 	r.buildCPU(c)
 	r.buildDeploy(c)
 	r.buildLoad(c)
+	r.buildOther(c.other)
 	r.buildRTT(in.Samples)
 	r.buildHostCPU(in.Samples)
 	r.buildNDR(in.Samples, failed)
 	r.buildFlows(in.Samples, failed)
+	r.buildUnits(in.Samples, failed)
 	if in.Published != nil {
 		if err := r.buildComparison(in.Published); err != nil {
 			return nil, fmt.Errorf("build report: %w", err)
@@ -347,4 +324,24 @@ func plural(n int, one, many string) string {
 		return one
 	}
 	return many
+}
+
+// sampledSections says which of the sections every run used to have (throughput, latency,
+// cpu; by their section ids) have at least one sample in samples, whatever the trial's status.
+func sampledSections(samples []results.Sample) map[string]bool {
+	out := map[string]bool{}
+	for _, x := range samples {
+		if x.Probe == metric.RTT || isHostCPU(x) {
+			continue // the rtt section's and the per-host CPU table's
+		}
+		switch sampleKind(x) {
+		case MetricThroughput:
+			out["throughput"] = true
+		case MetricPingRTT, MetricTCPRTT, MetricTCPConnect:
+			out["latency"] = true
+		case MetricCPUUser, MetricCPUSystem, MetricDockerCPU, MetricSoftirq:
+			out["cpu"] = true
+		}
+	}
+	return out
 }

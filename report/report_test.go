@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -129,8 +130,8 @@ func sampleInput() Input {
 			add(sc, trial, "cpu", "window", 9.8+0.05*float64(trial), "s", map[string]string{"bound": "inside"})
 		}
 	}
-	// A probe the report does not read is counted, not dropped silently.
-	add("baseline", 1, "ethtool", "rx_dropped", 0, "count", nil)
+	// A known metric the report does not show is counted, not dropped silently.
+	add("baseline", 1, "iperf3", "retransmits", 0, "count", map[string]string{"side": "sender"})
 	return in
 }
 
@@ -238,7 +239,7 @@ func TestFigures(t *testing.T) {
 		}
 	}
 	var notes = strings.Join(r.Notes, "\n")
-	if !strings.Contains(notes, "ethtool/rx_dropped") || !strings.Contains(notes, "fw-lb trial 3: no receiver sample") {
+	if len(r.Other) != 1 || r.Other[0].Labels != "side=sender" || !strings.Contains(notes, "fw-lb trial 3: no receiver sample") {
 		t.Errorf("notes:\n%s", notes)
 	}
 }
@@ -296,8 +297,8 @@ func TestHTMLStructure(t *testing.T) {
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
 		t.Error("no doctype")
 	}
-	if n := strings.Count(page, "<svg"); n != 5 {
-		t.Errorf("%d inline SVG charts, want 5 (throughput, 3 latency, cpu)", n)
+	if n := strings.Count(page, "<svg"); n != 7 {
+		t.Errorf("%d inline SVG charts, want 7 (the study's throughput and ping RTT, throughput, 3 latency, cpu)", n)
 	}
 	if strings.Contains(page, "<?xml") || strings.Contains(page, "<!-- Generated") {
 		t.Error("SVG prolog not stripped")
@@ -401,7 +402,7 @@ func TestWriteCharts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := []string{"throughput.svg", "latency-ping-rtt.svg", "latency-tcprtt-rtt.svg", "latency-tcprtt-connect.svg", "cpu.svg"}
+	want := []string{"study-throughput.svg", "study-ping-rtt.svg", "throughput.svg", "latency-ping-rtt.svg", "latency-tcprtt-rtt.svg", "latency-tcprtt-connect.svg", "cpu.svg"}
 	if len(paths) != len(want) {
 		t.Fatalf("wrote %v, want %v", paths, want)
 	}
@@ -560,5 +561,169 @@ func TestSeveralFailedTrials(t *testing.T) {
 		if c.Scenario == "fw-lb" && (c.OK != 1 || c.Failed != 2) {
 			t.Errorf("fw-lb trial counts %+v", c)
 		}
+	}
+}
+
+// TestSectionsOnlyWhenSampled checks that the throughput, latency and CPU sections appear only
+// for a run with samples of them: a run that measured none (study D's, round trips only) has
+// no section saying "no samples", and one whose samples came from failed trials only keeps the
+// section with that reason.
+func TestSectionsOnlyWhenSampled(t *testing.T) {
+	deploy := results.Sample{Scenario: "a", Trial: 1, Probe: "deploy", Metric: "deploy_time", Value: 2, Unit: "s"}
+	thr := results.Sample{Scenario: "a", Trial: 1, Probe: "iperf3", Metric: "throughput", Value: 1e9, Unit: "bit/s", Labels: map[string]string{"side": "receiver"}}
+	ping := results.Sample{Scenario: "a", Trial: 1, Probe: "ping", Metric: "rtt", Value: 0.05, Unit: "ms"}
+	cpu := results.Sample{Scenario: "a", Trial: 1, Probe: "cpu", Metric: "cpu_user", Value: 0.1, Unit: "cores", Labels: map[string]string{"node": "client"}}
+	cases := []struct {
+		name    string
+		samples []results.Sample
+		failed  bool
+		want    []string // sections present
+		absent  []string // sections left out
+		reason  bool     // the "failed trials" reason is said
+	}{
+		{"none measured", []results.Sample{deploy}, false, nil, []string{"Throughput", "Latency", "CPU"}, false},
+		{"throughput only", []results.Sample{deploy, thr}, false, []string{"Throughput"}, []string{"Latency", "CPU"}, false},
+		{"latency and cpu", []results.Sample{ping, cpu}, false, []string{"Latency", "CPU"}, []string{"Throughput"}, false},
+		{"failed trial only", []results.Sample{thr, ping, cpu}, true, []string{"Throughput", "Latency", "CPU"}, nil, true},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			status := results.TrialOK
+			if c.failed {
+				status = results.TrialFailed
+			}
+			in := Input{Run: results.Run{Experiment: exp, Started: t0, Ended: t0.Add(time.Minute), Complete: true},
+				Trials: []results.Trial{{Experiment: exp, Scenario: "a", Trial: 1, Status: status, Started: t0, Ended: t0.Add(time.Minute)}}}
+			for _, x := range c.samples {
+				x.Experiment, x.Time = exp, t0
+				in.Samples = append(in.Samples, x)
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md strings.Builder
+			if err := r.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			for _, s := range c.want {
+				if !strings.Contains(md.String(), "\n## "+s+"\n") {
+					t.Errorf("section %s missing:\n%s", s, md.String())
+				}
+			}
+			for _, s := range c.absent {
+				if strings.Contains(md.String(), "\n## "+s+"\n") {
+					t.Errorf("section %s present in a run without its samples:\n%s", s, md.String())
+				}
+			}
+			if got := strings.Count(md.String(), failedOnly); c.reason && got != len(c.want) || !c.reason && got != 0 {
+				t.Errorf("%d sections say their samples came from failed trials only, want %d", got, map[bool]int{true: len(c.want)}[c.reason])
+			}
+		})
+	}
+}
+
+// TestNotRunScenarios checks that a study scenario this run left out (its reason in the run's
+// environment, as `reproduce --runtime vm` records it) reads "not run" with the reason in the
+// published-vs-measured table and in the study charts' captions and notes, and that a scenario
+// merely without samples still reads "not measured".
+func TestNotRunScenarios(t *testing.T) {
+	const why = "not run: --runtime vm runs only the VM scenarios and the scenarios they are compared with"
+	cases := []struct {
+		name     string
+		reason   string
+		wantCell string
+	}{
+		{"left out with a reason", why, NotRunText},
+		{"no samples, no reason", "", "not measured"},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			in := sampleInput()
+			in.Scenarios = []string{"baseline", "fw"}
+			in.Trials = slices.DeleteFunc(in.Trials, func(x results.Trial) bool { return x.Scenario == "fw-lb" })
+			in.Samples = slices.DeleteFunc(in.Samples, func(x results.Sample) bool { return x.Scenario == "fw-lb" })
+			if c.reason != "" {
+				in.Run.Env[EnvNotRun+"fw-lb"] = c.reason
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			rows := 0
+			for _, row := range r.Comparison.Rows {
+				if row.Scenario != "fw-lb" {
+					continue
+				}
+				rows++
+				if row.MeasuredText != c.wantCell {
+					t.Errorf("%s: measured %q, want %q", row.Metric, row.MeasuredText, c.wantCell)
+				}
+			}
+			if rows == 0 {
+				t.Fatal("no published row of fw-lb")
+			}
+			var md strings.Builder
+			if err := r.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			if got := strings.Contains(md.String(), "- fw-lb: "+why); got != (c.reason != "") {
+				t.Errorf("reason under the table: %v, want %v", got, c.reason != "")
+			}
+			var thr *studyFigure
+			for _, f := range r.figures() {
+				if f.Metric == MetricThroughput {
+					thr = &f
+				}
+			}
+			if thr == nil {
+				t.Fatal("no throughput figure")
+			}
+			named := strings.Contains(thr.Title, "not run here: fw-lb;")
+			explained := strings.Contains(thr.Note, "fw-lb: "+why+".")
+			if named != (c.reason != "") || explained != (c.reason != "") {
+				t.Errorf("caption %q / note %q: want fw-lb named not run and why: %v", thr.Title, thr.Note, c.reason != "")
+			}
+			if strings.Contains(thr.Title, "baseline") || strings.Contains(thr.Note, "baseline:") {
+				t.Errorf("a scenario that ran is named not run: %q / %q", thr.Title, thr.Note)
+			}
+		})
+	}
+}
+
+// TestKeptRuntimeListed checks that the Run section names the scenarios that kept the runtime
+// they name against --runtime (EnvKeptRuntime), and says nothing of the kind when none did.
+func TestKeptRuntimeListed(t *testing.T) {
+	const head = "Scenarios that kept the runtime they name (--runtime applies only to scenarios that name none):"
+	for _, tc := range []struct {
+		name string
+		env  map[string]string
+		want []string
+	}{
+		{"two kept", map[string]string{EnvKeptRuntime + "fw": "netns", EnvKeptRuntime + "baseline": "docker"}, []string{head, "- baseline: docker", "- fw: netns"}},
+		{"none kept", nil, nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			in := sampleInput()
+			for k, v := range tc.env {
+				in.Run.Env[k] = v
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			var md strings.Builder
+			if err := r.Markdown(&md); err != nil {
+				t.Fatal(err)
+			}
+			for _, w := range tc.want {
+				if !strings.Contains(md.String(), w) {
+					t.Errorf("report lacks %q", w)
+				}
+			}
+			if tc.want == nil && strings.Contains(md.String(), head) {
+				t.Error("a run where no scenario kept its runtime lists some")
+			}
+		})
 	}
 }

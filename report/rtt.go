@@ -1,6 +1,7 @@
 package report
 
 import (
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -37,18 +38,68 @@ type RTTRow struct {
 	// and side.
 	Background int
 	Kind, Side string
+	// PathEnd says where the path was timed in this cell's runs: "tc" (the sender's interface:
+	// the same points for every driver), "socket" (the socket's timestamps, which each driver
+	// takes at its own point), "tc and socket" when runs differ, "" when not recorded (runs
+	// before the tc stamps: the socket's). SocketTX and SocketRX are, with tc stamps, where the
+	// socket's TX and RX timestamps fell against the tc points (ms, median over runs of each
+	// run's median; NaN: none).
+	PathEnd            string
+	SocketTX, SocketRX float64
+	// BgDriver is the background nodes' driver when the grid made it a factor ("same": the
+	// main pair's), Bitrate the network load's per-pair cap ("max": unthrottled); "" when not
+	// recorded.
+	BgDriver, Bitrate string
+	// Attempts is, when the probe repeated runs until every echo came back (its attempts
+	// option), the runs each trial needed, in trial order; the figures above are of each
+	// trial's last run only. AttemptCap is the bound asked for, Incomplete the trials whose
+	// last run still lost echoes.
+	Attempts               []int
+	AttemptCap, Incomplete int
+	// Method is how the cell's echoes were sent: "xdp-reflector" (the rtt probe's xdp method:
+	// the XDP generator and reflector), "" for the socket path; Fallback why the xdp method
+	// chosen by rate could not run (the socket path ran instead). Ceiling is the XDP
+	// generator's mean ceiling into the chain (pps, NaN: not measured), ClampedFrom the
+	// requested rate when it was above the ceiling and clamped to it.
+	Method, Fallback string
+	Ceiling          float64
+	ClampedFrom      string
 }
 
-// RTTTrend is Kendall's tau-b between the background-node count and the round trip, over
-// every echo of the scenarios of one base scenario, kind, side and rate (the count-0 cell
-// included): does RTT grow with background load? The round trip is the path RTT (Figure
-// FigurePath) unless a cell of the group has no kernel timestamps (FigureApp).
+// HighRateShare is the share of the requested rate below which a high-rate cell (requested
+// at rtt.HighRateFrom or more) is marked short: issue 25 asks for study D's 1 Mpps cell at
+// 0.95 of 1 Mpps or more.
+const HighRateShare = 0.95
+
+// highRateFrom mirrors rtt.HighRateFrom (packets/s), the rate from which the probe's default
+// method is its XDP generator.
+const highRateFrom = 100_000
+
+// HighRate reports whether the cell asked for a high rate (rtt.HighRateFrom or more).
+func (row RTTRow) HighRate() bool { return row.Requested >= highRateFrom }
+
+// Short reports whether a high-rate cell achieved less than HighRateShare of its request.
+func (row RTTRow) Short() bool { return row.HighRate() && row.Achieved < HighRateShare*row.Requested }
+
+// RTTTrend is Kendall's tau-b between the background-node count and the round trip over the
+// trials of the scenarios of one base scenario (one lab: one runtime, one driver), kind, side
+// and rate (the count-0 cell included): does RTT grow with background load? Each trial gives
+// one value, the median of its echoes: a trial's echoes follow each other a millisecond apart
+// and share its deployment, so they are not independent replicates, and pooling them (as
+// ~12,000 echoes of 12 trials) would call a trend of a few nanoseconds significant. The round
+// trip is the path RTT (Figure FigurePath) unless a cell of the group has no kernel
+// timestamps (FigureApp).
 type RTTTrend struct {
 	Base, Kind, Side, Rate string
-	Figure                 string
-	Counts                 []int
-	N                      int
-	Tau, P                 float64
+	// BgDriver and Bitrate are the group's background driver and network cap, when recorded.
+	BgDriver, Bitrate string
+	Figure            string
+	Counts            []int
+	// N is the number of trials tested (one median each); Echoes the echoes behind them.
+	N, Echoes int
+	Tau, P    float64
+	// Constant is set when every trial's median was the same: no trend (tau 0, p 1).
+	Constant bool
 }
 
 // RTTPair is the Wilcoxon signed-rank test between two base scenarios (e.g. two drivers):
@@ -61,6 +112,9 @@ type RTTPair struct {
 	// Ratio is the median over pairs of median(B)/median(A) of Figure; AppRatio the same of
 	// the application's RTT, beside it.
 	W, P, Ratio, AppRatio float64
+	// SocketEnd is set when a paired cell's path was timed by the socket's stamps, not at the
+	// sender's interface: each driver takes those at its own point, so the ratio may be biased.
+	SocketEnd bool
 }
 
 // The figures an RTT statistic is taken on.
@@ -78,6 +132,32 @@ type rttKey struct{ scenario, rate string }
 type rttData struct {
 	rtt, path, stx, srx, req, ach, loss []float64
 	reached                             bool
+	// trialRTT and trialPath are the echoes of each trial.
+	trialRTT, trialPath map[int][]float64
+	// ends counts the runs by path end; stx, srx are the runs' socket stamp offsets.
+	ends           map[string]int
+	sockTX, sockRX []float64
+	// attempts holds each trial's "attempts" sample, attemptCap the bound.
+	attempts   map[int]results.Sample
+	attemptCap int
+	// method, fallback and clamped are the labels of the cell's rate samples; ceiling the
+	// generator_ceiling samples.
+	method, fallback, clamped string
+	ceiling                   []float64
+}
+
+// trialMedians returns the median of each trial's echoes in trial order, and the echoes.
+func trialMedians(byTrial map[int][]float64) (meds []float64, echoes int) {
+	trials := make([]int, 0, len(byTrial))
+	for t := range byTrial {
+		trials = append(trials, t)
+	}
+	slices.Sort(trials)
+	for _, t := range trials {
+		meds = append(meds, median(byTrial[t]))
+		echoes += len(byTrial[t])
+	}
+	return meds, echoes
 }
 
 // buildRTT reads the rtt probe's samples and the background-node samples.
@@ -93,31 +173,58 @@ func (r *Report) buildRTT(samples []results.Sample) {
 		if x.Probe != "rtt" {
 			continue
 		}
+		if x.Labels["final"] == "false" {
+			continue // an earlier attempt of a repeated run: kept in the results, not in the figures
+		}
 		k := rttKey{x.Scenario, x.Labels["rate"]}
 		d := data[k]
 		if d == nil {
-			d = &rttData{reached: true}
+			d = &rttData{reached: true, trialRTT: map[int][]float64{}, trialPath: map[int][]float64{}}
 			data[k] = d
 			keys = append(keys, k)
 		}
 		switch x.Metric {
 		case "rtt":
 			d.rtt = append(d.rtt, x.Value)
+			d.trialRTT[x.Trial] = append(d.trialRTT[x.Trial], x.Value)
 		case "path":
 			d.path = append(d.path, x.Value)
+			d.trialPath[x.Trial] = append(d.trialPath[x.Trial], x.Value)
 		case "stack_tx":
 			d.stx = append(d.stx, x.Value)
 		case "stack_rx":
 			d.srx = append(d.srx, x.Value)
 		case "rate_requested":
 			d.req = append(d.req, x.Value)
+		case "generator_ceiling":
+			d.ceiling = append(d.ceiling, x.Value)
 		case "rate_achieved":
 			d.ach = append(d.ach, x.Value)
+			if m := x.Labels["method"]; m != "" && m != "socket" {
+				d.method = m
+			}
+			if f := x.Labels["fallback_reason"]; f != "" {
+				d.fallback = f
+			}
+			if c := x.Labels["rate_clamped_from"]; c != "" {
+				d.clamped = c
+			}
 			if x.Labels["rate_reached"] == "false" {
 				d.reached = false
 			}
 		case "loss":
 			d.loss = append(d.loss, x.Value)
+		case "attempts", "attempt_cap":
+			d.addAttempts(x)
+		case "path_end":
+			if d.ends == nil {
+				d.ends = map[string]int{}
+			}
+			d.ends[x.Labels["end"]]++
+		case "socket_tx_offset":
+			d.sockTX = append(d.sockTX, x.Value)
+		case "socket_rx_offset":
+			d.sockRX = append(d.sockRX, x.Value)
 		}
 	}
 	if len(keys) == 0 {
@@ -140,13 +247,21 @@ func (r *Report) buildRTT(samples []results.Sample) {
 			Requested: mean(d.req), Achieved: mean(d.ach), Reached: d.reached, Loss: mean(d.loss), Background: -1}
 		if b, ok := bg[k.scenario]; ok {
 			row.Background, row.Kind, row.Side = int(b.Value), b.Labels["kind"], b.Labels["side"]
+			row.BgDriver, row.Bitrate = b.Labels["driver"], b.Labels["bitrate"]
 		}
+		d.fillAttempts(&row)
+		row.Method, row.Fallback, row.ClampedFrom, row.Ceiling = d.method, d.fallback, d.clamped, math.NaN()
+		if len(d.ceiling) > 0 {
+			row.Ceiling = mean(d.ceiling)
+		}
+		row.PathEnd, row.SocketTX, row.SocketRX = d.pathEnd(), median(d.sockTX), median(d.sockRX)
 		r.RTT = append(r.RTT, row)
 	}
 	r.rttEchoes = data
 	r.buildRTTTrends(data)
 	r.buildRTTPairs()
 	r.buildRTTBoxes()
+	r.buildRTTStudy(samples)
 }
 
 // rateOrder sorts rates numerically, the flood last.
@@ -168,7 +283,7 @@ func baseOf(scenario string) string {
 }
 
 func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
-	type group struct{ base, kind, side, rate string }
+	type group struct{ base, kind, side, rate, bgDriver, bitrate string }
 	zero := map[[2]string]RTTRow{} // base, rate -> the count-0 row
 	for _, row := range r.RTT {
 		if row.Background == 0 {
@@ -181,7 +296,7 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 		if row.Background <= 0 {
 			continue
 		}
-		g := group{baseOf(row.Scenario), row.Kind, row.Side, row.Rate}
+		g := group{baseOf(row.Scenario), row.Kind, row.Side, row.Rate, row.BgDriver, row.Bitrate}
 		if _, ok := rows[g]; !ok {
 			groups = append(groups, g)
 			if z, ok := zero[[2]string{g.base, g.rate}]; ok {
@@ -192,7 +307,7 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 	}
 	for _, g := range groups {
 		var x, y []float64
-		t := RTTTrend{Base: g.base, Kind: g.kind, Side: g.side, Rate: g.rate, Figure: FigurePath}
+		t := RTTTrend{Base: g.base, Kind: g.kind, Side: g.side, Rate: g.rate, BgDriver: g.bgDriver, Bitrate: g.bitrate, Figure: FigurePath}
 		for _, row := range rows[g] {
 			if row.Path.N == 0 {
 				t.Figure = FigureApp
@@ -200,11 +315,14 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 		}
 		for _, row := range rows[g] {
 			t.Counts = append(t.Counts, row.Background)
-			echoes := data[rttKey{row.Scenario, row.Rate}].path
+			d := data[rttKey{row.Scenario, row.Rate}]
+			byTrial := d.trialPath
 			if t.Figure == FigureApp {
-				echoes = data[rttKey{row.Scenario, row.Rate}].rtt
+				byTrial = d.trialRTT
 			}
-			for _, v := range echoes {
+			meds, echoes := trialMedians(byTrial)
+			t.Echoes += echoes
+			for _, v := range meds {
 				x = append(x, float64(row.Background))
 				y = append(y, v)
 			}
@@ -213,6 +331,10 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 			continue
 		}
 		res, err := stats.KendallTauB(x, y)
+		if errors.Is(err, stats.ErrConstantInput) && len(y) > 1 && slices.Min(y) == slices.Max(y) {
+			// Every trial's median the same: no monotone association at all.
+			res, err, t.Constant = stats.TestResult{Statistic: 0, PValue: 1}, nil, true
+		}
 		if err != nil {
 			r.Notes = append(r.Notes, fmt.Sprintf("Kendall tau-b of %s vs background nodes for %s (%s, %s, rate %s): %v", t.Figure, g.base, g.kind, g.side, g.rate, err))
 			continue
@@ -225,7 +347,10 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 // buildRTTPairs tests every pair of base scenarios on the cells both have.
 func (r *Report) buildRTTPairs() {
 	type cell struct{ suffix, rate string }
-	type medians struct{ path, app float64 }
+	type medians struct {
+		path, app float64
+		socket    bool
+	}
 	byBase := map[string]map[cell]medians{}
 	var bases []string
 	for _, row := range r.RTT {
@@ -234,7 +359,7 @@ func (r *Report) buildRTTPairs() {
 			byBase[b] = map[cell]medians{}
 			bases = append(bases, b)
 		}
-		byBase[b][cell{strings.TrimPrefix(row.Scenario, b), row.Rate}] = medians{row.Path.Median, row.RTT.Median}
+		byBase[b][cell{strings.TrimPrefix(row.Scenario, b), row.Rate}] = medians{row.Path.Median, row.RTT.Median, row.PathEnd != PathEndTC}
 	}
 	for i := 0; i < len(bases); i++ {
 		for j := i + 1; j < len(bases); j++ {
@@ -253,8 +378,10 @@ func (r *Report) buildRTTPairs() {
 			}
 			slices.SortFunc(cells, func(a, b cell) int { return strings.Compare(a.suffix+" "+a.rate, b.suffix+" "+b.rate) })
 			var x, y, ratios, appRatios []float64
+			socket := false
 			for _, c := range cells {
 				a, b := byBase[bases[i]][c], byBase[bases[j]][c]
+				socket = socket || a.socket || b.socket
 				appRatios = append(appRatios, b.app/a.app)
 				if fig == FigurePath {
 					x, y, ratios = append(x, a.path), append(y, b.path), append(ratios, b.path/a.path)
@@ -271,7 +398,7 @@ func (r *Report) buildRTTPairs() {
 				continue
 			}
 			r.RTTPairs = append(r.RTTPairs, RTTPair{A: bases[i], B: bases[j], Figure: fig, Pairs: len(x), W: res.Statistic, P: res.PValue,
-				Ratio: median(ratios), AppRatio: median(appRatios)})
+				Ratio: median(ratios), AppRatio: median(appRatios), SocketEnd: socket && fig == FigurePath})
 		}
 	}
 }
@@ -284,10 +411,15 @@ func usText(ms float64) string {
 	return strconv.FormatFloat(ms*1000, 'f', 1, 64) + " µs"
 }
 
-// rttIntro says which figure is the headline and why the other is beside it.
-const rttIntro = "Headline: the path RTT, each echo's round trip from the kernel's TX timestamp to the reply's RX timestamp " +
-	"(everything outside the sender's stack: what study D's kernel captures measured); its min/median/mean/p99/max/std are over the echoes with both timestamps. " +
-	"Beside it, labelled, the application's RTT (send call to reply read), which adds the sender's stack both ways: stack TX (send call to the driver) and stack RX (arrival to the read). " +
+// rttIntro says which figure is the headline, where it starts and ends, and why the other is
+// beside it.
+const rttIntro = "Headline: the path RTT, each echo's round trip outside the sender's stack: from the echo leaving the sender's interface " +
+	"(its tc egress hook, in dev_queue_xmit before the qdisc) to the reply reaching the sender's interface (its tc ingress hook, in __netif_receive_skb_core), " +
+	"timed by the probe's tc programs: the same two kernel points for every attachment driver. " +
+	"(The socket's software timestamps are not: a veth's reply is stamped again as it enters the sender's namespace, a macvlan's and a bpf_redirect_peer'd reply keep the stamp of the host's first hop, " +
+	"so a path between them ends earlier for those drivers; where they fell is in the table below when the run had both.) " +
+	"Its min/median/mean/p99/max/std are over the echoes with both stamps. " +
+	"Beside it, labelled, the application's RTT (send call to reply read), which adds the sender's stack both ways: stack TX (send call to the path's start) and stack RX (the path's end to the read). " +
 	"Stack RX includes the wait of the probe's reader for a core, so load on the sender's host inflates the application's RTT without the path changing. " +
 	"Rates are requested vs achieved; a rate not reached is marked."
 
@@ -295,6 +427,10 @@ const rttIntro = "Headline: the path RTT, each echo's round trip from the kernel
 func (r *Report) rttSection() section {
 	sec := section{id: "rtt", title: "Round trips (rtt probe)", level: 2}
 	sec.blocks = append(sec.blocks, block{para: rttIntro})
+	sec.blocks = append(sec.blocks, r.pathEndBlocks()...)
+	if s := r.networkLoadText(); s != "" {
+		sec.blocks = append(sec.blocks, block{para: s})
+	}
 	t := &table{id: "rtt-path", header: []string{"scenario", "rate", "n", "path min", "median", "mean", "p99", "max", "std", "achieved pps", "loss %"},
 		right: []bool{false, false, true, true, true, true, true, true, true, true, true}}
 	st := &table{id: "rtt-stack", header: []string{"scenario", "rate", "app RTT median", "app RTT p99", "stack TX median", "stack RX median", "path median"},
@@ -320,21 +456,24 @@ func (r *Report) rttSection() section {
 		sec.blocks = append(sec.blocks, block{para: "n is \"K of N\" where only K of the N echoes that came back had both kernel timestamps; " +
 			"the path columns are over those K, the app RTT over all N (\"—\": none had them)."})
 	}
+	sec.blocks = append(sec.blocks, r.highRateBlocks()...)
 	sec.blocks = append(sec.blocks, block{para: "App RTT (incl. sender stack): the round trip as the application saw it, and where it goes beyond the path " +
 		"(app RTT ≈ stack TX + path + stack RX, medians of each):"}, block{table: st})
 	if len(r.RTTTrends) > 0 {
-		tt := &table{id: "rtt-trend", header: []string{"scenario", "kind", "bg host", "rate", "figure", "counts", "echoes", "Kendall tau-b", "p"},
+		tt := &table{id: "rtt-trend", header: []string{"scenario", "kind", "bg host", "rate", "figure", "counts", "trials (echoes)", "Kendall tau-b", "p"},
 			right: []bool{false, false, false, false, false, false, true, true, true}}
 		for _, x := range r.RTTTrends {
 			var cs []string
 			for _, c := range x.Counts {
 				cs = append(cs, strconv.Itoa(c))
 			}
-			tt.rows = append(tt.rows, []string{x.Base, x.Kind, x.Side, x.Rate, x.Figure, strings.Join(cs, ", "), strconv.Itoa(x.N),
+			tt.rows = append(tt.rows, []string{x.Base, bgKindText(x.Kind, x.Bitrate, x.BgDriver), x.Side, x.Rate, x.Figure, strings.Join(cs, ", "), fmt.Sprintf("%d (%d)", x.N, x.Echoes),
 				strconv.FormatFloat(x.Tau, 'f', 3, 64), strconv.FormatFloat(x.P, 'g', 3, 64)})
 		}
-		sec.blocks = append(sec.blocks, block{para: "Path RTT vs the number of background nodes on the host in column bg host (sender: the chain source's host; responder: its destination's): Kendall's tau-b over every echo " +
-			"(positive: RTT grows with background load; p < 0.05: significant at 95 %). A group with a cell without kernel timestamps is tested on the app RTT, as its figure says."},
+		sec.blocks = append(sec.blocks, block{para: "Path RTT vs the number of background nodes on the host in column bg host (sender: the chain source's host; responder: its destination's): Kendall's tau-b over the trials, one value each: the median of the trial's echoes " +
+			"(its echoes are serially correlated and share one deployment, so they are not replicates and are not pooled). Each group is one lab (one runtime, one driver). " +
+			"Positive: RTT grows with background load; p < 0.05: significant at 95 %; with few trials no p can reach 0.05 (3 trials: at best 0.33), which is the honest answer. " +
+			"A group with a cell without kernel timestamps is tested on the app RTT, as its figure says."},
 			block{table: tt})
 	}
 	for _, g := range r.RTTBoxes {
@@ -351,6 +490,8 @@ func (r *Report) rttSection() section {
 			"(p < 0.05: different at 95 %); the app RTT's ratio is beside it, not tested."},
 			block{table: pt})
 	}
+	sec.blocks = append(sec.blocks, r.rttStudyBlocks()...)
+	sec.blocks = append(sec.blocks, r.rttAttemptBlocks()...)
 	sec.blocks = append(sec.blocks, r.hostCPUBlocks()...)
 	return sec
 }
@@ -360,6 +501,9 @@ func (r *Report) rttSection() section {
 // beside it.
 func (r *Report) rttVerdict() []string {
 	var out []string
+	if s := r.pathEndText(); s != "" {
+		out = append(out, s)
+	}
 	for _, row := range r.RTT {
 		if row.Background > 0 {
 			continue
@@ -375,6 +519,12 @@ func (r *Report) rttVerdict() []string {
 		out = append(out, fmt.Sprintf("%s at %s: path RTT median %s, p99 %s (app RTT incl. sender stack: median %s).",
 			row.Scenario, rate, usText(row.Path.Median), usText(row.Path.P99), usText(row.RTT.Median)))
 	}
+	if s := r.highRateText(); s != "" {
+		out = append(out, s)
+	}
+	if s := r.attemptsText(); s != "" {
+		out = append(out, s)
+	}
 	for _, x := range r.RTTPairs {
 		what := "path RTT"
 		if x.Figure == FigureApp {
@@ -384,9 +534,101 @@ func (r *Report) rttVerdict() []string {
 		if x.P < 0.05 {
 			verdict = "different at 95 %"
 		}
-		out = append(out, fmt.Sprintf("%s vs %s: %s median ratio %s/%s %s over %d paired cells, Wilcoxon p = %s (%s); app RTT (incl. sender stack) ratio %s.",
+		caveat := ""
+		if x.SocketEnd {
+			caveat = " Caution: some cells' path was timed by the socket's timestamps, which each driver takes at its own point, so this ratio may be biased by where the stamp lands."
+		}
+		out = append(out, fmt.Sprintf("%s vs %s: %s median ratio %s/%s %s over %d paired cells, Wilcoxon p = %s (%s); app RTT (incl. sender stack) ratio %s.%s",
 			x.B, x.A, what, x.B, x.A, strconv.FormatFloat(x.Ratio, 'f', 2, 64), x.Pairs, strconv.FormatFloat(x.P, 'g', 3, 64), verdict,
-			strconv.FormatFloat(x.AppRatio, 'f', 2, 64)))
+			strconv.FormatFloat(x.AppRatio, 'f', 2, 64), caveat))
 	}
 	return out
+}
+
+// highRateBlocks is the table of the cells asked for at a high rate: how they were sent, the
+// rate achieved against the request, the generator's ceiling and any clamp, each cell below
+// HighRateShare of its request marked.
+func (r *Report) highRateBlocks() []block {
+	t := &table{id: "rtt-high-rate", header: []string{"scenario", "requested pps", "achieved pps", "achieved share", "method", "generator ceiling pps", "note"},
+		right: []bool{false, true, true, true, false, true, false}}
+	short := 0
+	for _, row := range r.RTT {
+		if !row.HighRate() {
+			continue
+		}
+		method := "socket"
+		if row.Method != "" {
+			method = row.Method
+		}
+		var notes []string
+		if row.Short() {
+			short++
+			notes = append(notes, fmt.Sprintf("BELOW %.2f of the request", HighRateShare))
+		}
+		if row.ClampedFrom != "" {
+			notes = append(notes, "clamped from "+row.ClampedFrom+" pps to the generator's ceiling")
+		}
+		if row.Fallback != "" {
+			notes = append(notes, "xdp could not run: "+row.Fallback)
+		}
+		ceil := "—"
+		if !math.IsNaN(row.Ceiling) {
+			ceil = strconv.FormatFloat(row.Ceiling, 'f', 0, 64)
+		}
+		t.rows = append(t.rows, []string{row.Scenario, strconv.FormatFloat(row.Requested, 'f', 0, 64), strconv.FormatFloat(row.Achieved, 'f', 0, 64),
+			strconv.FormatFloat(row.Achieved/row.Requested, 'f', 3, 64), method, ceil, strings.Join(notes, "; ")})
+	}
+	if len(t.rows) == 0 {
+		return nil
+	}
+	return []block{{para: fmt.Sprintf("Cells asked for %d pps or more (mean over trials). Method xdp-reflector: 64-byte UDP frames from the XDP live-frame generator at the chain's source, "+
+		"bounced by an XDP reflector at the destination, a timestamp in every n-th frame; socket: the socket path, which cannot keep such rates. "+
+		"The generator's ceiling is what it offered into the chain unpaced just before the cell; a request above it is clamped to it. "+
+		"A cell below %.2f of its request is marked (%d here).", highRateFrom, HighRateShare, short)}, {table: t}}
+}
+
+// highRateText is the verdict's line on the high-rate cells: how many reached HighRateShare of
+// their request, and which did not.
+func (r *Report) highRateText() string {
+	var n int
+	var short []string
+	for _, row := range r.RTT {
+		if !row.HighRate() {
+			continue
+		}
+		n++
+		if row.Short() {
+			short = append(short, fmt.Sprintf("%s (%.0f of %.0f pps)", row.Scenario, row.Achieved, row.Requested))
+		}
+	}
+	switch {
+	case n == 0:
+		return ""
+	case len(short) == 0:
+		return fmt.Sprintf("High-rate cells: all %d achieved at least %.2f of the requested rate.", n, HighRateShare)
+	}
+	return fmt.Sprintf("High-rate cells: %d of %d below %.2f of the requested rate: %s.", len(short), n, HighRateShare, strings.Join(short, ", "))
+}
+
+// highRateBrief is highRateText in one short sentence for the first screen: how many
+// high-rate cells fell below HighRateShare of their request and the range they achieved;
+// "" when none did.
+func (r *Report) highRateBrief() string {
+	n, short := 0, 0
+	lo, hi, req := math.Inf(1), 0.0, 0.0
+	for _, row := range r.RTT {
+		if !row.HighRate() {
+			continue
+		}
+		n++
+		if row.Short() {
+			short++
+			lo, hi, req = math.Min(lo, row.Achieved), math.Max(hi, row.Achieved), math.Max(req, row.Requested)
+		}
+	}
+	if short == 0 {
+		return ""
+	}
+	return fmt.Sprintf("High-rate cells: %d of %d below %.2f of the requested rate (achieved %.0f-%.0f pps of %.0f); their figures are of the rate achieved (the rtt section's high-rate table has each cell's rate, method and the generator's ceiling).",
+		short, n, HighRateShare, lo, hi, req)
 }

@@ -48,22 +48,28 @@ func TestRTTSection(t *testing.T) {
 			}
 			return base + ".bg-network-sender-" + strconv.Itoa(c)
 		}
-		samples = append(samples, rttSamples(name("veth"), c, "network", 20, 0.02*float64(1+c), 0.001)...)
-		samples = append(samples, rttSamples(name("macvlan"), c, "network", 20, 0.01*float64(1+c), 0.0005)...)
+		// Four trials per cell, each a little apart: the trend is tested on 12 trial medians.
+		for trial := 1; trial <= 4; trial++ {
+			for _, s := range append(rttSamples(name("veth"), c, "network", 20, 0.02*float64(1+c)*(1+0.01*float64(trial)), 0.001),
+				rttSamples(name("macvlan"), c, "network", 20, 0.01*float64(1+c)*(1+0.01*float64(trial)), 0.0005)...) {
+				s.Trial = trial
+				samples = append(samples, s)
+			}
+		}
 	}
 	r, err := Build(Input{Run: results.Run{Experiment: "t", Complete: true}, Samples: samples})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(r.RTT) != 6 || r.RTT[0].RTT.N != 20 || r.RTT[0].Background != 0 || !r.RTT[0].Reached {
+	if len(r.RTT) != 6 || r.RTT[0].RTT.N != 80 || r.RTT[0].Background != 0 || !r.RTT[0].Reached {
 		t.Fatalf("rows %+v", r.RTT)
 	}
 	if len(r.RTTTrends) != 2 {
 		t.Fatalf("trends %+v", r.RTTTrends)
 	}
 	for _, tr := range r.RTTTrends {
-		if tr.Tau < 0.5 || tr.P > 0.001 || len(tr.Counts) != 3 || tr.N != 60 {
-			t.Errorf("trend %+v: want a strong, significant positive tau over counts 0, 8, 32", tr)
+		if tr.Tau < 0.5 || tr.P > 0.001 || len(tr.Counts) != 3 || tr.N != 12 || tr.Echoes != 240 {
+			t.Errorf("trend %+v: want a strong, significant positive tau over counts 0, 8, 32 (12 trials, 240 echoes)", tr)
 		}
 	}
 	if len(r.RTTPairs) != 1 || r.RTTPairs[0].Pairs != 3 || r.RTTPairs[0].Ratio < 0.49 || r.RTTPairs[0].Ratio > 0.51 {
@@ -132,7 +138,11 @@ func TestHostCPU(t *testing.T) {
 // RX grows with the count, as when the probe's reader waits for a core: the report's headline
 // must follow the path, with the application's RTT beside it. With unstamped, the echoes of
 // macvlan's count-8 cells carry no kernel timestamps.
-func rttInput(unstamped bool) Input {
+func rttInput(unstamped bool) Input { return rttInputEnds(unstamped, false) }
+
+// rttInputEnds is rttInput; with legacyPathEnd its runs record no path end (as before the tc
+// stamps: the socket's).
+func rttInputEnds(unstamped, legacyPathEnd bool) Input {
 	const e = "rtt-background-load"
 	in := Input{
 		Run: results.Run{Experiment: e, Study: "D", Started: t0, Ended: t0.Add(3 * time.Minute), Complete: true,
@@ -185,6 +195,12 @@ func rttInput(unstamped bool) Input {
 					} else if count == 32 {
 						ach, reached = 970, "false"
 					}
+					if !legacyPathEnd {
+						add(sc, trial, "path_end", 40, "count", l("end", "tc"))
+						off := map[string]float64{"veth": -0.0014, "macvlan": -0.022}[driver.name]
+						add(sc, trial, "socket_tx_offset", 0.0005, "ms", l("end", "tc"))
+						add(sc, trial, "socket_rx_offset", off, "ms", l("end", "tc"))
+					}
 					add(sc, trial, "rate_requested", req, "pps", l())
 					add(sc, trial, "rate_achieved", ach, "pps", l("rate_reached", reached))
 					add(sc, trial, "loss", 0, "%", l())
@@ -219,8 +235,8 @@ func TestRTTHeadlineIsPath(t *testing.T) {
 	}
 	for _, tr := range r.RTTTrends {
 		// The path is flat over counts: no trend, though the app RTT grows with them.
-		if tr.Figure != FigurePath || math.Abs(tr.Tau) > 0.01 || tr.P < 0.5 || tr.N != 240 {
-			t.Errorf("trend %+v: want the path's, tau ~0, not significant, over 240 echoes", tr)
+		if tr.Figure != FigurePath || math.Abs(tr.Tau) > 0.01 || tr.P < 0.5 || tr.N != 6 || tr.Echoes != 240 {
+			t.Errorf("trend %+v: want the path's, tau ~0, not significant, over 6 trials (240 echoes)", tr)
 		}
 	}
 	if len(r.RTTPairs) != 1 {
@@ -345,5 +361,84 @@ func TestPercentile(t *testing.T) {
 		if got := percentile(tt.xs, tt.p); math.Abs(got-tt.want) > 1e-12 {
 			t.Errorf("percentile(%d values, %g) = %g, want %g", len(tt.xs), tt.p, got, tt.want)
 		}
+	}
+}
+
+// TestRTTTrendPerTrial: Kendall's tau-b is taken on one value per trial (its median), not on
+// the pooled echoes. Three cells of one trial each whose echoes differ by a few nanoseconds
+// in the same order: pooled, 600 echoes make that "significant" (p far below 0.05); per
+// trial, three medians cannot, and the report says how many trials and echoes it used.
+func TestRTTTrendPerTrial(t *testing.T) {
+	var samples []results.Sample
+	for i, c := range []int{0, 8, 32} {
+		name := "veth.bg-0"
+		if c > 0 {
+			name = "veth.bg-cpu-sender-" + strconv.Itoa(c)
+		}
+		// 200 echoes around 30 µs, a noise of ±1 µs, shifted 2 ns per cell.
+		for j, s := range rttSamples(name, c, "cpu", 200, 0.030+2e-6*float64(i), 0) {
+			if s.Metric == "path" {
+				s.Value = 0.030 + 2e-6*float64(i) + 1e-3*float64((j*7919)%200-100)/100
+			}
+			samples = append(samples, s)
+		}
+	}
+	r, err := Build(Input{Run: results.Run{Experiment: "t", Complete: true}, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(r.RTTTrends) != 1 {
+		t.Fatalf("trends %+v", r.RTTTrends)
+	}
+	tr := r.RTTTrends[0]
+	if tr.N != 3 || tr.Echoes != 600 || !(tr.P > 0.05) {
+		t.Errorf("trend %+v: want 3 trials (600 echoes) and p > 0.05", tr)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "| 3 (600) |") || !strings.Contains(md.String(), "one value each: the median of the trial's echoes") {
+		t.Errorf("Markdown does not say the test is per trial:\n%s", md.String())
+	}
+}
+
+// TestRTTPathEnd: the report says where the path was timed; with tc stamps it shows where the
+// socket's timestamps fell per cell, and a comparison of drivers on socket-timed paths carries
+// a caution in the verdict.
+func TestRTTPathEnd(t *testing.T) {
+	r, err := Build(rttInput(false))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"from the echo leaving the sender's interface (its tc egress hook", "to the reply reaching the sender's interface (its tc ingress hook",
+		"Path end in this run: the tc points at the sender's interface in every cell.", "| macvlan | 6 | 0.5 µs | -22.0 µs |",
+		"- Path RTT: from the echo leaving the sender's interface (tc egress) to the reply reaching it (tc ingress), the same two points for every driver."} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("Markdown lacks %q", want)
+		}
+	}
+	if len(r.RTTPairs) != 1 || r.RTTPairs[0].SocketEnd || strings.Contains(md.String(), "Caution") {
+		t.Errorf("tc-timed pair flagged: %+v", r.RTTPairs)
+	}
+	r, err = Build(rttInputEnds(false, true))
+	if err != nil {
+		t.Fatal(err)
+	}
+	md.Reset()
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Path end in this run: the socket's timestamps in every cell", "- Path RTT: between the socket's timestamps, which each driver takes at its own point", "Caution: some cells' path was timed by the socket's timestamps"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("legacy run: Markdown lacks %q", want)
+		}
+	}
+	if len(r.RTTPairs) != 1 || !r.RTTPairs[0].SocketEnd {
+		t.Errorf("socket-timed pair not flagged: %+v", r.RTTPairs)
 	}
 }

@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
@@ -18,20 +19,61 @@ import (
 // driver (boxes side by side). Figure is FigurePath unless a cell has no kernel timestamps.
 type RTTBoxGroup struct {
 	Kind, Side, Rate, Figure string
-	Counts                   []int
-	Bases                    []string
+	// Bitrate is the network load's per-pair cap when recorded ("max": unthrottled).
+	Bitrate string
+	Counts  []int
+	Bases   []string
 	// Cells[base][i] is the scenario of base at Counts[i] ("" when the run has none).
 	Cells map[string][]string
 }
 
 // rttBoxName is the chart's name: rtt-box-KIND-SIDE-RATE.
 func rttBoxName(g RTTBoxGroup) string {
-	return "rtt-box-" + g.Kind + "-" + g.Side + "-" + g.Rate
+	name := "rtt-box-" + g.Kind + "-" + g.Side + "-" + g.Rate
+	if g.Bitrate != "" {
+		name += "-at-" + g.Bitrate
+	}
+	return name
 }
 
-// rttBoxTitle is the chart's caption.
+// bgSeries is a row's series in the box plots and the study's statistics: its base scenario,
+// with the background nodes' driver when the grid made it a factor.
+func bgSeries(row RTTRow) string {
+	if row.BgDriver == "" {
+		return baseOf(row.Scenario)
+	}
+	return baseOf(row.Scenario) + " (bg " + row.BgDriver + ")"
+}
+
+// bgLoadText is a background load in words: "cpu load", "network load (100M per pair)",
+// "network load (unthrottled)".
+func bgLoadText(kind, bitrate string) string {
+	switch bitrate {
+	case "":
+		return kind + " load"
+	case "max":
+		return kind + " load (unthrottled)"
+	}
+	return kind + " load (" + bitrate + " per pair)"
+}
+
+// bgKindText is a background kind with its network cap and driver, when recorded.
+func bgKindText(kind, bitrate, driver string) string {
+	if bitrate == "max" {
+		kind += " (unthrottled)"
+	} else if bitrate != "" {
+		kind += " (" + bitrate + "/pair)"
+	}
+	if driver != "" {
+		kind += ", bg on " + driver
+	}
+	return kind
+}
+
+// rttBoxTitle is the chart's caption; rate may end in "-at-BITRATE" (see rttBoxName).
 func rttBoxTitle(kind, side, rate string) string {
-	return fmt.Sprintf("Path RTT by background nodes (%s load, on the %s's host) at %s: box quartiles, line median, whiskers p1 and p99", kind, side, rateWords(rate))
+	rate, bitrate, _ := strings.Cut(rate, "-at-")
+	return fmt.Sprintf("Path RTT by background nodes (%s, on the %s's host) at %s: box quartiles, line median, whiskers p1 and p99", bgLoadText(kind, bitrate), side, rateWords(rate))
 }
 
 // rateWords is a rate label as words: "1000 pps", "the highest rate".
@@ -45,7 +87,7 @@ func rateWords(rate string) string {
 // buildRTTBoxes groups the rows with background nodes by kind, host and rate; the count-0
 // cell of each base joins every group at its rate.
 func (r *Report) buildRTTBoxes() {
-	type gk struct{ kind, side, rate string }
+	type gk struct{ kind, side, rate, bitrate string }
 	zero := map[[2]string]string{} // base, rate -> the count-0 scenario
 	for _, row := range r.RTT {
 		if row.Background == 0 {
@@ -59,18 +101,18 @@ func (r *Report) buildRTTBoxes() {
 		if row.Background <= 0 {
 			continue
 		}
-		k := gk{row.Kind, row.Side, row.Rate}
+		k := gk{row.Kind, row.Side, row.Rate, row.Bitrate}
 		g := byKey[k]
 		if g == nil {
-			g = &RTTBoxGroup{Kind: k.kind, Side: k.side, Rate: k.rate, Figure: FigurePath, Cells: map[string][]string{}}
+			g = &RTTBoxGroup{Kind: k.kind, Side: k.side, Rate: k.rate, Bitrate: k.bitrate, Figure: FigurePath, Cells: map[string][]string{}}
 			byKey[k], cells[k] = g, map[string]map[int]string{}
 			keys = append(keys, k)
 		}
-		base := baseOf(row.Scenario)
+		base := bgSeries(row)
 		if cells[k][base] == nil {
 			cells[k][base] = map[int]string{}
 			g.Bases = append(g.Bases, base)
-			if z, ok := zero[[2]string{base, row.Rate}]; ok {
+			if z, ok := zero[[2]string{baseOf(row.Scenario), row.Rate}]; ok {
 				cells[k][base][0] = z
 			}
 		}
@@ -128,7 +170,7 @@ func (r *Report) rttBoxPlot(g RTTBoxGroup) (*plot.Plot, error) {
 	if g.Figure == FigureApp {
 		what, ylabel = "App RTT (incl. sender stack; a cell has no kernel timestamps)", "app RTT incl. sender stack (µs)"
 	}
-	title := fmt.Sprintf("%s, %s load on the %s's host, at %s\nbox: quartiles; line: median; whiskers: p1 and p99", what, g.Kind, g.Side, rateWords(g.Rate))
+	title := fmt.Sprintf("%s, %s on the %s's host, at %s\nbox: quartiles; line: median; whiskers: p1 and p99", what, bgLoadText(g.Kind, g.Bitrate), g.Side, rateWords(g.Rate))
 	p := newPlot(title, "background nodes", ylabel)
 	p.Title.TextStyle.Font.Size = vg.Points(11)
 	p.Add(gridLines())
@@ -190,4 +232,37 @@ func (r *Report) rttBoxPlot(g RTTBoxGroup) (*plot.Plot, error) {
 	p.Legend.Left = true
 	p.Legend.ThumbnailWidth = vg.Points(10)
 	return p, nil
+}
+
+// networkLoadText says how the network background load of this run was throttled: capped per
+// pair, unthrottled (study D's "highest bandwidth"), or not recorded ("" without network load).
+func (r *Report) networkLoadText() string {
+	var caps []string
+	unknown := false
+	for _, row := range r.RTT {
+		if row.Kind != "network" || row.Background <= 0 {
+			continue
+		}
+		switch {
+		case row.Bitrate == "":
+			unknown = true
+		case !slices.Contains(caps, row.Bitrate):
+			caps = append(caps, row.Bitrate)
+		}
+	}
+	if len(caps) == 0 && !unknown {
+		return ""
+	}
+	var parts []string
+	for _, c := range caps {
+		if c == "max" {
+			parts = append(parts, "unthrottled (bitrate max: iperf3 -u -b 0 per pair, as fast as each pair can send: study D's \"highest bandwidth occupation\")")
+		} else {
+			parts = append(parts, "capped at "+c+"bit/s per pair (iperf3 -u -b "+c+")")
+		}
+	}
+	if unknown {
+		parts = append(parts, "of a cap not recorded in this run (recorded since the bitrate label; the default was 100M)")
+	}
+	return "Network background load in this run: " + strings.Join(parts, "; ") + ". Cells are named -at-BITRATE when the run has more than one."
 }

@@ -93,7 +93,7 @@ func (r *Report) buildThroughput(c *collected) {
 	base := rows[r.Baseline]
 	for i := range r.Throughput {
 		row := &r.Throughput[i]
-		if row.IsBaseline || base == nil {
+		if row.IsBaseline || base == nil || r.Incomparable(row.Scenario, base.Scenario) {
 			continue
 		}
 		if row.Summary.N > 0 && base.Summary.N > 0 {

@@ -19,6 +19,9 @@ type Claim struct {
 	// Check says whether the conclusion holds in this run's figures, with
 	// the figure or test behind it.
 	Check func(r *Report) ClaimResult
+	// Rule is the decision rule Check applies, in words: the statistic, the threshold and
+	// where the threshold comes from. The report prints it beside the outcome.
+	Rule string
 }
 
 // Claim outcomes.
@@ -66,6 +69,11 @@ type Ratio struct {
 	// when it cannot be run; PErr then says why).
 	P    float64
 	PErr string
+	// Logs are the per-repetition log ratios Summary summarises, in repetition order.
+	Logs []float64
+	// Left names the repetitions left out of the pairs and why, e.g. "repetition 2 (1-vnf
+	// trial 2 failed: iperf3 measured 0 bit/s)".
+	Left []string
 }
 
 // minWilcoxonPairs is the smallest number of pairs for which the exact
@@ -77,12 +85,26 @@ func pairedRatio(s, base string, trialsS []int, xs []float64, trialsB []int, bs 
 	var ratios, px, pb []float64
 	for i, t := range trialsS {
 		j := slices.Index(trialsB, t)
-		if j < 0 || bs[j] <= 0 || xs[i] <= 0 {
+		switch {
+		case j < 0:
+			r.Left = append(r.Left, fmt.Sprintf("repetition %d (no figure of %s)", t, base))
+			continue
+		case xs[i] <= 0:
+			r.Left = append(r.Left, fmt.Sprintf("repetition %d (%s measured %s)", t, s, strconv.FormatFloat(xs[i], 'g', 3, 64)))
+			continue
+		case bs[j] <= 0:
+			r.Left = append(r.Left, fmt.Sprintf("repetition %d (%s measured %s)", t, base, strconv.FormatFloat(bs[j], 'g', 3, 64)))
 			continue
 		}
 		ratios = append(ratios, math.Log(xs[i]/bs[j]))
 		px, pb = append(px, xs[i]), append(pb, bs[j])
 	}
+	for _, t := range trialsB {
+		if !slices.Contains(trialsS, t) {
+			r.Left = append(r.Left, fmt.Sprintf("repetition %d (no figure of %s)", t, s))
+		}
+	}
+	r.Logs = ratios
 	r.Pairs = len(ratios)
 	if r.Pairs == 0 {
 		if m := mean(bs); len(xs) > 0 && m != 0 {
@@ -123,6 +145,11 @@ func (r *Report) BaselineFor(s string) string {
 	if own := rt + "-" + r.Baseline; own != s && slices.Contains(r.Scenarios, own) && r.Runtimes[own] == rt {
 		return own
 	}
+	// A lab on runtime vm is a netns lab whose functions are VMs: its endpoints are namespaces,
+	// so netns-BASELINE is its own runtime's baseline where there is no vm-BASELINE.
+	if own := "netns-" + r.Baseline; rt == "vm" && slices.Contains(r.Scenarios, own) && r.Runtimes[own] == "netns" {
+		return own
+	}
 	return r.Baseline
 }
 
@@ -138,10 +165,112 @@ func (r *Report) ThroughputRatio(s string) (Ratio, bool) {
 			base = &r.Throughput[i]
 		}
 	}
-	if row == nil || base == nil || len(row.Gbits) == 0 || len(base.Gbits) == 0 || s == b {
+	if row == nil || base == nil || len(row.Gbits) == 0 || len(base.Gbits) == 0 || s == b || r.Incomparable(s, b) {
 		return Ratio{}, false
 	}
-	return pairedRatio(s, b, row.Trials, row.Gbits, base.Trials, base.Gbits), true
+	q := pairedRatio(s, b, row.Trials, row.Gbits, base.Trials, base.Gbits)
+	r.explainLeft(&q)
+	return q, true
+}
+
+// explainLeft names the failed trial behind each repetition q leaves out, with its status and
+// error: a failed trial's samples never reach the pairs.
+func (r *Report) explainLeft(q *Ratio) {
+	for _, f := range r.Failed {
+		if f.Scenario != q.Scenario && f.Scenario != q.Baseline {
+			continue
+		}
+		why := fmt.Sprintf("repetition %d (%s trial %d %s%s)", f.Trial, f.Scenario, f.Trial, f.Status, failReason(f))
+		at := fmt.Sprintf("repetition %d (", f.Trial)
+		i := slices.IndexFunc(q.Left, func(l string) bool { return strings.HasPrefix(l, at) })
+		if i >= 0 {
+			q.Left[i] = why
+		} else {
+			q.Left = append(q.Left, why)
+		}
+	}
+}
+
+// failReason is ": ERROR" for a failed trial's error, its first line, or "".
+func failReason(f FailedTrial) string {
+	e, _, _ := strings.Cut(strings.TrimSpace(f.Error), "\n")
+	if e == "" {
+		return ""
+	}
+	return ": " + e
+}
+
+// Equivalent tests, by two one-sided t-tests on the log ratios (stats.TOST), whether the
+// ratio lies strictly between low and high (low may be 0, an open side). At level 0.05 it
+// holds when P < 0.05, the same as the 90 % CI of the ratio lying inside (low, high).
+func (q Ratio) Equivalent(low, high float64) (stats.Equivalence, error) {
+	return stats.TOST(q.Logs, math.Log(low), math.Log(high))
+}
+
+// NodeLead is the busiest node of a scenario against each other node, paired per trial.
+type NodeLead struct {
+	// Busiest is the node with the highest mean CPU (user+system of its own cgroup).
+	Busiest CPURow
+	// Next is the other node the lead is least sure over: the smallest lower 95 % CI bound
+	// of the paired difference.
+	Next CPURow
+	// Diff summarises Busiest minus Next per trial, in cores, over the trials both have.
+	Diff stats.Summary
+}
+
+// Leads reports whether the busiest node used more CPU than every other node by a paired
+// t-test per trial: the 95 % CI of each paired difference lies wholly above 0 (one-sided
+// level 2.5 %). With one node it is false.
+func (l NodeLead) Leads() bool {
+	return l.Next.Node != "" && l.Diff.N >= 2 && l.Diff.CI95Low > 0
+}
+
+// Text is "lb (1.18 cores) over server (0.20) by 0.98 cores, paired 95 % CI [0.90, 1.06] over 3 trials".
+func (l NodeLead) Text() string {
+	s := fmt.Sprintf("%s (%s cores)", l.Busiest.Node, f2(l.Busiest.Total.Mean))
+	if l.Next.Node == "" {
+		return s + ", the only node with CPU figures"
+	}
+	s += fmt.Sprintf(" over %s (%s) by %s cores", l.Next.Node, f2(l.Next.Total.Mean), f2(l.Diff.Mean))
+	if l.Diff.N >= 2 {
+		return s + fmt.Sprintf(", paired 95 %% CI %s over %d trials", ciRange(l.Diff.CI95Low, l.Diff.CI95High, 2), l.Diff.N)
+	}
+	return s + fmt.Sprintf(" (%d paired trials: no CI)", l.Diff.N)
+}
+
+// Bottleneck compares the busiest node of scenario s with every other node of it, paired by
+// trial (see NodeLead).
+func (r *Report) Bottleneck(s string) (NodeLead, bool) {
+	b, ok := r.BusiestNode(s)
+	if !ok {
+		return NodeLead{}, false
+	}
+	l := NodeLead{Busiest: b}
+	first := true
+	for _, row := range r.CPU {
+		if row.Scenario != s || row.Node == b.Node || row.Total.N == 0 {
+			continue
+		}
+		var d []float64
+		for t, v := range b.TotalByTrial {
+			if w, ok := row.TotalByTrial[t]; ok {
+				d = append(d, v-w)
+			}
+		}
+		sum := stats.Summarize(d)
+		low := sum.CI95Low
+		if math.IsNaN(low) {
+			low = math.Inf(-1)
+		}
+		cur := l.Diff.CI95Low
+		if math.IsNaN(cur) || l.Diff.N < 2 {
+			cur = math.Inf(-1)
+		}
+		if first || low < cur {
+			l.Next, l.Diff, first = row, sum, false
+		}
+	}
+	return l, true
 }
 
 // LatencyRatio is scenario s's per-trial mean of metric (MetricPingRTT,
@@ -149,12 +278,14 @@ func (r *Report) ThroughputRatio(s string) (Ratio, bool) {
 func (r *Report) LatencyRatio(metric, s string) (Ratio, bool) {
 	b := r.BaselineFor(s)
 	by := r.latTrials[metric]
-	if by == nil || s == b || len(by[s]) == 0 || len(by[b]) == 0 {
+	if by == nil || s == b || len(by[s]) == 0 || len(by[b]) == 0 || r.Incomparable(s, b) {
 		return Ratio{}, false
 	}
 	ts, xs := by[s].means()
 	tb, bs := by[b].means()
-	return pairedRatio(s, b, ts, xs, tb, bs), true
+	q := pairedRatio(s, b, ts, xs, tb, bs)
+	r.explainLeft(&q)
+	return q, true
 }
 
 // CPUOf returns the CPU row of node in scenario s.
@@ -198,6 +329,9 @@ func (q Ratio) Text() string {
 	if !math.IsNaN(q.P) {
 		s += ", Wilcoxon signed-rank " + pIs(q.P)
 	}
+	if len(q.Left) > 0 {
+		s += "; left out: " + strings.Join(q.Left, ", ")
+	}
 	return s + ")"
 }
 
@@ -237,6 +371,9 @@ func (r *Report) verdictSection() section {
 		for i, s := range ss {
 			out[i] = s
 			if rt := r.Runtimes[s]; rt != "" {
+				if r.Emulated(s) {
+					rt += ", " + EmulatedMark
+				}
 				out[i] += " (" + rt + ")"
 			}
 		}
@@ -262,6 +399,16 @@ func (r *Report) verdictSection() section {
 	if len(variants) > 0 {
 		what += fmt.Sprintf(" A scenario NAME-VARIANT is compared with %s-VARIANT where the run has it (%s).", r.Baseline, strings.Join(variants, ", "))
 	}
+	var emulated []string
+	for _, s := range others {
+		if r.Incomparable(s, r.BaselineFor(s)) {
+			emulated = append(emulated, s)
+		}
+	}
+	if len(emulated) > 0 {
+		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other.",
+			strings.Join(emulated, ", "), EmulatedMark)
+	}
 	if red := r.Run.Env["reduced"]; red != "" {
 		what += " Reduced from the study: " + red + "."
 	}
@@ -270,40 +417,24 @@ func (r *Report) verdictSection() section {
 	var items []string
 	worst, worstRatio := "", math.Inf(1)
 	for _, s := range others {
-		if q, ok := r.ThroughputRatio(s); ok {
-			items = append(items, fmt.Sprintf("%s: throughput %s.", s, q.Text()))
+		if q, ok := r.ThroughputRatio(s); ok { // listed in the ratio table (ratioSection)
 			if q.Value < worstRatio {
 				worst, worstRatio = s, q.Value
 			}
 		}
 	}
-	for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
-		for _, s := range others {
-			if q, ok := r.LatencyRatio(m, s); ok {
-				items = append(items, fmt.Sprintf("%s: %s %s.", s, latencyLabel(m), q.Text()))
-			}
-		}
-	}
 	items = append(items, r.rttVerdict()...)
+	items = append(items, r.ndrVerdict()...)
 	items = append(items, r.trendItems()...)
 	httpItems, httpWorst := r.httpVerdict()
 	items = append(items, httpItems...)
 	if worst == "" {
 		worst = httpWorst
 	}
-	if b, ok := r.BusiestNode(worst); ok {
-		items = append(items, fmt.Sprintf("Bottleneck: %s in %s, the busiest node (%s cores, user+system of its own cgroup; kernel forwarding shows in host softirq instead).",
-			b.Node, worst, f2(b.Total.Mean)))
+	if l, ok := r.Bottleneck(worst); ok {
+		items = append(items, bottleneckItem(worst, l))
 	}
-	if n := len(r.Failed); n == 0 {
-		items = append(items, "Failed trials: none.")
-	} else {
-		var fs []string
-		for _, f := range r.Failed {
-			fs = append(fs, fmt.Sprintf("%s trial %d (%s)", f.Scenario, f.Trial, f.Status))
-		}
-		items = append(items, fmt.Sprintf("Failed trials: %d — %s; their samples are left out.", n, strings.Join(fs, ", ")))
-	}
+	items = append(items, r.failedItem())
 	if reps > 0 && reps < minWilcoxonPairs {
 		item := fmt.Sprintf("With %s no exact test can reach p < 0.05: the Wilcoxon signed-rank test on pairs needs at least %d repetitions (Mann-Whitney U at least 4 per side); run with --repetitions %d for a test that can.",
 			plural2(reps, "repetition"), minWilcoxonPairs, minWilcoxonPairs)
@@ -315,15 +446,35 @@ func (r *Report) verdictSection() section {
 	items = append(items, r.publishedHeadline()...)
 	sec.blocks = append(sec.blocks, block{list: items})
 
-	if c := r.Comparison; c != nil && len(c.Claims) > 0 {
-		var cl []string
-		for _, claim := range c.Claims {
-			res := claim.Check(r)
-			cl = append(cl, fmt.Sprintf("“%s” — %s: %s", claim.Text, res.Outcome, res.Evidence))
-		}
-		sec.blocks = append(sec.blocks, block{para: "The study's own conclusions, checked against this run:"}, block{list: cl})
-	}
+	// The study's own conclusions open the report (conclusionsSection).
 	return sec
+}
+
+// bottleneckItem is the verdict's Bottleneck line for scenario s: the busiest node, and
+// whether a paired test tells it from every other node.
+func bottleneckItem(s string, l NodeLead) string {
+	what := "user+system of each node's own cgroup; kernel forwarding shows in host softirq instead"
+	if l.Leads() {
+		return fmt.Sprintf("Bottleneck: %s in %s, the busiest node: %s (%s; rule: the paired 95 %% t CI of the per-trial difference to every other node lies above 0).",
+			l.Busiest.Node, s, l.Text(), what)
+	}
+	return fmt.Sprintf("Bottleneck: not shown in %s; the busiest node by mean is %s, but it is not told apart from the next: %s (%s; rule: the paired 95 %% t CI of the per-trial difference to every other node must lie above 0).",
+		s, l.Busiest.Node, l.Text(), what)
+}
+
+// failedItem counts and names the failed trials with their reasons, and says they are out of
+// every paired ratio.
+func (r *Report) failedItem() string {
+	n := len(r.Failed)
+	if n == 0 {
+		return "Failed trials: none."
+	}
+	var fs []string
+	for _, f := range r.Failed {
+		fs = append(fs, fmt.Sprintf("%s trial %d (%s%s)", f.Scenario, f.Trial, f.Status, failReason(f)))
+	}
+	return fmt.Sprintf("%s failed: %s. The failed trials' samples are left out, and so are their repetitions from every paired ratio of their scenario (each ratio names the repetitions it leaves out).",
+		plural2(n, "trial"), strings.Join(fs, "; "))
 }
 
 func latencyLabel(metric string) string {
@@ -350,9 +501,9 @@ func (r *Report) httpVerdict() (out []string, worst string) {
 		}
 		if n > 0 {
 			if n == 1 {
-				out = append(out, fmt.Sprintf("%s: HTTP total time %s against %s (one object/concurrency cell).", s, pct(lo, true), base))
+				out = append(out, fmt.Sprintf("%s: HTTP total time %s against %s (one object/concurrency cell).", r.ScenarioLabel(s), pct(lo, true), base))
 			} else {
-				out = append(out, fmt.Sprintf("%s: HTTP total time %s to %s against %s over %d object/concurrency cells.", s, pct(lo, true), pct(hi, true), base, n))
+				out = append(out, fmt.Sprintf("%s: HTTP total time %s to %s against %s over %d object/concurrency cells.", r.ScenarioLabel(s), pct(lo, true), pct(hi, true), base, n))
 			}
 			if hi > top {
 				top, worst = hi, s
@@ -391,10 +542,13 @@ func (r *Report) publishedHeadline() []string {
 	return out
 }
 
-// trendItems tests for trends the scenarios are built for, with Kendall's tau-b over every
-// trial: throughput and TCP RTT against the lab's number of nodes (chain length) when at least
-// three scenarios differ in it, and against the background load's count when at least three
-// scenarios differ in that.
+// trendItems tests for trends the scenarios are built for, with Kendall's tau-b on one value
+// per trial (its throughput, its mean TCP RTT): against the lab's number of nodes (chain
+// length) and against the background load's count, each where at least three scenarios
+// differ in it. Trials are never pooled across runtimes, steering variants or balancer
+// implementations: a series holds the scenarios compared with one baseline (BaselineFor, which
+// keeps runtimes and NAME-VARIANT families apart) and one balancer implementation, scenarios
+// without a balancer joining every implementation's series.
 func (r *Report) trendItems() []string {
 	nodes := map[string]float64{}
 	for _, d := range r.Deploy {
@@ -413,56 +567,130 @@ func (r *Report) trendItems() []string {
 			load[s] = 0 // a scenario of the run without background load ran with none
 		}
 	}
+	series := r.trendSeries()
 	var out []string
 	for _, by := range []struct {
 		what string
 		x    map[string]float64
 	}{{"the lab's number of nodes (chain length)", nodes}, {"the background load's count", load}} {
-		distinct := map[float64]bool{}
-		for _, v := range by.x {
-			distinct[v] = true
-		}
-		if len(distinct) < 3 {
-			continue
-		}
-		var xs, ys []float64
-		for _, row := range r.Throughput {
-			if x, ok := by.x[row.Scenario]; ok {
-				for _, g := range row.Gbits {
-					xs, ys = append(xs, x), append(ys, g)
+		for _, se := range series {
+			distinct := map[float64]bool{}
+			for _, s := range se.scenarios {
+				if v, ok := by.x[s]; ok {
+					distinct[v] = true
 				}
 			}
-		}
-		if item := tauItem("throughput", by.what, xs, ys); item != "" {
-			out = append(out, item)
-		}
-		xs, ys = nil, nil
-		for _, s := range r.Scenarios {
-			x, ok := by.x[s]
-			if !ok || r.latTrials[MetricTCPRTT] == nil {
+			if len(distinct) < 3 {
 				continue
 			}
-			_, means := r.latTrials[MetricTCPRTT][s].means()
-			for _, m := range means {
-				xs, ys = append(xs, x), append(ys, m)
+			var xs, ys []float64
+			for _, row := range r.Throughput {
+				if x, ok := by.x[row.Scenario]; ok && slices.Contains(se.scenarios, row.Scenario) {
+					for _, g := range row.Gbits {
+						xs, ys = append(xs, x), append(ys, g)
+					}
+				}
 			}
-		}
-		if item := tauItem("TCP request/response RTT", by.what, xs, ys); item != "" {
-			out = append(out, item)
+			if item := tauItem("throughput", by.what, se.name, xs, ys); item != "" {
+				out = append(out, item)
+			}
+			xs, ys = nil, nil
+			for _, s := range se.scenarios {
+				x, ok := by.x[s]
+				if !ok || r.latTrials[MetricTCPRTT] == nil {
+					continue
+				}
+				_, means := r.latTrials[MetricTCPRTT][s].means()
+				for _, m := range means {
+					xs, ys = append(xs, x), append(ys, m)
+				}
+			}
+			if item := tauItem("TCP request/response RTT", by.what, se.name, xs, ys); item != "" {
+				out = append(out, item)
+			}
 		}
 	}
 	return out
 }
 
-func tauItem(metric, what string, xs, ys []float64) string {
+// trendSeries is one family of scenarios a trend may be tested within.
+type trendSeries struct {
+	name      string
+	scenarios []string
+}
+
+// trendSeries splits the scenarios by the baseline they are compared with (a baseline joins
+// its own family) and, where the run names balancers (EnvBalancers), by implementation.
+func (r *Report) trendSeries() []trendSeries {
+	family := func(s string) string {
+		if s == r.Baseline {
+			return s
+		}
+		for _, t := range r.Scenarios {
+			if t != s && r.BaselineFor(t) == s {
+				return s
+			}
+		}
+		return r.BaselineFor(s)
+	}
+	lbs := ParseBalancers(r.Run.Env[EnvBalancers])
+	var fams []string
+	members := map[string][]string{}
+	const tcgFamily = "\x00tcg" // a family's TCG scenarios form a series of their own (Incomparable)
+	for _, s := range r.Scenarios {
+		f := family(s)
+		if r.Incomparable(s, f) {
+			f += tcgFamily
+		}
+		if members[f] == nil {
+			fams = append(fams, f)
+		}
+		members[f] = append(members[f], s)
+	}
+	var out []trendSeries
+	for _, f := range fams {
+		var impls []string
+		for _, s := range members[f] {
+			if impl := lbs[s][1]; impl != "" && !slices.Contains(impls, impl) {
+				impls = append(impls, impl)
+			}
+		}
+		name := "scenarios compared with " + f
+		if f == "" {
+			name = "all scenarios"
+		}
+		if rt := r.Runtimes[f]; rt != "" {
+			name += " (" + rt + ")"
+		}
+		if base, ok := strings.CutSuffix(f, tcgFamily); ok {
+			name = "the scenarios beside " + base + " that ran VMs under TCG (" + EmulatedMark + ")"
+		}
+		if len(impls) == 0 {
+			out = append(out, trendSeries{name, members[f]})
+			continue
+		}
+		for _, impl := range impls {
+			var ss []string
+			for _, s := range members[f] {
+				if x := lbs[s][1]; x == "" || x == impl {
+					ss = append(ss, s)
+				}
+			}
+			out = append(out, trendSeries{name + ", balancer " + impl, ss})
+		}
+	}
+	return out
+}
+
+func tauItem(metric, what, series string, xs, ys []float64) string {
 	if len(xs) < 3 {
 		return ""
 	}
 	res, err := stats.KendallTauB(xs, ys)
 	if err != nil {
-		return fmt.Sprintf("Trend of %s with %s: no Kendall tau-b (%v).", metric, what, err)
+		return fmt.Sprintf("Trend of %s with %s, %s: no Kendall tau-b (%v).", metric, what, series, err)
 	}
-	return fmt.Sprintf("Trend of %s with %s: Kendall tau-b %s over %d trials, %s.", metric, what, fixed(res.Statistic, 2), len(xs), pIs(res.PValue))
+	return fmt.Sprintf("Trend of %s with %s, %s: Kendall tau-b %s over %d trials (one value per trial), %s.", metric, what, series, fixed(res.Statistic, 2), len(xs), pIs(res.PValue))
 }
 
 // pIs writes a p-value for running text: "p = 0.250", "p < 0.001".

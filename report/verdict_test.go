@@ -4,6 +4,8 @@ import (
 	"math"
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/stats"
 )
 
 func TestPairedRatio(t *testing.T) {
@@ -36,13 +38,100 @@ func TestTrendItems(t *testing.T) {
 		r.Throughput = append(r.Throughput, ThroughputRow{Scenario: s, Trials: []int{1, 2, 3}, Gbits: []float64{base, base + 1, base - 1}})
 	}
 	items := r.trendItems()
-	if len(items) != 1 || !strings.Contains(items[0], "Trend of throughput with the lab's number of nodes (chain length): Kendall tau-b -0.87 over 9 trials, p = 0.003") {
+	if len(items) != 1 || !strings.Contains(items[0], "Trend of throughput with the lab's number of nodes (chain length), all scenarios: Kendall tau-b -0.87 over 9 trials (one value per trial), p = 0.003") {
 		t.Errorf("trend items %q", items)
 	}
 	// Two distinct chain lengths are no trend to test.
 	r.Deploy[2].Nodes = "4"
 	if items := r.trendItems(); len(items) != 0 {
 		t.Errorf("trend over two values: %q", items)
+	}
+}
+
+// TestTrendItemsKeepSeriesApart checks the chain-length trend is tested within one runtime and
+// one balancer implementation, never over trials pooled across them: pooled, the slow netns
+// chain and the fast docker one (or a slow and a fast balancer) make a trend neither has.
+func TestTrendItemsKeepSeriesApart(t *testing.T) {
+	add := func(r *Report, s, rt, nodes string, g ...float64) {
+		r.Scenarios = append(r.Scenarios, s)
+		r.Runtimes[s] = rt
+		r.Deploy = append(r.Deploy, DeployRow{Scenario: s, Nodes: nodes})
+		r.Throughput = append(r.Throughput, ThroughputRow{Scenario: s, Trials: []int{1, 2, 3}, Gbits: g})
+	}
+	// Runtimes: within each, throughput does not move with chain length; pooled it falls.
+	r := &Report{Baseline: "baseline", Runtimes: map[string]string{}}
+	add(r, "baseline", "docker", "2", 10, 11, 12)
+	add(r, "fw", "docker", "3", 11, 12, 10)
+	add(r, "fw-lb", "docker", "4", 12, 10, 11)
+	add(r, "netns-baseline", "netns", "2", 5, 6, 7)
+	add(r, "netns-fw", "netns", "3", 6, 7, 5)
+	add(r, "netns-fw-lb", "netns", "6", 1, 2, 3)
+	items := r.trendItems()
+	if len(items) != 2 || !strings.Contains(items[0], "scenarios compared with baseline (docker): Kendall tau-b 0.00 over 9 trials (one value per trial), p = 1.000") ||
+		!strings.Contains(items[1], "scenarios compared with netns-baseline (netns): Kendall tau-b -0.60 over 9 trials") {
+		t.Errorf("per-runtime trend items %q", items)
+	}
+	// Balancers: fw-lb (haproxy) and fw-nft (nft) each beside the baseline and fw.
+	r = &Report{Baseline: "baseline", Runtimes: map[string]string{}}
+	add(r, "baseline", "docker", "2", 10, 11, 12)
+	add(r, "fw", "docker", "3", 9, 10, 11)
+	add(r, "fw-lb", "docker", "4", 1, 2, 3)
+	add(r, "fw-nft", "docker", "4", 20, 21, 22)
+	r.Run.Env = map[string]string{EnvBalancers: "fw-lb=lb:haproxy;fw-nft=lb:nft"}
+	items = r.trendItems()
+	if len(items) != 2 || !strings.Contains(items[0], "balancer haproxy: Kendall tau-b") || !strings.Contains(items[1], "balancer nft: Kendall tau-b 0.43 over 9 trials") {
+		t.Errorf("per-balancer trend items %q", items)
+	}
+}
+
+// TestFailedTrialsInVerdict checks the verdict counts and names failed trials with their
+// errors and that each paired ratio names the repetition it leaves out and why.
+func TestFailedTrialsInVerdict(t *testing.T) {
+	r := &Report{Baseline: "b", Scenarios: []string{"b", "s"},
+		Failed:         []FailedTrial{{Scenario: "s", Trial: 2, Status: "failed", Error: "iperf3 measured 0 bit/s\nmore"}, {Scenario: "b", Trial: 4, Status: "running"}},
+		ThroughputPart: ThroughputPart{Throughput: []ThroughputRow{{Scenario: "b", Trials: []int{1, 2, 3}, Gbits: []float64{10, 10, 10}}, {Scenario: "s", Trials: []int{1, 3, 4}, Gbits: []float64{5, 5, 0}}}}}
+	if got := r.failedItem(); !strings.HasPrefix(got, "2 trials failed: s trial 2 (failed: iperf3 measured 0 bit/s); b trial 4 (running).") {
+		t.Errorf("failedItem = %q", got)
+	}
+	q, ok := r.ThroughputRatio("s")
+	want := "left out: repetition 4 (b trial 4 running), repetition 2 (s trial 2 failed: iperf3 measured 0 bit/s))"
+	if !ok || q.Pairs != 2 || !strings.HasSuffix(q.Text(), want) {
+		t.Errorf("ratio %q (%d pairs), want 2 pairs ending %q", q.Text(), q.Pairs, want)
+	}
+	if r := (&Report{}); r.failedItem() != "Failed trials: none." {
+		t.Errorf("no failures: %q", r.failedItem())
+	}
+}
+
+// TestBottleneck checks the busiest node is named the bottleneck only when a paired test per
+// trial tells it from every other node, not by the larger mean alone.
+func TestBottleneck(t *testing.T) {
+	row := func(node string, v ...float64) CPURow {
+		m := map[int]float64{}
+		for i, x := range v {
+			m[i+1] = x
+		}
+		return CPURow{Scenario: "s", Node: node, Total: stats.Summarize(v), TotalByTrial: m}
+	}
+	for _, tt := range []struct {
+		name  string
+		rows  []CPURow
+		leads bool
+		next  string
+	}{
+		{"clear", []CPURow{row("lb", 1.1, 1.2, 1.15), row("fw", 0.01, 0.01, 0.02), row("server", 0.5, 0.6, 0.55)}, true, "server"},
+		{"larger mean, same in one trial", []CPURow{row("lb", 0.6, 1.2, 0.9), row("server", 0.6, 0.5, 0.8)}, false, "server"},
+		{"alone", []CPURow{row("lb", 1, 1, 1)}, false, ""},
+	} {
+		r := &Report{CPUPart: CPUPart{CPU: tt.rows}}
+		l, ok := r.Bottleneck("s")
+		if !ok || l.Busiest.Node != "lb" || l.Leads() != tt.leads || l.Next.Node != tt.next {
+			t.Errorf("%s: %+v leads %v, want lb leading %v over %q", tt.name, l, l.Leads(), tt.leads, tt.next)
+		}
+		item := bottleneckItem("s", l)
+		if tt.leads != strings.HasPrefix(item, "Bottleneck: lb in s") || !strings.Contains(item, "rule: the paired 95 % t CI") {
+			t.Errorf("%s: %q", tt.name, item)
+		}
 	}
 }
 
@@ -60,5 +149,43 @@ func TestBaselineFor(t *testing.T) {
 		if got := r.BaselineFor(s); got != want {
 			t.Errorf("BaselineFor(%s) = %s, want %s", s, got, want)
 		}
+	}
+}
+
+// TestClaimRuleShown checks each claim's rule is printed beside its outcome on the first screen.
+func TestClaimRuleShown(t *testing.T) {
+	r := &Report{PublishedPart: PublishedPart{Comparison: &Comparison{Claims: []Claim{
+		{Text: "x falls", Rule: "TOST against [0.5, 0.7].", Check: func(*Report) ClaimResult { return ClaimResult{Outcome: Holds, Evidence: "0.6×"} }},
+		{Text: "y", Check: func(*Report) ClaimResult { return ClaimResult{Outcome: NotShown, Evidence: "no data."} }},
+	}}}}
+	sec, ok := r.conclusionsSection()
+	if !ok {
+		t.Fatal("no conclusions section")
+	}
+	var tb *table
+	for _, b := range sec.blocks {
+		if b.table != nil {
+			tb = b.table
+		}
+	}
+	if tb == nil {
+		t.Fatal("no conclusions table")
+	}
+	// Markdown: the rule follows the evidence in the cell.
+	var md strings.Builder
+	writeMDTable(&md, tb)
+	for _, want := range []string{"| x falls | holds | 0.6×. Rule: TOST against [0.5, 0.7]. |", "| y | not shown by this run | no data. |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("markdown lacks %q:\n%s", want, md.String())
+		}
+	}
+	// HTML: the rule is folded under "Rule" in the same cell, so the conclusions stay on the
+	// first screen.
+	ht := toHTMLTable(tb)
+	if c := ht.Rows[0][2]; c.Text != "0.6×" || c.DetailLabel != "Rule" || c.Detail != "TOST against [0.5, 0.7]." {
+		t.Errorf("HTML cell %+v, want the evidence with the rule folded under Rule", c)
+	}
+	if c := ht.Rows[1][2]; c.Detail != "" {
+		t.Errorf("HTML cell of a claim without a rule has detail %q", c.Detail)
 	}
 }

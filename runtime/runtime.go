@@ -62,6 +62,15 @@ type FreshInterfaces interface {
 	InterfacesAfterSysctls() bool
 }
 
+// MachineDescriber is a runtime whose nodes may be machines of their own (runtime vm): inspect
+// shows what each is (accelerator, with the mark every figure from an emulated CPU carries,
+// and its boot) and whether it still runs.
+type MachineDescriber interface {
+	// DescribeMachine says what node is ("" when it is not a machine) and, when the machine
+	// is gone, why it is down.
+	DescribeMachine(p *plan.Plan, node string) (desc, down string)
+}
+
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the
 // engine refuses overlapping networks), so that a new lab's subnets are allocated around the
 // ones it holds already.
@@ -87,4 +96,11 @@ func CheckHostCPUs(p *plan.Plan, check func(cpus string) error) error {
 		}
 	}
 	return nil
+}
+
+// EnvironmentDescriber is a runtime with an engine of its own (Docker) that says what it is
+// (version, drivers), for the environment a run records; keys are the runtime's own.
+type EnvironmentDescriber interface {
+	// Environment describes the engine; a value says "not available" when it does not answer.
+	Environment(ctx context.Context) map[string]string
 }

@@ -41,14 +41,38 @@ check nginx nginx
 check ab apache2-utils
 check stress-ng stress-ng
 check tcpdump tcpdump
+# The ndr probe moves the chain's receive processing to another CPU (threaded NAPI, pinned, SCHED_FIFO).
+check pgrep procps
+check taskset util-linux
+check chrt util-linux
+check unshare util-linux
 check debootstrap debootstrap
+# The vm runtime: QEMU, a kernel to boot guests with (booted uncompressed, from the image
+# sfclab builds), busybox for the guests' shell and xz to unpack the kernel.
+check qemu-system-x86_64 qemu-system-x86
+check busybox busybox-static
+check xz xz-utils
+check depmod kmod
+compgen -G '/boot/vmlinuz-*' >/dev/null || need+=(linux-image-amd64)
 check docker docker.io
 check dockerd docker.io
 check docker-compose docker-compose
+# The kubernetes runtime's test cluster (scripts/kubecluster): Debian's etcd, a private
+# containerd with runc, the CNI plugins; nsenter runs commands in pods.
+check etcd etcd-server
+check containerd containerd
+check runc runc
+check ctr containerd
+check openssl openssl
+check nsenter util-linux
+[ -x /usr/lib/cni/bridge ] || need+=(containernetworking-plugins)
 # The OpenStack client and its networking-sfc commands (`openstack sfc ...`), to test
 # `sfclab serve` with the client users drive networking-sfc with.
 check openstack python3-openstackclient
 /usr/bin/python3 -c 'import networking_sfc' >/dev/null 2>&1 || need+=(python3-networking-sfc)  # Debian's python, where the package installs
+# The real networking-sfc server, the oracle of api's differential conformance suite
+# (internal/oracle runs it: no agents, no broker, no Keystone, bound to 127.0.0.1).
+[ -x /usr/bin/neutron-server ] && [ -f /etc/neutron/api-paste.ini ] || need+=(neutron-server)
 if [ "${#need[@]}" -gt 0 ]; then
   if [ "$(id -u)" != 0 ]; then
     echo "install-deps: missing packages ${need[*]}; run as root: apt-get install ${need[*]}" >&2
@@ -76,3 +100,5 @@ if ! docker info >/dev/null 2>&1; then
   docker info >/dev/null 2>&1 || { echo "install-deps: the Docker Engine did not come up; see /var/log/sfclab-dockerd.log" >&2; exit 1; }
 fi
 go mod download
+# The test cluster's Kubernetes binaries are built by `make cluster` (which `make test` runs),
+# not here: `make run` does not need them.

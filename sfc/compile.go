@@ -3,6 +3,7 @@ package sfc
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"slices"
@@ -18,6 +19,10 @@ const MaxRules = 16
 
 // MaxPaths bounds the path ids: the VNI carries path << 8 | index in 24 bits.
 const MaxPaths = 1 << 15
+
+// MaxWeight is the largest weight of a port pair: a group's slot table holds one slot per
+// unit of weight.
+const MaxWeight = 64
 
 // MaxHops bounds a chain's length: the VNI's index byte keeps its top bit for tap copies.
 const MaxHops = 64
@@ -178,13 +183,17 @@ func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 			ge.LBFields |= lbFieldBits[f]
 		}
 		for _, name := range g.PortPairs {
-			w := max(pairs[name].Weight, 1)
-			for range w {
+			for range pairs[name].Weight {
 				ge.Slots = append(ge.Slots, pairID[name])
 			}
 			if g.TapEnabled {
 				t.Ports[portID[pairs[name].Ingress]-1].Tap = true
 				t.Ports[portID[pairs[name].Egress]-1].Tap = true
+			}
+		}
+		if len(ge.Slots) == 0 { // every pair weighs 0: no pair is preferred, flows spread evenly
+			for _, name := range g.PortPairs {
+				ge.Slots = append(ge.Slots, pairID[name])
 			}
 		}
 		t.Groups = append(t.Groups, ge)
@@ -246,7 +255,7 @@ func Compile(m *Model, bind map[string]Binding) (*Tables, error) {
 		}
 	}
 	for _, g := range m.ServiceGraphs {
-		for _, src := range sortedKeys(g.PortChains) {
+		for _, src := range slices.Sorted(maps.Keys(g.PortChains)) {
 			sp := chainPath[src]
 			for i := range t.Paths {
 				if t.Paths[i].ID == sp {

@@ -57,7 +57,8 @@ type PortPair struct {
 	Ingress string `json:"ingress"`
 	Egress  string `json:"egress"`
 	// Weight is the share of flows this instance gets within its group (networking-sfc's
-	// service_function_parameters weight); 0 means 1.
+	// service_function_parameters weight, non-negative): 0 takes no flows, unless every pair
+	// of the group weighs 0 (then flows spread evenly). Lab files give 1 when not set.
 	Weight int `json:"weight,omitempty"`
 }
 

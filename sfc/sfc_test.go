@@ -228,3 +228,38 @@ func TestCompileChainID(t *testing.T) {
 		})
 	}
 }
+
+// TestGroupWeights: a group's slot table holds each pair as often as its weight; a pair of
+// weight 0 takes no flows, unless every pair of the group weighs 0 (then one slot each).
+func TestGroupWeights(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		weights []int
+		want    []int // slots per pair
+	}{
+		{"weighted", []int{1, 3}, []int{1, 3}},
+		{"one at zero", []int{0, 2}, []int{0, 2}},
+		{"all zero", []int{0, 0}, []int{1, 1}},
+		{"largest", []int{MaxWeight, 1}, []int{MaxWeight, 1}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := base()
+			m.PortPairs[0].Weight, m.PortPairs[1].Weight = tc.weights[0], tc.weights[1]
+			m.PortPairs[1].Ingress, m.PortPairs[1].Egress = "f1.in", "f1.out" // same node: one group
+			m.PortPairGroups = []PortPairGroup{{Name: "g1", PortPairs: []string{"pp1", "pp2"}}}
+			m.PortChains = []PortChain{{Name: "c2", FlowClassifiers: []string{"fc2"}, PortPairGroups: []string{"g1"}}}
+			tab, err := Compile(m, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			count := map[uint32]int{}
+			for _, s := range tab.Groups[0].Slots {
+				count[s]++
+			}
+			got := []int{count[1], count[2]}
+			if got[0] != tc.want[0] || got[1] != tc.want[1] {
+				t.Errorf("slots per pair %v, want %v", got, tc.want)
+			}
+		})
+	}
+}

@@ -3,8 +3,8 @@ package sfc
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
-	"sort"
 	"strings"
 )
 
@@ -123,7 +123,7 @@ func (v *validator) portRef(ports map[string]Port, ref Ref, name string) bool {
 	if _, ok := ports[name]; ok {
 		return true
 	}
-	v.add(ErrUnknownPort, ref, "no port %q (known: %s)", name, strings.Join(sortedKeys(ports), ", "))
+	v.add(ErrUnknownPort, ref, "no port %q (known: %s)", name, strings.Join(slices.Sorted(maps.Keys(ports)), ", "))
 	return false
 }
 
@@ -205,8 +205,8 @@ func (v *validator) pairs(ports map[string]Port) map[string]PortPair {
 		out[pp.Name] = pp
 		okIn := v.portRef(ports, ref("ingress"), pp.Ingress)
 		okOut := v.portRef(ports, ref("egress"), pp.Egress)
-		if pp.Weight < 0 || pp.Weight > 64 {
-			v.add(ErrInvalid, ref("weight"), "weight %d: use 1-64", pp.Weight)
+		if pp.Weight < 0 || pp.Weight > MaxWeight {
+			v.add(ErrInvalid, ref("weight"), "weight %d: use 0-%d", pp.Weight, MaxWeight)
 		}
 		if okIn && okOut {
 			in, out := ports[pp.Ingress], ports[pp.Egress]
@@ -387,15 +387,6 @@ func prefixesOverlap(aSet, bSet, overlap bool) bool {
 	return overlap
 }
 
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	sort.Strings(out)
-	return slices.Compact(out)
-}
-
 // LoopThrough reports whether following src -> dst links between chains comes back to where
 // it started, and the first chain (in name order) from which such a loop is reached.
 func LoopThrough(edges map[string][]string) (string, bool) {
@@ -417,7 +408,7 @@ func LoopThrough(edges map[string][]string) (string, bool) {
 		state[n] = 2
 		return false
 	}
-	for _, src := range sortedKeys(edges) {
+	for _, src := range slices.Sorted(maps.Keys(edges)) {
 		if visit(src) {
 			return src, true
 		}

@@ -3,10 +3,12 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
 	"reflect"
 	"regexp"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -131,6 +133,25 @@ func lineError(file, msg string) *Error {
 
 func pos(n *yaml.Node) Pos { return Pos{Line: n.Line, Col: n.Column} }
 
+// decodeAt decodes n into plain (a pointer to a method-less copy of the caller's type, so
+// the caller's UnmarshalYAML is not called again) and sets *at to where n was.
+func decodeAt(n *yaml.Node, plain any, at *Pos) error {
+	if err := n.Decode(plain); err != nil {
+		return err
+	}
+	*at = pos(n)
+	return nil
+}
+
+// decodeFieldsAt is decodeAt that also keeps where each of n's fields was.
+func decodeFieldsAt(n *yaml.Node, plain any, at *Pos, fields *map[string]Pos) error {
+	if err := decodeAt(n, plain, at); err != nil {
+		return err
+	}
+	*fields = fieldPositions(n)
+	return nil
+}
+
 // decodeLab decodes the document into lab, then each function's params into its kind's type.
 // Errors come out as from one pass over the file: type errors gathered in file order, or else
 // the first error that stops decoding.
@@ -155,8 +176,17 @@ func decodeLab(doc *yaml.Node, lab *Lab, kinds Kinds) error {
 		a, b := fns[i].Pos, fns[j].Pos
 		return a.Line < b.Line || (a.Line == b.Line && a.Col < b.Col)
 	})
+	decoders := make([]func(Kinds) error, 0, len(fns)+len(lab.Endpoints))
 	for _, f := range fns {
-		if err := f.decodeParams(kinds); err != nil {
+		decoders = append(decoders, f.decodeParams)
+	}
+	for _, n := range slices.Sorted(maps.Keys(lab.Endpoints)) {
+		if e := lab.Endpoints[n]; e != nil {
+			decoders = append(decoders, e.decodeHTTP)
+		}
+	}
+	for _, decode := range decoders {
+		if err := decode(kinds); err != nil {
 			var te *yaml.TypeError
 			if !errors.As(err, &te) {
 				return err
@@ -202,6 +232,23 @@ func (f *Function) decodeParams(kinds Kinds) error {
 	return nil
 }
 
+// decodeHTTP decodes the endpoint's http: node into a fresh value of the http-server kind's
+// parameter type (defaults are validation's, which knows the endpoint's kind).
+func (e *Endpoint) decodeHTTP(kinds Kinds) error {
+	if e.http == nil || e.http.Kind == 0 {
+		return nil
+	}
+	p, ok := kinds.NewParams(EndpointHTTPServer)
+	if !ok {
+		return nil // reported by validation
+	}
+	if err := e.http.Decode(p); err != nil {
+		return err
+	}
+	e.HTTP = p
+	return nil
+}
+
 // known reports keys a YAML node has and its Go type does not; a function's params are
 // checked against the parameter type of its kind.
 type known struct {
@@ -234,9 +281,15 @@ func (kn known) check(n *yaml.Node, t reflect.Type, what string) {
 				kn.params(n, v)
 				continue
 			}
+			if t == reflect.TypeOf(Endpoint{}) && k.Value == "http" {
+				if p, ok := kn.kinds.NewParams(EndpointHTTPServer); ok {
+					kn.check(v, reflect.TypeOf(p), what+"."+k.Value)
+				}
+				continue
+			}
 			f, ok := fields[k.Value]
 			if !ok {
-				*errs = append(*errs, &Error{File: file, Pos: pos(k), Msg: fmt.Sprintf("unknown field %q in %s (known: %s)", k.Value, what, strings.Join(sortedKeys(fields), ", "))})
+				*errs = append(*errs, &Error{File: file, Pos: pos(k), Msg: fmt.Sprintf("unknown field %q in %s (known: %s)", k.Value, what, strings.Join(slices.Sorted(maps.Keys(fields)), ", "))})
 				continue
 			}
 			kn.check(v, f.Type, what+"."+k.Value)
@@ -291,25 +344,24 @@ func yamlFields(t reflect.Type) map[string]reflect.StructField {
 	if t == reflect.TypeOf(Function{}) {
 		out["params"] = reflect.StructField{Name: "Params", Type: reflect.TypeOf(map[string]any{})}
 	}
-	return out
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
+	if t == reflect.TypeOf(Endpoint{}) {
+		out["http"] = reflect.StructField{Name: "HTTP", Type: reflect.TypeOf(map[string]any{})}
 	}
-	sort.Strings(out)
 	return out
 }
 
 // UnmarshalYAML decodes an endpoint and remembers where it was.
 func (e *Endpoint) UnmarshalYAML(n *yaml.Node) error {
 	type plain Endpoint
-	if err := n.Decode((*plain)(e)); err != nil {
+	if err := decodeAt(n, (*plain)(e), &e.Pos); err != nil {
 		return err
 	}
-	e.Pos = pos(n)
+	e.http = nil
+	for i := 0; i+1 < len(n.Content); i += 2 {
+		if n.Content[i].Value == "http" {
+			e.http = n.Content[i+1]
+		}
+	}
 	return nil
 }
 
@@ -323,12 +375,13 @@ func (f *Function) UnmarshalYAML(n *yaml.Node) error {
 		Params    yaml.Node         `yaml:"params"`
 		Host      string            `yaml:"host"`
 		Ports     map[string]string `yaml:"ports"`
+		VM        *VM               `yaml:"vm"`
 	}
 	if err := n.Decode(&raw); err != nil {
 		return err
 	}
 	f.Kind, f.Instances, f.Weights, f.Pos = raw.Kind, raw.Instances, raw.Weights, pos(n)
-	f.Host, f.Ports = raw.Host, raw.Ports
+	f.Host, f.Ports, f.VM = raw.Host, raw.Ports, raw.VM
 	if raw.Params.Kind != 0 {
 		f.params = &raw.Params
 	}
@@ -338,31 +391,19 @@ func (f *Function) UnmarshalYAML(n *yaml.Node) error {
 // UnmarshalYAML decodes a chain and remembers where it was.
 func (c *Chain) UnmarshalYAML(n *yaml.Node) error {
 	type plain Chain
-	if err := n.Decode((*plain)(c)); err != nil {
-		return err
-	}
-	c.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(c), &c.Pos)
 }
 
 // UnmarshalYAML decodes a classifier and remembers where it was.
 func (c *Classifier) UnmarshalYAML(n *yaml.Node) error {
 	type plain Classifier
-	if err := n.Decode((*plain)(c)); err != nil {
-		return err
-	}
-	c.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(c), &c.Pos)
 }
 
 // UnmarshalYAML decodes the addressing block and remembers where it was.
 func (a *Addressing) UnmarshalYAML(n *yaml.Node) error {
 	type plain Addressing
-	if err := n.Decode((*plain)(a)); err != nil {
-		return err
-	}
-	a.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(a), &a.Pos)
 }
 
 // UnmarshalYAML decodes a name reference.

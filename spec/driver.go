@@ -57,11 +57,7 @@ func (d *Driver) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	type plain Driver
-	if err := n.Decode((*plain)(d)); err != nil {
-		return err
-	}
-	d.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(d), &d.Pos)
 }
 
 // DriverType is the endpoint's driver type (veth when none is given).

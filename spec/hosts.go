@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 
 	"go.yaml.in/yaml/v3"
 )
@@ -30,11 +32,7 @@ func (h *HostSpec) UnmarshalYAML(n *yaml.Node) error {
 		return nil
 	}
 	type plain HostSpec
-	if err := n.Decode((*plain)(h)); err != nil {
-		return err
-	}
-	h.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(h), &h.Pos)
 }
 
 // HostNames lists the lab's hosts by name, in file order.
@@ -113,10 +111,10 @@ func (v *validator) routedHosts() {
 			v.bad(p, "%s %q: host %q is not in hosts: %v", what, name, *host, lab.HostNames())
 		}
 	}
-	if len(lab.Hosts) > 0 && lab.Runtime == RuntimeDocker && lab.Docker.Attach == AttachNAT {
+	if len(lab.Hosts) > 0 && lab.Traits().Containers && lab.Docker.Attach == AttachNAT {
 		v.bad(lab.Hosts[0].Pos, "hosts: docker attach nat publishes the target's port on a Docker network, and nodes on emulated hosts have none (sfclab's bridges in the hosts' namespaces): drop docker.attach or hosts:")
 	}
-	for _, name := range sortedKeys(lab.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		e := lab.Endpoints[name]
 		if e == nil {
 			continue
@@ -128,7 +126,7 @@ func (v *validator) routedHosts() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(lab.Functions) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Functions)) {
 		if f := lab.Functions[name]; f != nil {
 			placed("function", name, f.Pos, &f.Host)
 		}

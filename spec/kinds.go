@@ -42,6 +42,15 @@ type Listener interface {
 	ListenPort() uint16
 }
 
+// ObjectServer is a parameter type of an origin that serves objects by size name (an
+// http-server endpoint), each at ObjectPath(size) on its ListenPort: the http probe asks it
+// what it may request.
+type ObjectServer interface {
+	Listener
+	// ServedObjects are the size names it serves (ParseSize), the first the default.
+	ServedObjects() []string
+}
+
 // Proxy is a parameter type of a kind that accepts the chain's connections and spreads them
 // over the nodes of the chain's next hop (l4lb, http-proxy): the plan gives it its listen port
 // and its backends, one per next-hop node, with their addresses, weights and ports.
@@ -52,10 +61,81 @@ type Proxy interface {
 	ConnectPort(listen, backendListens uint16) uint16
 }
 
+// ForwardProxy is a Proxy whose clients address it as an HTTP forward proxy (http-proxy): a
+// request names its origin in an absolute URL (GET http://ORIGIN:PORT/PATH), where a client of
+// any other Proxy addresses the proxy itself.
+type ForwardProxy interface {
+	Proxy
+	// ForwardProxy marks the type; it does nothing.
+	ForwardProxy()
+}
+
 // Rewriter is a parameter type of a kind that rewrites destinations (DNAT): the plan resolves
 // each rule's target (an endpoint of the chain, or an address) to an address.
 type Rewriter interface {
 	DNATRules() []DNATRule
+}
+
+// FastPath is a parameter type of a kind with a transparent fast path: a tc program at its
+// node's ports that forwards in place of the kernel (deploy attaches it in a transparent lab).
+// FastPath names the program, or returns "" when these params turn it off.
+type FastPath interface {
+	FastPath() string
+}
+
+// The fast paths a FastPath names.
+const (
+	// FastPathBump hands every packet that is not the node's own to the way's egress port.
+	FastPathBump = "bump"
+	// FastPathOffload forwards the packets of established flows (conntrack's) and leaves the
+	// rest to the kernel's forwarding and ruleset.
+	FastPathOffload = "offload"
+)
+
+// RoutedChecker is a parameter type with settings only a transparent lab honours: in a routed
+// lab, CheckRouted adds a problem for each one set (reported as `function "NAME": PROBLEM`).
+type RoutedChecker interface {
+	CheckRouted(p *Problems)
+}
+
+// TransparentChecker is a parameter type with settings a transparent lab cannot honour (the
+// counterpart of RoutedChecker): there, CheckTransparent adds a problem for each one set
+// (reported as `function "NAME": PROBLEM`).
+type TransparentChecker interface {
+	CheckTransparent(p *Problems)
+}
+
+// Tap is a parameter type of a kind that only receives copies of a chain's traffic (a tap
+// port pair group's instance) and forwards nothing: a lab with one is transparent, the plan
+// gives its node no ways through, and probes count what it receives at its ingress.
+type Tap interface {
+	// Capture is the file inside the lab's run directory it writes what it receives to, ""
+	// when it only counts.
+	Capture() string
+}
+
+// IsTap reports whether a kind with these params is a tap (Tap): the one way to ask.
+func IsTap(params any) bool {
+	_, ok := params.(Tap)
+	return ok
+}
+
+// Balancer is a parameter type of a load balancer: runs record, per scenario, which one it
+// is, under the name the report groups balancers by (report.Balancer*, e.g.
+// "haproxy-splice").
+type Balancer interface {
+	BalancerName() string
+}
+
+// Rewrites reports whether a kind with these params changes the addresses of the traffic it
+// forwards (a Proxy terminates connections, a Rewriter rewrites destinations), which a
+// transparent chain cannot carry.
+func Rewrites(params any) bool {
+	switch params.(type) {
+	case Proxy, Rewriter:
+		return true
+	}
+	return false
 }
 
 // IPForwarding is a parameter type that decides whether its node forwards IP; without it a

@@ -32,11 +32,7 @@ type Shaping struct {
 // UnmarshalYAML decodes a shaping entry and remembers where it was.
 func (s *Shaping) UnmarshalYAML(n *yaml.Node) error {
 	type plain Shaping
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos = pos(n)
-	return nil
+	return decodeAt(n, (*plain)(s), &s.Pos)
 }
 
 // Shape is a validated shaping entry in numbers.

@@ -13,6 +13,8 @@ import (
 const (
 	RuntimeNetns  = "netns"
 	RuntimeDocker = "docker"
+	// RuntimeKubernetes runs nodes as pods of a Kubernetes cluster (package runtime/kubernetes).
+	RuntimeKubernetes = "kubernetes"
 )
 
 // Steering modes.
@@ -42,7 +44,8 @@ type Pos struct {
 type Lab struct {
 	// Name is the lab name; it is the owner tag of everything the lab creates.
 	Name string `yaml:"name" json:"name"`
-	// Runtime says where nodes live: "netns" (default) or "docker".
+	// Runtime says where nodes live: "netns" (default), "docker" or "kubernetes" (pods of a
+	// cluster; hosts: name its nodes).
 	Runtime string `yaml:"runtime,omitempty" json:"runtime,omitempty"`
 	// Steering says how traffic is forced through the chain: "routed" (default).
 	Steering string `yaml:"steering,omitempty" json:"steering,omitempty"`
@@ -117,8 +120,11 @@ type Addressing struct {
 type Endpoint struct {
 	// Kind is "client", "server" or "http-server".
 	Kind string `yaml:"kind" json:"kind"`
-	// HTTP configures an http-server endpoint (defaults: apache on port 80, objects 1k-10M).
-	HTTP *HTTPServer `yaml:"http,omitempty" json:"http,omitempty"`
+	// HTTP configures an http-server endpoint (defaults: apache on port 80, objects 1k-10M),
+	// decoded into the http-server kind's parameter type (Kinds.NewParams).
+	HTTP any `yaml:"-" json:"http,omitempty"`
+	// http is the http: node, decoded into HTTP once the kinds are known (Decode).
+	http *yaml.Node
 	// Instances is how many nodes this endpoint has (servers behind a load balancer); default 1.
 	Instances int `yaml:"instances,omitempty" json:"instances,omitempty"`
 	// Weights are per-instance weights for load balancers in front of this endpoint.
@@ -132,6 +138,8 @@ type Endpoint struct {
 	Ports map[string]string `yaml:"ports,omitempty" json:"ports,omitempty"`
 	// Driver is how the endpoint's interface is attached (default veth; see driver.go).
 	Driver *Driver `yaml:"driver,omitempty" json:"driver,omitempty"`
+	// VM makes the endpoint a virtual machine (see vm.go).
+	VM *VM `yaml:"vm,omitempty" json:"vm,omitempty"`
 
 	Name string `yaml:"-" json:"-"`
 	Pos  Pos    `yaml:"-" json:"-"`
@@ -155,6 +163,8 @@ type Function struct {
 	// Ports are its interfaces by name and the network each is on (transparent steering;
 	// default eth0 on the first network).
 	Ports map[string]string `yaml:"ports,omitempty" json:"ports,omitempty"`
+	// VM makes the function's instances virtual machines (see vm.go).
+	VM *VM `yaml:"vm,omitempty" json:"vm,omitempty"`
 
 	Name string `yaml:"-" json:"-"`
 	Pos  Pos    `yaml:"-" json:"-"`

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/firewall"
 	"github.com/sfclab/sfclab/vnf/kinds"
+	"github.com/sfclab/sfclab/vnf/l4lb"
 )
 
 const good = `name: t1
@@ -36,15 +38,15 @@ func TestDecodeGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	fw := lab.Functions["fw"].Params.(*spec.FirewallParams)
+	fw := lab.Functions["fw"].Params.(*firewall.FirewallParams)
 	if fw.Backend != spec.BackendNftables || fw.Policy != "accept" || !fw.Masquerade || len(fw.Rules) != 2 {
 		t.Errorf("firewall params = %+v", fw)
 	}
 	if r := fw.Rules[1].Port; r.From != 5000 || r.To != 5100 {
 		t.Errorf("port range = %+v", r)
 	}
-	lb := lab.Functions["lb"].Params.(*spec.L4LBParams)
-	if lb.Impl != spec.ImplNft || lb.Balance != "source" || lb.Seed == 0 || !lb.SpliceOn() {
+	lb := lab.Functions["lb"].Params.(*l4lb.L4LBParams)
+	if lb.Impl != l4lb.ImplNft || lb.Balance != "source" || lb.Seed == 0 || !lb.SpliceOn() {
 		t.Errorf("l4lb defaults = %+v", lb)
 	}
 	c := lab.Chains[0]
@@ -87,6 +89,11 @@ func badLabs(t testing.TB) []badLab {
 		{"bool not a bool", base("masquerade: true", "masquerade: maybe"), []string{"bad.yaml:9:19:", "masquerade must be true or false, got `maybe`"}},
 		{"chains as a mapping", base("chains:\n  - from: client\n", "chains:\n  a:\n    from: client\n"), []string{"chains must be a list of chains, got a mapping"}},
 		{"unknown kind", base("kind: firewall", "kind: firewal"), []string{"bad.yaml:7:5:", `unknown kind "firewal"`, "forwarder"}},
+		{"http server unknown", base("server: {kind: server,", "server: {kind: http-server, http: {server: lighttpd},"), []string{"bad.yaml:4:", `endpoint "server": http server "lighttpd" is not one of apache, nginx`}},
+		{"http object twice", base("server: {kind: server,", "server: {kind: http-server, http: {objects: [1k, 1k]},"), []string{`endpoint "server": object size "1k" listed twice`}},
+		{"http object not a size", base("server: {kind: server,", "server: {kind: http-server, http: {objects: [huge]},"), []string{`endpoint "server": object size "huge" is not a size`}},
+		{"http unknown field", base("server: {kind: server,", "server: {kind: http-server, http: {sever: nginx},"), []string{"bad.yaml:4:", `unknown field "sever"`, "objects, port, server"}},
+		{"http on a plain server", base("server: {kind: server,", "server: {kind: server, http: {port: 81},"), []string{`endpoint "server": http: is for kind http-server`}},
 		{"hop names unknown function", base("hops: [fw, lb]", "hops: [fw, lbb]"), []string{"bad.yaml:18:16:", `unknown function "lbb"`}},
 		{"hop is an endpoint", base("hops: [fw, lb]", "hops: [fw, server]"), []string{`hop "server" is an endpoint`}},
 		{"from unknown", base("from: client", "from: cliente"), []string{"bad.yaml:15:11:", `unknown endpoint "cliente"`}},
@@ -113,7 +120,7 @@ func badLabs(t testing.TB) []badLab {
 		{"unused function", base("hops: [fw, lb]", "hops: [fw]"), []string{`function "lb" is not a hop of any chain`}},
 		{"function in two places", base("hops: [fw, lb]", "hops: [fw, lb, fw]"), []string{`function "fw" is already a hop`}},
 		{"haproxy udp", base("{impl: nft, port: 80}", "{impl: haproxy, protocol: udp, port: 80}"), []string{"balances tcp only"}},
-		{"loop unknown", base("{impl: nft, port: 80}", "{impl: sfclab, port: 80, loop: threads}"), []string{`loop "threads" is not one of [goroutines epoll]`}},
+		{"loop unknown", base("{impl: nft, port: 80}", "{impl: sfclab, port: 80, loop: threads}"), []string{`loop "threads" is not one of [goroutines]`}},
 		{"loop without sfclab", base("{impl: nft, port: 80}", "{impl: haproxy, port: 80, loop: epoll}"), []string{"loop is a parameter of impl sfclab"}},
 		{"docker settings without docker", base("name: t1\n", "name: t1\ndocker: {attach: nat}\n"), []string{"docker: settings need runtime: docker"}},
 		{"lab name", base("name: t1", "name: T1"), []string{`lab name "T1"`}},

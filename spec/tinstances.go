@@ -2,6 +2,8 @@ package spec
 
 import (
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/sfclab/sfclab/sfc"
@@ -87,7 +89,7 @@ func (lab *Lab) pairFunction(s *PortPairSpec) *Function {
 func (lab *Lab) expandPair(name string, s *PortPairSpec) []sfc.PortPair {
 	f := lab.pairFunction(s)
 	if f == nil {
-		w := s.Weight
+		w := s.weight()
 		in, _, _ := cutPort(s.Ingress)
 		if fn := lab.Functions[in]; fn != nil && len(fn.Weights) == 1 {
 			w = fn.Weights[0] // one instance, one weight
@@ -98,7 +100,7 @@ func (lab *Lab) expandPair(name string, s *PortPairSpec) []sfc.PortPair {
 	_, outIf, _ := cutPort(s.Egress)
 	var out []sfc.PortPair
 	for i, inst := range InstanceNames(in, f.Instances) {
-		w := s.Weight
+		w := s.weight()
 		if len(f.Weights) == f.Instances {
 			w = f.Weights[i]
 		}
@@ -114,13 +116,13 @@ func (lab *Lab) expandPair(name string, s *PortPairSpec) []sfc.PortPair {
 func (v *validator) instances() {
 	lab := v.lab
 	taken := map[string]string{}
-	for _, n := range sortedKeys(lab.Endpoints) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		taken[n] = "endpoint " + n
 	}
-	for _, n := range sortedKeys(lab.Functions) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Functions)) {
 		taken[n] = "function " + n
 	}
-	for _, n := range sortedKeys(lab.Functions) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Functions)) {
 		if f := lab.Functions[n]; f != nil {
 			for _, w := range f.Weights {
 				if w > maxPairWeight {
@@ -139,8 +141,8 @@ func (v *validator) instances() {
 			}
 			taken[inst] = "instance " + inst + " of function " + n
 		}
-		if p, ok := f.Params.(*TapParams); ok && p.Pcap != "" {
-			v.bad(f.Pos, "function %q: %d tap instances would all write pcap %s; give a tap with pcap: one instance, or list the taps one by one with their own files", n, f.Instances, p.Pcap)
+		if p, ok := f.Params.(Tap); ok && p.Capture() != "" {
+			v.bad(f.Pos, "function %q: %d tap instances would all write pcap %s; give a tap with pcap: one instance, or list the taps one by one with their own files", n, f.Instances, p.Capture())
 		}
 	}
 	// port names a port of the file: NODE.IFNAME with NODE an endpoint or a function,
@@ -152,19 +154,19 @@ func (v *validator) instances() {
 				what, ref, base, base, ifn, lab.Functions[base].Instances)
 		}
 		if f := lab.instanced(node); f != nil && f.Ports[ifn] == "" {
-			v.bad(p, "%s: function %s has no port %q (its ports: %v)", what, node, ifn, sortedKeys(f.Ports))
+			v.bad(p, "%s: function %s has no port %q (its ports: %v)", what, node, ifn, slices.Sorted(maps.Keys(f.Ports)))
 		}
 	}
-	for _, name := range sortedKeys(lab.PortPairs) {
+	for _, name := range slices.Sorted(maps.Keys(lab.PortPairs)) {
 		s := lab.PortPairs[name]
 		what := "port pair " + name
 		port(what, s.Fields["ingress"], s.Ingress)
 		port(what, s.Fields["egress"], s.Egress)
 		in, _, _ := cutPort(s.Ingress)
 		out, _, _ := cutPort(s.Egress)
-		if f := lab.Functions[in]; f != nil && f.Instances <= 1 && len(f.Weights) > 0 && s.Weight != 0 {
+		if f := lab.Functions[in]; f != nil && f.Instances <= 1 && len(f.Weights) > 0 && s.Weight != nil {
 			v.bad(s.Fields["weight"], "%s: weight %d and function %s's weights %v both give its weight; keep one",
-				what, s.Weight, in, f.Weights)
+				what, *s.Weight, in, f.Weights)
 		}
 		fn := in
 		f := lab.instanced(in)
@@ -179,9 +181,9 @@ func (v *validator) instances() {
 				what, fn, f.Instances, name, name, f.Instances, fn, s.Ingress, s.Egress)
 			continue
 		}
-		if s.Weight != 0 && len(f.Weights) > 0 {
+		if s.Weight != nil && len(f.Weights) > 0 {
 			v.bad(s.Fields["weight"], "%s: weight %d and function %s's weights %v both give its instances' weights; keep one (weights: gives one per instance, weight: the same to all)",
-				what, s.Weight, fn, f.Weights)
+				what, *s.Weight, fn, f.Weights)
 		}
 		for i := 1; i <= f.Instances; i++ {
 			exp := fmt.Sprintf("%s-%d", name, i)
@@ -190,7 +192,7 @@ func (v *validator) instances() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(lab.FlowClassifiers) {
+	for _, name := range slices.Sorted(maps.Keys(lab.FlowClassifiers)) {
 		s := lab.FlowClassifiers[name]
 		for _, lp := range []struct{ field, ref string }{{"logical_source_port", s.LogicalSourcePort}, {"logical_destination_port", s.LogicalDestinationPort}} {
 			if lp.ref == "" {
@@ -205,4 +207,12 @@ func (v *validator) instances() {
 			}
 		}
 	}
+}
+
+// weight is the pair's weight: as given (0 included), 1 when not given.
+func (s *PortPairSpec) weight() int {
+	if s.Weight == nil {
+		return 1
+	}
+	return *s.Weight
 }

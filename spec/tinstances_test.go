@@ -31,7 +31,7 @@ func TestTransparentInstances(t *testing.T) {
 	}
 	for _, tc := range []struct{ what, got, want string }{
 		{"ports", strings.Join(ports, " "), "client.eth0@client server.eth0@server a.in@a a.out@a b-1.eth0@b-1 b-2.eth0@b-2 b-3.eth0@b-3 t.eth0@t"},
-		{"pairs", strings.Join(pairs, " "), "pa:a.in>a.out/0 pb-1:b-1.eth0>b-1.eth0/1 pb-2:b-2.eth0>b-2.eth0/2 pb-3:b-3.eth0>b-3.eth0/3 pt:t.eth0>t.eth0/0"},
+		{"pairs", strings.Join(pairs, " "), "pa:a.in>a.out/1 pb-1:b-1.eth0>b-1.eth0/1 pb-2:b-2.eth0>b-2.eth0/2 pb-3:b-3.eth0>b-3.eth0/3 pt:t.eth0>t.eth0/1"},
 		{"group gb", strings.Join(m.PortPairGroups[1].PortPairs, " "), "pb-1 pb-2 pb-3"},
 	} {
 		if tc.got != tc.want {
@@ -91,7 +91,7 @@ func TestTransparentInstancesBadInput(t *testing.T) {
 		{"weight above a pair's", [][2]string{{"b: {kind: forwarder}", "b: {kind: forwarder, instances: 2, weights: [1, 100]}"}},
 			"t.yaml:9:6: function \"b\": weight 100: each weight becomes a port pair's, which is 1-64"},
 		{"pair weight above 64, on the file's pair", [][2]string{{"b: {kind: forwarder}", b2}, {"pb: {ingress: b.eth0, egress: b.eth0}", "pb: {ingress: b.eth0, egress: b.eth0, weight: 65}"}},
-			"t.yaml:13:41: port pair pb-1: weight 65: use 1-64"},
+			"t.yaml:13:41: port pair pb-1: weight 65: use 0-64"},
 		{"weight and weights, one instance", [][2]string{{"b: {kind: forwarder}", "b: {kind: forwarder, weights: [2]}"}, {"pb: {ingress: b.eth0, egress: b.eth0}", "pb: {ingress: b.eth0, egress: b.eth0, weight: 3}"}},
 			"t.yaml:13:41: port pair pb: weight 3 and function b's weights [2] both give its weight; keep one"},
 		{"weight above a pair's, one instance", [][2]string{{"b: {kind: forwarder}", "b: {kind: forwarder, weights: [65]}"}},
@@ -116,6 +116,46 @@ func TestTransparentInstancesBadInput(t *testing.T) {
 			_, err := spec.Decode([]byte(lab), "t.yaml", kinds.Spec())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Fatalf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestPairWeight: a port pair's weight in a lab file is taken as given, 0 included
+// (networking-sfc's weight is non-negative: 0 takes no flows), 1 when not given; a negative
+// one is refused at its line.
+func TestPairWeight(t *testing.T) {
+	for _, tc := range []struct {
+		name, pair string
+		want       int
+		wantErr    string
+	}{
+		{"not given", "pb: {ingress: b.eth0, egress: b.eth0}", 1, ""},
+		{"zero", "pb: {ingress: b.eth0, egress: b.eth0, weight: 0}", 0, ""},
+		{"three", "pb: {ingress: b.eth0, egress: b.eth0, weight: 3}", 3, ""},
+		{"negative", "pb: {ingress: b.eth0, egress: b.eth0, weight: -1}", 0, "weight -1"},
+		{"too large", "pb: {ingress: b.eth0, egress: b.eth0, weight: 65}", 0, "weight 65"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lab := strings.Replace(transparentBase, "pb: {ingress: b.eth0, egress: b.eth0}", tc.pair, 1)
+			l, err := spec.Decode([]byte(lab), "t.yaml", kinds.Spec())
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) || !strings.Contains(err.Error(), "t.yaml:") {
+					t.Fatalf("Decode: %v, want a t.yaml:LINE error about %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			m, err := l.SFCModel()
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, pp := range m.PortPairs {
+				if pp.Name == "pb" && pp.Weight != tc.want {
+					t.Errorf("weight %d, want %d", pp.Weight, tc.want)
+				}
 			}
 		})
 	}

@@ -3,8 +3,10 @@ package spec
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
 
 	"github.com/sfclab/sfclab/sfc"
@@ -15,22 +17,13 @@ import (
 // networks, steered by tc eBPF (package steer).
 const SteeringTransparent = "transparent"
 
-// KindTap is a function that only receives copies (a tap group's instance): it counts them
-// and optionally writes a pcap.
-const KindTap = "tap"
-
-// TapParams are the parameters of a tap.
-type TapParams struct {
-	// Pcap is a file inside the lab's run directory the tap writes what it receives to
-	// (tcpdump -w); "" only counts.
-	Pcap string `yaml:"pcap,omitempty" json:"pcap,omitempty"`
-}
-
 // PortPairSpec is networking-sfc's port pair in a lab file: ports are NODE.IFNAME.
 type PortPairSpec struct {
 	Ingress string `yaml:"ingress" json:"ingress"`
 	Egress  string `yaml:"egress" json:"egress"`
-	Weight  int    `yaml:"weight,omitempty" json:"weight,omitempty"`
+	// Weight is the pair's share of its group's flows, 0 or more (networking-sfc's
+	// non-negative weight; 0: no new flows); 1 when not given.
+	Weight *int `yaml:"weight,omitempty" json:"weight,omitempty"`
 
 	Name   string         `yaml:"-" json:"-"`
 	Pos    Pos            `yaml:"-" json:"-"`
@@ -114,55 +107,32 @@ func fieldPositions(n *yaml.Node) map[string]Pos {
 // UnmarshalYAML decodes a port pair and remembers where its fields are.
 func (s *PortPairSpec) UnmarshalYAML(n *yaml.Node) error {
 	type plain PortPairSpec
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos, s.Fields = pos(n), fieldPositions(n)
-	return nil
+	return decodeFieldsAt(n, (*plain)(s), &s.Pos, &s.Fields)
 }
 
 // UnmarshalYAML decodes a port pair group and remembers where its fields are.
 func (s *PortPairGroupSpec) UnmarshalYAML(n *yaml.Node) error {
 	type plain PortPairGroupSpec
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos, s.Fields = pos(n), fieldPositions(n)
-	return nil
+	return decodeFieldsAt(n, (*plain)(s), &s.Pos, &s.Fields)
 }
 
 // UnmarshalYAML decodes a flow classifier and remembers where its fields are.
 func (s *FlowClassifierSpec) UnmarshalYAML(n *yaml.Node) error {
 	type plain FlowClassifierSpec
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos, s.Fields = pos(n), fieldPositions(n)
-	return nil
+	return decodeFieldsAt(n, (*plain)(s), &s.Pos, &s.Fields)
 }
 
 // UnmarshalYAML decodes a port chain and remembers where its fields are.
 func (s *PortChainSpec) UnmarshalYAML(n *yaml.Node) error {
 	type plain PortChainSpec
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos, s.Fields = pos(n), fieldPositions(n)
-	return nil
+	return decodeFieldsAt(n, (*plain)(s), &s.Pos, &s.Fields)
 }
 
 // UnmarshalYAML decodes a service graph and remembers where its fields are.
 func (s *ServiceGraphSpec) UnmarshalYAML(n *yaml.Node) error {
 	type plain ServiceGraphSpec
-	if err := n.Decode((*plain)(s)); err != nil {
-		return err
-	}
-	s.Pos, s.Fields = pos(n), fieldPositions(n)
-	return nil
+	return decodeFieldsAt(n, (*plain)(s), &s.Pos, &s.Fields)
 }
-
-// rewritingKinds change addresses: networking-sfc's n-tuple mapping would be needed.
-var rewritingKinds = map[string]bool{KindNAT: true, KindL4LB: true, KindHTTPProxy: true}
 
 var ifnameRE = regexp.MustCompile(`^[a-z][a-z0-9]{0,7}$`)
 
@@ -182,17 +152,17 @@ func (lab *Lab) transparentFields() (string, Pos, bool) {
 	case len(lab.ServiceGraphs) > 0:
 		return "service_graphs", Pos{}, true
 	}
-	for _, n := range sortedKeys(lab.Endpoints) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		if e := lab.Endpoints[n]; e != nil && len(e.Ports) > 0 {
 			return "endpoint " + n + " ports", e.Pos, true
 		}
 	}
-	for _, n := range sortedKeys(lab.Functions) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Functions)) {
 		if f := lab.Functions[n]; f != nil && len(f.Ports) > 0 {
 			return "function " + n + " ports", f.Pos, true
 		}
-		if f := lab.Functions[n]; f != nil && f.Kind == KindTap {
-			return "function " + n + " kind tap", f.Pos, true
+		if f := lab.Functions[n]; f != nil && IsTap(f.Params) {
+			return "function " + n + " kind " + f.Kind, f.Pos, true
 		}
 	}
 	return "", Pos{}, false
@@ -202,7 +172,7 @@ func (lab *Lab) transparentFields() (string, Pos, bool) {
 // networking-sfc's rules (package sfc), each problem at its file:line.
 func (v *validator) transparent() {
 	lab := v.lab
-	if lab.Runtime == RuntimeDocker {
+	if lab.Traits().Containers {
 		v.dockerTransparent()
 	}
 	if len(lab.Chains) > 0 {
@@ -237,7 +207,7 @@ func (v *validator) transparent() {
 		if len(*ports) == 0 {
 			*ports = map[string]string{"eth0": lab.Networks[0]}
 		}
-		for _, ifn := range sortedKeys(*ports) {
+		for _, ifn := range slices.Sorted(maps.Keys(*ports)) {
 			if !ifnameRE.MatchString(ifn) {
 				v.bad(p, "%s %q: port %q: use a lowercase interface name of at most 8 letters and digits", what, name, ifn)
 			}
@@ -246,7 +216,7 @@ func (v *validator) transparent() {
 			}
 		}
 	}
-	for _, name := range sortedKeys(lab.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		e := lab.Endpoints[name]
 		node("endpoint", name, e.Pos, &e.Host, &e.Ports)
 		if e.Instances > 1 {
@@ -256,17 +226,21 @@ func (v *validator) transparent() {
 			v.bad(e.Pos, "endpoint %q: driver: transparent ports are veths on the host's bridge (steering attaches there); drop driver: or use steering: routed", name)
 		}
 	}
-	for _, name := range sortedKeys(lab.Functions) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Functions)) {
 		f := lab.Functions[name]
 		if f == nil {
 			continue
 		}
 		node("function", name, f.Pos, &f.Host, &f.Ports)
-		if rewritingKinds[f.Kind] {
+		if Rewrites(f.Params) { // networking-sfc's n-tuple mapping would be needed
 			v.bad(f.Pos, "function %q: kind %s rewrites addresses, and a transparent chain forwards packets unchanged (networking-sfc's n-tuple mapping is not supported): use steering: routed", name, f.Kind)
 		}
-		if fw, ok := f.Params.(*FirewallParams); ok && fw.Masquerade {
-			v.bad(f.Pos, "function %q: masquerade rewrites addresses, which a transparent chain cannot carry: drop masquerade or use steering: routed", name)
+		if tc, ok := f.Params.(TransparentChecker); ok {
+			var p Problems
+			tc.CheckTransparent(&p)
+			for _, msg := range p.List() {
+				v.bad(f.Pos, "function %q: %s", name, msg)
+			}
 		}
 	}
 	v.instances()
@@ -287,7 +261,7 @@ func (v *validator) transparent() {
 	}
 	// A function may be in a group only through a port pair; a port pair's ports must be
 	// a function's (not an endpoint's).
-	for _, name := range sortedKeys(lab.PortPairs) {
+	for _, name := range slices.Sorted(maps.Keys(lab.PortPairs)) {
 		pp := lab.PortPairs[name]
 		for _, pn := range []string{pp.Ingress, pp.Egress} {
 			nodeName, _, _ := cutPort(pn)
@@ -308,7 +282,7 @@ func (v *validator) dockerTransparent() {
 	lab := v.lab
 	twice := func(what, name string, p Pos, ports map[string]string) {
 		on := map[string]string{}
-		for _, ifn := range sortedKeys(ports) {
+		for _, ifn := range slices.Sorted(maps.Keys(ports)) {
 			if other, ok := on[ports[ifn]]; ok {
 				v.bad(p, "%s %q: ports %s and %s are both on network %s, and Docker connects a container to a network once: put them on two networks, or give the function one port (one-armed: ingress and egress the same), or use runtime: netns", what, name, other, ifn, ports[ifn])
 				continue
@@ -317,12 +291,12 @@ func (v *validator) dockerTransparent() {
 		}
 	}
 	if len(lab.Hosts) <= 1 {
-		for _, name := range sortedKeys(lab.Endpoints) {
+		for _, name := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 			if e := lab.Endpoints[name]; e != nil {
 				twice("endpoint", name, e.Pos, e.Ports)
 			}
 		}
-		for _, name := range sortedKeys(lab.Functions) {
+		for _, name := range slices.Sorted(maps.Keys(lab.Functions)) {
 			if f := lab.Functions[name]; f != nil {
 				twice("function", name, f.Pos, f.Ports)
 			}
@@ -331,9 +305,9 @@ func (v *validator) dockerTransparent() {
 	if lab.Docker.Attach == AttachNAT {
 		v.bad(Pos{}, "docker attach nat publishes a routed chain's service port; a transparent lab's endpoints talk over their own networks: drop docker.attach or use steering: routed")
 	}
-	for _, name := range sortedKeys(lab.Functions) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Functions)) {
 		f := lab.Functions[name]
-		if tp, ok := f.Params.(*TapParams); ok && f.Kind == KindTap && tp.Pcap != "" && lab.Docker.Image == "" {
+		if tp, ok := f.Params.(Tap); ok && tp.Capture() != "" && lab.Docker.Image == "" {
 			v.bad(f.Pos, "function %q: pcap: needs tcpdump, which sfclab's docker node image does not have: drop pcap (the tap still counts), give docker.image an image with tcpdump, or use runtime: netns", name)
 		}
 	}
@@ -413,7 +387,7 @@ func cutPort(p string) (node, ifname string, ok bool) {
 
 // byPos sorts names of resources by their place in the file, so ids follow the file.
 func byPos[V any](m map[string]V, posOf func(V) Pos) []string {
-	names := sortedKeys(m)
+	names := slices.Sorted(maps.Keys(m))
 	sort.SliceStable(names, func(i, j int) bool {
 		a, b := posOf(m[names[i]]), posOf(m[names[j]])
 		return a.Line < b.Line || a.Line == b.Line && a.Col < b.Col
@@ -429,15 +403,15 @@ func byPos[V any](m map[string]V, posOf func(V) Pos) []string {
 func (lab *Lab) SFCModel() (*sfc.Model, error) {
 	m := &sfc.Model{}
 	addPorts := func(name, host string, ports map[string]string) {
-		for _, ifn := range sortedKeys(ports) {
+		for _, ifn := range slices.Sorted(maps.Keys(ports)) {
 			m.Ports = append(m.Ports, sfc.Port{Name: name + "." + ifn, Node: name, Network: ports[ifn], Host: host})
 		}
 	}
-	for _, n := range sortedKeys(lab.Endpoints) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Endpoints)) {
 		e := lab.Endpoints[n]
 		addPorts(n, e.Host, e.Ports)
 	}
-	for _, n := range sortedKeys(lab.Functions) {
+	for _, n := range slices.Sorted(maps.Keys(lab.Functions)) {
 		f := lab.Functions[n]
 		for _, inst := range InstanceNames(n, f.Instances) {
 			addPorts(inst, f.Host, f.Ports)

@@ -2,9 +2,13 @@ package spec
 
 import (
 	"fmt"
+	"maps"
 	"net/netip"
 	"regexp"
+	"slices"
 	"sort"
+	"strconv"
+	"strings"
 )
 
 // Limits on names: node names become interface and container names, so they obey IFNAMSIZ.
@@ -51,12 +55,10 @@ func (v *validator) run() {
 		v.bad(Pos{}, "lab name %q is %d characters; at most %d (it prefixes interface and container names)", lab.Name, len(lab.Name), MaxLabName)
 	}
 	if lab.Runtime == "" {
-		lab.Runtime = RuntimeNetns
+		lab.Runtime = DefaultRuntime
 	}
-	switch lab.Runtime {
-	case RuntimeNetns, RuntimeDocker:
-	default:
-		v.bad(Pos{}, "runtime %q is not one of netns, docker", lab.Runtime)
+	if _, ok := TraitsOf(lab.Runtime); !ok {
+		v.bad(Pos{}, "runtime %q is not one of %s", lab.Runtime, strings.Join(RuntimeNames(), ", "))
 	}
 	if lab.Docker.Attach == "" {
 		lab.Docker.Attach = AttachRouted
@@ -64,7 +66,7 @@ func (v *validator) run() {
 	if lab.Docker.Attach != AttachRouted && lab.Docker.Attach != AttachNAT {
 		v.bad(Pos{}, "docker attach %q is not one of routed, nat", lab.Docker.Attach)
 	}
-	if lab.Runtime != RuntimeDocker && (lab.Docker.Image != "" || lab.Docker.Attach != AttachRouted) {
+	if !lab.Traits().Containers && (lab.Docker.Image != "" || lab.Docker.Attach != AttachRouted) {
 		v.bad(Pos{}, "docker: settings need runtime: docker")
 	}
 	if lab.Steering == "" {
@@ -163,7 +165,7 @@ func (v *validator) endpoints(names map[string]string) {
 	if len(v.lab.Endpoints) == 0 {
 		v.bad(Pos{}, "the lab has no endpoints; add a client and a server under endpoints:")
 	}
-	for _, name := range sortedKeys(v.lab.Endpoints) {
+	for _, name := range slices.Sorted(maps.Keys(v.lab.Endpoints)) {
 		e := v.lab.Endpoints[name]
 		if e == nil {
 			e = &Endpoint{}
@@ -178,32 +180,28 @@ func (v *validator) endpoints(names map[string]string) {
 		}
 		switch e.Kind {
 		case EndpointClient, EndpointServer:
-			if e.HTTP != nil {
+			if e.HTTP != nil || e.http != nil {
 				v.bad(e.Pos, "endpoint %q: http: is for kind http-server", name)
 			}
 		case EndpointHTTPServer:
 			if e.HTTP == nil {
-				e.HTTP = &HTTPServer{}
-			}
-			e.HTTP.SetDefaults()
-			if e.HTTP.Server != ServerApache && e.HTTP.Server != ServerNginx {
-				v.bad(e.Pos, "endpoint %q: http server %q is not one of apache, nginx", name, e.HTTP.Server)
-			}
-			seen := map[string]bool{}
-			for _, o := range e.HTTP.Objects {
-				if _, err := ParseSize(o); err != nil {
-					v.bad(e.Pos, "endpoint %q: %v", name, err)
+				p, ok := kindsOr(v.lab.Kinds).NewParams(EndpointHTTPServer)
+				if !ok {
+					v.bad(e.Pos, "endpoint %q: kind %s is not in this build", name, e.Kind)
+					break
 				}
-				if seen[o] {
-					v.bad(e.Pos, "endpoint %q: object size %q listed twice", name, o)
-				}
-				seen[o] = true
+				e.HTTP = p
+			}
+			setDefaults(e.HTTP)
+			for _, msg := range paramsProblems(&Function{Kind: e.Kind, Params: e.HTTP, Name: name, Pos: e.Pos}) {
+				v.bad(e.Pos, "endpoint %q: %s", name, msg)
 			}
 		default:
 			v.bad(e.Pos, "endpoint %q: kind %q is not one of client, server, http-server", name, e.Kind)
 		}
 		v.group(e.Pos, "endpoint", name, &e.Instances, e.Weights)
 		v.driver(name, e)
+		v.vm("endpoint "+strconv.Quote(name), e.VM)
 		v.nodeName(name, "endpoint", e.Pos, e.Instances, names)
 		for _, r := range e.Run {
 			if r == "" {
@@ -215,7 +213,7 @@ func (v *validator) endpoints(names map[string]string) {
 
 func (v *validator) functions(names map[string]string) {
 	ks := kindsOr(v.lab.Kinds)
-	for _, name := range sortedKeys(v.lab.Functions) {
+	for _, name := range slices.Sorted(maps.Keys(v.lab.Functions)) {
 		f := v.lab.Functions[name]
 		if f == nil {
 			v.bad(Pos{}, "function %q has no kind; kinds: %v", name, ks.Names())
@@ -232,6 +230,10 @@ func (v *validator) functions(names map[string]string) {
 		}
 		v.group(f.Pos, "function", name, &f.Instances, f.Weights)
 		v.nodeName(name, "function", f.Pos, f.Instances, names)
+		if f.VM == nil && v.lab.Traits().Machines {
+			f.VM = &VM{Pos: f.Pos}
+		}
+		v.vm("function "+strconv.Quote(name), f.VM)
 		for _, msg := range paramsProblems(f) {
 			v.bad(f.Pos, "function %q: %s", name, msg)
 		}
@@ -241,22 +243,17 @@ func (v *validator) functions(names map[string]string) {
 	}
 }
 
-// routedParams refuses the parameters only a transparent lab can honour: a program between a
-// function's port and the host's bridge (datapath, offload: bpf), and IPv6 addresses (only a
-// transparent lab's ports have IPv6).
+// routedParams refuses the parameters only a transparent lab can honour, as their type says
+// (RoutedChecker).
 func (v *validator) routedParams(name string, f *Function) {
-	switch p := f.Params.(type) {
-	case *ForwarderParams:
-		if p.Datapath == DatapathBPF {
-			v.bad(f.Pos, "function %q: datapath bpf is transparent steering's (its program sits between the function's port and the host's bridge); a routed forwarder forwards by the kernel: drop datapath or use steering: transparent", name)
-		}
-	case *FirewallParams:
-		if p.Offload == OffloadBPF {
-			v.bad(f.Pos, "function %q: offload bpf is transparent steering's (its program sits between the firewall's port and the host's bridge); a routed firewall forwards by the kernel: drop offload or use steering: transparent", name)
-		}
-		if i := p.IPv6Rule(); i > 0 {
-			v.bad(f.Pos, "function %q: rule %d has an IPv6 address, and only a transparent lab's ports have IPv6 (routed labs are IPv4): use steering: transparent or an IPv4 prefix", name, i)
-		}
+	rc, ok := f.Params.(RoutedChecker)
+	if !ok {
+		return
+	}
+	var p Problems
+	rc.CheckRouted(&p)
+	for _, msg := range p.List() {
+		v.bad(f.Pos, "function %q: %s", name, msg)
 	}
 }
 
@@ -296,7 +293,7 @@ func (v *validator) chains() {
 				if lab.Functions[end.ref.Name] != nil {
 					v.bad(end.ref.Pos, "chain %q: %s %q is a function; from and to name endpoints", c.Name, end.what, end.ref.Name)
 				} else {
-					v.bad(end.ref.Pos, "chain %q: %s names unknown endpoint %q (endpoints: %v)", c.Name, end.what, end.ref.Name, sortedKeys(lab.Endpoints))
+					v.bad(end.ref.Pos, "chain %q: %s names unknown endpoint %q (endpoints: %v)", c.Name, end.what, end.ref.Name, slices.Sorted(maps.Keys(lab.Endpoints)))
 				}
 			}
 		}
@@ -313,7 +310,7 @@ func (v *validator) chains() {
 				v.bad(h.Pos, "chain %q: hop %q is an endpoint; hops name functions", c.Name, h.Name)
 				continue
 			case f == nil:
-				v.bad(h.Pos, "chain %q: hop names unknown function %q (functions: %v)", c.Name, h.Name, sortedKeys(lab.Functions))
+				v.bad(h.Pos, "chain %q: hop names unknown function %q (functions: %v)", c.Name, h.Name, slices.Sorted(maps.Keys(lab.Functions)))
 				continue
 			}
 			if other, ok := usedBy[h.Name]; ok {
@@ -343,7 +340,7 @@ func (v *validator) chains() {
 			pinned, pinnedAt = append(pinned, p), append(pinnedAt, c.Pos)
 		}
 	}
-	for _, name := range sortedKeys(lab.Functions) {
+	for _, name := range slices.Sorted(maps.Keys(lab.Functions)) {
 		if f := lab.Functions[name]; f != nil && usedBy[name] == "" {
 			v.bad(f.Pos, "function %q is not a hop of any chain; add it to a chain's hops or remove it", name)
 		}

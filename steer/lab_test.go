@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"maps"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -233,6 +234,23 @@ func (l *lab) iperf(t testing.TB, src, dst string, port int, extra ...string) st
 		t.Fatalf("iperf3 %s -> %s: %v\n%s", src, dst, err, out)
 	}
 	return out
+}
+
+// settledCounters is counters once they stop moving: read again every 200 ms until two reads
+// agree, for at most 3 s (then the last read). A connection's last packets (its FIN and the
+// ACKs after it) may still cross a chain when the program that made them has exited.
+func (l *lab) settledCounters(t testing.TB) map[[2]uint32]uint64 {
+	t.Helper()
+	c := l.counters(t)
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		time.Sleep(200 * time.Millisecond)
+		next := l.counters(t)
+		if maps.Equal(c, next) {
+			return next
+		}
+		c = next
+	}
+	return c
 }
 
 // rx is a node interface's received packet count.

@@ -14,6 +14,15 @@ import (
 // trials, Fig. 6 egress series where v4 carries v4share of the three flows' sum, and a tap on
 // another host getting tapShare of what the hop before it sent.
 func runC(thr map[string]float64, v4share, tapShare float64) report.Input {
+	per := map[string][3]float64{}
+	for sc, g := range thr {
+		per[sc] = [3]float64{g * 0.99, g, g * 1.01}
+	}
+	return runC3(per, v4share, tapShare)
+}
+
+// runC3 is runC with each trial's throughput given.
+func runC3(thr map[string][3]float64, v4share, tapShare float64) report.Input {
 	t0 := time.Date(2026, 3, 14, 9, 0, 0, 0, time.UTC)
 	in := report.Input{Run: results.Run{Experiment: "c", Study: OpenStackSFC, Started: t0, Ended: t0.Add(time.Hour), Complete: true},
 		Baseline: "c0", Published: Published(OpenStackSFC)}
@@ -31,7 +40,7 @@ func runC(thr map[string]float64, v4share, tapShare float64) report.Input {
 				in.Samples = append(in.Samples, results.Sample{Experiment: "c", Scenario: sc, Trial: trial, Probe: probe, Metric: metric, Unit: unit, Value: v, Time: t0, Labels: labels})
 			}
 			if g, ok := thr[sc]; ok {
-				add("throughput", "bit/s", g*(1+0.01*float64(trial-2))*1e9, map[string]string{"side": "receiver", "protocol": "tcp", "streams": "1"})
+				add("throughput", "bit/s", g[trial-1]*1e9, map[string]string{"side": "receiver", "protocol": "tcp", "streams": "1"})
 			}
 			switch sc {
 			case "fig6":
@@ -75,6 +84,13 @@ func TestClaimsC(t *testing.T) {
 			if res.Outcome != want[i] || res.Evidence == "" {
 				t.Errorf("%q: %s (%s), want %s", c.Text, res.Outcome, res.Evidence, want[i])
 			}
+			// Fig. 6's and the tap's fixed cut-offs are said next to the outcome.
+			if i >= 3 && !strings.Contains(res.Evidence, "fixed cut-off") {
+				t.Errorf("%q does not say its cut-off: %s", c.Text, res.Evidence)
+			}
+			if c.Rule == "" {
+				t.Errorf("%q states no rule", c.Text)
+			}
 			// The crossing claim shows routed steering's four hosts against its one host beside
 			// the transparent chains' (c6-routed-4hosts 3 over c6-routed 6 Gbit/s).
 			if strings.HasPrefix(c.Text, "crossing") && !strings.Contains(res.Evidence, "routed steering, C6 on four hosts over C6 on one host: 0.50×") {
@@ -90,5 +106,42 @@ func TestClaimsC(t *testing.T) {
 	// C3 faster than C2, with D slower than on another node, hosts cost nothing, v4 short
 	// of the sum.
 	thr["c3"], thr["same-d"], thr["c6-1host"] = 4.5, 1.5, 1.8
-	check(runC(thr, 0.5, 1), []string{report.HoldsDirection, report.DoesNotHold, report.NotShown, report.DoesNotHold, report.DoesNotHold})
+	// (Page's trend test still shows the fall over C0..C6: one step's mean rising no longer
+	// decides.)
+	check(runC(thr, 0.5, 1), []string{report.Holds, report.DoesNotHold, report.NotShown, report.DoesNotHold, report.DoesNotHold})
+}
+
+// TestChainFalls checks study C's "falls with each function" is decided by Page's trend test
+// on the per-trial throughput, each repetition a block, and not by counting the steps where
+// the mean fell.
+func TestChainFalls(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		thr  [7][3]float64
+		want string
+		says string
+	}{
+		{"falls", [7][3]float64{{9, 9.1, 8.9}, {7, 7.2, 6.9}, {4, 4.1, 3.9}, {3, 3.1, 2.9}, {2.5, 2.6, 2.4}, {2, 2.1, 1.9}, {1.8, 1.9, 1.7}}, report.Holds, "every step's mean fell"},
+		// Every step's mean falls and C6 is below C0 in every repetition (its CI excludes no
+		// change), but the repetitions order the middle chains at random: counting means
+		// called it "holds"; Page's test gives p = 0.132 (SciPy 1.10.1 page_trend_test of the
+		// negated data, method "exact": 0.13194).
+		{"means fall by chance", [7][3]float64{{4.76, 5.9, 5.44}, {4.98, 5.33, 5.3}, {5.81, 4.03, 5.69}, {5.43, 4.88, 5.18}, {5.63, 4.3, 5.38}, {5.28, 5.44, 4.5}, {4.33, 5.38, 4.95}}, report.NotShown, "one-sided p = 0.132"},
+		{"rises", [7][3]float64{{1, 1.1, 0.9}, {2, 2.1, 1.9}, {3, 3.1, 2.9}, {4, 4.1, 3.9}, {5, 5.1, 4.9}, {6, 6.1, 5.9}, {7, 7.1, 6.9}}, report.DoesNotHold, "the rising order is significant"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			per := map[string][3]float64{}
+			for i, v := range tt.thr {
+				per[fmt.Sprintf("c%d", i)] = v
+			}
+			r, err := report.Build(runC3(per, 1, 0))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := claimsC[0].Check(r)
+			if res.Outcome != tt.want || !strings.Contains(res.Evidence, tt.says) {
+				t.Errorf("%s (%s), want %s saying %q", res.Outcome, res.Evidence, tt.want, tt.says)
+			}
+		})
+	}
 }

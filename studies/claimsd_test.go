@@ -52,15 +52,17 @@ func TestClaimsD(t *testing.T) {
 	for _, tt := range []struct {
 		name    string
 		network bool
-		want    [2][]string // evidence parts of each claim
+		want    [3][]string // evidence parts of each claim
 	}{
-		{"network load", true, [2][]string{
-			{"SR-IOV is not available on this host", "macvlan/ebpf-redirect 2.00× (sender's host, 1000 pps)", "veth/ebpf-redirect 2.50× (sender's host, 1000 pps)", "with 8 background nodes of network load", "Published: about 10-15×"},
+		{"network load", true, [3][]string{
+			{"The grid has no SR-IOV driver", "macvlan/ebpf-redirect 2.00× (sender's host, 1000 pps)", "veth/ebpf-redirect 2.50× (sender's host, 1000 pps)", "with 8 background nodes of network load", "Published: about 10-15×"},
 			{"responder host: ebpf-redirect 2.00 %, macvlan 2.50 %, veth 3.00 %", "sender host:"},
+			{"The grid has no SR-IOV driver", "no background-driver factor"},
 		}},
-		{"cpu load only", false, [2][]string{
-			{"SR-IOV is not available on this host", "no cell with network load"},
+		{"cpu load only", false, [3][]string{
+			{"The grid has no SR-IOV driver", "no cell with network load"},
 			{"responder host: ebpf-redirect 2.00 %"},
+			{"no background-driver factor"},
 		}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
@@ -68,7 +70,7 @@ func TestClaimsD(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			if len(claimsD) != 2 {
+			if len(claimsD) != 3 {
 				t.Fatalf("%d claims", len(claimsD))
 			}
 			for i, c := range claimsD {
@@ -83,5 +85,56 @@ func TestClaimsD(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestClaimsDBackgroundDriver: with the background nodes' driver as a factor (study D §5.2),
+// the third claim gives each series' path RTT and names the highest, and the first keeps the
+// cells of each background driver apart.
+func TestClaimsDBackgroundDriver(t *testing.T) {
+	path := map[string]float64{"veth": 0.05, "macvlan": 0.04, "ebpf-redirect": 0.02}
+	in := runD(path, map[string]float64{"veth": 3, "macvlan": 2.5, "ebpf-redirect": 2}, true)
+	var extra []results.Sample
+	for i, x := range in.Samples {
+		if !strings.HasSuffix(x.Scenario, "-sender-8") {
+			continue
+		}
+		in.Samples[i].Scenario += "-on-same"
+		if x.Probe == "load" {
+			in.Samples[i].Labels = map[string]string{"kind": "network", "side": "sender", "driver": "same", "bitrate": "max"}
+		}
+		if strings.HasPrefix(x.Scenario, "macvlan.") { // the main pair on the bridge, the background on the fast path
+			y := x
+			y.Scenario += "-on-ebpf-redirect"
+			if y.Probe == "load" {
+				y.Labels = map[string]string{"kind": "network", "side": "sender", "driver": "ebpf-redirect", "bitrate": "max"}
+			}
+			if y.Probe == "rtt" {
+				y.Value *= 0.75
+			}
+			extra = append(extra, y)
+		}
+	}
+	in.Samples = append(in.Samples, extra...)
+	for i, sc := range in.Scenarios {
+		if strings.HasSuffix(sc, "-sender-8") {
+			in.Scenarios[i] += "-on-same"
+		}
+	}
+	in.Scenarios = append(in.Scenarios, "macvlan.bg-network-sender-8-on-ebpf-redirect")
+	r, err := report.Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res := claimsD[2].Check(r)
+	for _, w := range []string{"main ebpf-redirect, background ebpf-redirect 41.6 µs", "main macvlan, background ebpf-redirect 62.4 µs", "main macvlan, background macvlan 83.2 µs",
+		"highest: main veth, background veth"} {
+		if !strings.Contains(res.Evidence, w) {
+			t.Errorf("evidence %q lacks %q", res.Evidence, w)
+		}
+	}
+	if res := claimsD[0].Check(r); !strings.Contains(res.Evidence, "macvlan/ebpf-redirect 2.00× (sender's host, 1000 pps, unthrottled, background on the main pair's driver)") ||
+		strings.Contains(res.Evidence, "background on ebpf-redirect") {
+		t.Errorf("network claim mixes background drivers: %s", res.Evidence)
 	}
 }

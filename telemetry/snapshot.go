@@ -14,6 +14,7 @@ import (
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
@@ -144,7 +145,7 @@ func (r *Reader) lab(ctx context.Context, name string) (*Lab, error) {
 	p := info.Plan
 	l := &Lab{Lab: name, Status: info.Status, Runtime: p.Runtime}
 	if l.Runtime == "" {
-		l.Runtime = "netns"
+		l.Runtime = spec.DefaultRuntime
 	}
 	if info.State != nil {
 		l.Deployed = info.State.Deployed

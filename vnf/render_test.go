@@ -31,36 +31,36 @@ func TestRenderGolden(t *testing.T) {
 	// The nftables form of the same firewall, and an nft load balancer with weights and a
 	// backend port that differs.
 	fwNft := *fw
-	fwp := *fw.Params.(*spec.FirewallParams)
+	fwp := *fw.Params.(*firewall.FirewallParams)
 	fwp.Backend, fwp.Masquerade = spec.BackendNftables, true
 	fwNft.Params = &fwp
 	lbNft := *lb
-	lbp := *lb.Params.(*spec.L4LBParams)
-	lbp.Impl, lbp.Balance = spec.ImplNft, "flow"
+	lbp := *lb.Params.(*l4lb.L4LBParams)
+	lbp.Impl, lbp.Balance = l4lb.ImplNft, "flow"
 	lbNft.Params = &lbp
 	lbNft.Backends = append([]plan.Backend(nil), lb.Backends...)
 	lbNft.Backends[1].Port = 8080
 	// HAProxy with its defaults: no threads given, no nbthread line.
 	lbDef := *lb
-	lbd := *lb.Params.(*spec.L4LBParams)
+	lbd := *lb.Params.(*l4lb.L4LBParams)
 	lbd.Threads = 0
 	lbDef.Params = &lbd
 	natIpt := *nt
-	np := *nt.Params.(*spec.NATParams)
+	np := *nt.Params.(*nat.NATParams)
 	np.Backend = spec.BackendIptables
 	natIpt.Params = &np
 	// The same firewall on dual-stack ports (a transparent lab): icmp is ICMPv6 too, and the
 	// iptables backend loads an ip6tables half.
 	// A rule with an IPv6 address goes to the IPv6 half alone (ip6 saddr in nftables).
-	v6rule := spec.FirewallRule{Action: "deny", Protocol: "tcp", Port: spec.PortRange{From: 22, To: 22}, Source: "2001:2:0:1::/64", Destination: "2001:2::5"}
+	v6rule := firewall.FirewallRule{Action: "deny", Protocol: "tcp", Port: spec.PortRange{From: 22, To: 22}, Source: "2001:2:0:1::/64", Destination: "2001:2::5"}
 	fwDual := *fw
 	fwDual.IPv6 = true
-	fwip := *fw.Params.(*spec.FirewallParams)
+	fwip := *fw.Params.(*firewall.FirewallParams)
 	fwip.Rules = append(slices.Clone(fwip.Rules), v6rule)
 	fwDual.Params = &fwip
 	fwDualNft := fwNft
 	fwDualNft.IPv6 = true
-	fwdp := *fwNft.Params.(*spec.FirewallParams)
+	fwdp := *fwNft.Params.(*firewall.FirewallParams)
 	fwdp.Masquerade = false
 	fwdp.Rules = append(slices.Clone(fwdp.Rules), v6rule)
 	fwDualNft.Params = &fwdp

@@ -180,3 +180,49 @@ func CSV(w io.Writer, samples []Sample) error {
 	}
 	return nil
 }
+
+// CompareTable writes, per chain length and REST step, the mean time of two runs of the
+// same experiment side by side, sfclab's (ours) and another server's (theirs, e.g. the real
+// networking-sfc server), and their ratio theirs/ours. Steps without samples in either run
+// are left out.
+func CompareTable(w io.Writer, ours, theirs []Sample, oursName, theirsName string) error {
+	mean := func(samples []Sample) map[int]map[string]stats.Summary {
+		by := map[int]map[string][]float64{}
+		for _, s := range samples {
+			if by[s.Length] == nil {
+				by[s.Length] = map[string][]float64{}
+			}
+			by[s.Length][s.Step] = append(by[s.Length][s.Step], s.Seconds)
+		}
+		out := map[int]map[string]stats.Summary{}
+		for n, steps := range by {
+			out[n] = map[string]stats.Summary{}
+			for st, v := range steps {
+				out[n][st] = stats.Summarize(v)
+			}
+		}
+		return out
+	}
+	a, b := mean(ours), mean(theirs)
+	maxN := 0
+	for n := range a {
+		maxN = max(maxN, n)
+	}
+	fmt.Fprintf(w, "| functions | step | %s, ms | %s, ms | ratio %s / %s |\n", oursName, theirsName, theirsName, oursName)
+	fmt.Fprintln(w, "|---:|---|---:|---:|---:|")
+	for n := 1; n <= maxN; n++ {
+		for _, st := range append(append([]string{}, Steps...), "total") {
+			x, okA := a[n][st]
+			y, okB := b[n][st]
+			if !okA || !okB || x.N == 0 || y.N == 0 {
+				continue
+			}
+			ratio := "—"
+			if x.Mean > 0 {
+				ratio = fmt.Sprintf("%.1f", y.Mean/x.Mean)
+			}
+			fmt.Fprintf(w, "| %d | %s | %s | %s | %s |\n", n, st, msCI(x), msCI(y), ratio)
+		}
+	}
+	return nil
+}

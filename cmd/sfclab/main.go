@@ -11,9 +11,11 @@ import (
 	"golang.org/x/sys/unix"
 
 	"github.com/sfclab/sfclab/internal/cli"
+	"github.com/sfclab/sfclab/runtime/vm"
 )
 
 func main() {
+	vm.GuestMain() // returns unless this binary is a VM guest's init or agent
 	// Descriptors sfclab inherited (a caller's lock file, say) must not live on in the daemons
 	// it leaves running in a lab (HAProxy, Squid, sfclab lb): mark every one above stderr
 	// close-on-exec. Go's own descriptors are close-on-exec already.

@@ -11,6 +11,7 @@ import (
 	"github.com/sfclab/sfclab/bench"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
 	"github.com/sfclab/sfclab/studies"
 	"github.com/spf13/cobra"
 )
@@ -144,7 +145,7 @@ func newReport() *cobra.Command {
 
 func newReproduce() *cobra.Command {
 	var o overrides
-	var quick, standard bool
+	var quick, standard, allowTCG, vmFuncs bool
 	var runtime, part string
 	cmd := &cobra.Command{
 		Use:   "reproduce STUDY",
@@ -154,7 +155,13 @@ func newReproduce() *cobra.Command {
 			if part != "" && args[0] != studies.OpenStackSFC {
 				return fmt.Errorf("reproduce %s: --part is for %s only", args[0], studies.OpenStackSFC)
 			}
+			if vmFuncs && args[0] != studies.OpenStackSFC {
+				return fmt.Errorf("reproduce %s: --vm is for %s only (its functions were VMs); %s has --runtime vm", args[0], studies.OpenStackSFC, args[0])
+			}
 			if args[0] == studies.OpenStackSFC {
+				if vmFuncs {
+					return reproduceOpenStackSFCVM(cmd, &o, part, quick, standard, runtime, allowTCG)
+				}
 				return reproduceOpenStackSFC(cmd, &o, part, quick, standard, runtime)
 			}
 			st, err := studies.Get(args[0])
@@ -174,13 +181,18 @@ func newReproduce() *cobra.Command {
 			if err != nil {
 				return err
 			}
+			if err := st.VMScenarios(e, runtime, allowTCG, accel.Host()); err != nil {
+				return err
+			}
 			return runExperiment(cmd, e, &o, bench.Files(inputs))
 		},
 	}
 	o.flags(cmd)
 	cmd.Flags().BoolVar(&quick, "quick", false, "a short smoke version (fewer, shorter repetitions)")
 	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to fit a sitting, one to two hours on two cores (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
-	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker)")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker, kubernetes, vm; refused where every scenario names its own, as in single-host-chain and http-proxy); http-proxy --runtime vm: only its KVM column and the native baselines")
+	cmd.Flags().BoolVar(&allowTCG, "allow-tcg", false, "run the study's VM scenarios (http-proxy: the KVM column) under TCG where KVM is not usable; every figure of them is marked \"emulated CPU (TCG): not comparable\"")
+	cmd.Flags().BoolVar(&vmFuncs, "vm", false, "openstack-sfc only: its data plane with every function a VM, as the study's VNFs were (the transparent scenarios; under TCG only with --allow-tcg)")
 	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
 	return cmd
 }

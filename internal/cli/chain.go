@@ -15,7 +15,7 @@ func newChain() *cobra.Command {
 		Use:   "chain",
 		Short: "Deploy study C's JSON chain descriptions over the networking-sfc API of a running sfclab serve",
 	}
-	cmd.AddCommand(newChainApply())
+	cmd.AddCommand(newChainApply(), newChainGraph())
 	return cmd
 }
 

@@ -18,12 +18,14 @@ import (
 	"github.com/sfclab/sfclab/internal/labgen"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/steer"
 	"github.com/vishvananda/netlink"
 )
 
 // TestMain lets a test run the real command line in a child process (for kill -9 tests).
 func TestMain(m *testing.M) {
+	vm.GuestMain()                            // this binary is also the agent of the guests a VM test boots
 	if os.Getenv("SFCLAB_CLI_CHILD") == "1" { // as cmd/sfclab's main does
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
@@ -262,6 +264,62 @@ func sleepRunning(arg string) bool {
 		}
 	}
 	return false
+}
+
+// After kill -9 of a deploy while its VM boots (QEMU running, the guest not up yet), destroy
+// --all leaves no QEMU, tap (they live in the VM node's namespace), socket or run directory,
+// namespace or cgroup.
+func TestKill9VMThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	privateState(t)
+	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	lab := writeLabFile(t, `name: t-kvm9
+endpoints: {client: {}, server: {}}
+functions:
+  a: {kind: forwarder, vm: {}}
+chains: [{from: client, to: server, hops: [a]}]
+`)
+	child := exec.Command(os.Args[0], "deploy", lab)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(60 * time.Second) // the guest image is built first
+	for len(vm.QEMUPids("t-kvm9")) == 0 {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never started QEMU")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	if _, err := os.Stat(filepath.Join(vm.RunRoot, "t-kvm9", "a")); err != nil {
+		t.Fatalf("test setup: the killed deploy left no VM run directory to clean: %v", err)
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab t-kvm9") {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if pids := vm.QEMUPids("t-kvm9"); len(pids) > 0 {
+		t.Errorf("QEMU left: %v", pids)
+	}
+	if ns, _ := netdev.ListNetns("sfc.t-kvm9"); len(ns) > 0 {
+		t.Errorf("namespaces (with the taps) left: %v", ns)
+	}
+	if _, err := os.Stat(filepath.Join(vm.RunRoot, "t-kvm9")); !os.IsNotExist(err) {
+		t.Errorf("VM run directory (socket, console) left: %v", err)
+	}
+	if _, err := cgroup.Open("labs/t-kvm9"); err == nil {
+		t.Error("cgroup left")
+	}
 }
 
 // A 1,000-node deploy killed with kill -9 midway is removed entirely by destroy --all.

@@ -69,7 +69,7 @@ func newDeploy() *cobra.Command {
 	}
 	cmd.Flags().BoolVar(&dryRun, "dry-run", false, "print the resolved plan and create nothing")
 	cmd.Flags().StringVarP(&format, "output", "o", "text", "plan format with --dry-run: text or json")
-	cmd.Flags().StringVar(&runtime, "runtime", "", "deploy on this runtime instead of the file's (netns, docker)")
+	cmd.Flags().StringVar(&runtime, "runtime", "", "deploy on this runtime instead of the file's (netns, docker, kubernetes, vm)")
 	cmd.Flags().StringVar(&attach, "attach", "", "docker attachment instead of the file's (routed, nat)")
 	return cmd
 }

@@ -20,7 +20,7 @@ func newExec() *cobra.Command {
 				return err
 			}
 			d := newDeployer(cmd.ErrOrStderr())
-			p, err := d.Journal.ReadPlan(args[0])
+			p, err := d.ReadPlan(args[0])
 			if err != nil {
 				return err
 			}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/vm"
 )
 
 func newImages() *cobra.Command {
@@ -27,17 +28,24 @@ Docker Engine. No registry is needed. The tag is a hash of the suite and the pac
 image is reused until the list changes; deploy builds it when it is missing.`,
 	}
 	cmd.AddCommand(newImagesBuild(), newImagesList(), newImagesRemove())
+	cmd.PersistentFlags().StringVar(&imagesRuntime, "runtime", "docker", "whose images: docker (the node image) or vm (guest kernel and initramfs, under "+vm.DefaultImageRoot+")")
 	return cmd
 }
 
+// imagesRuntime is the --runtime of `sfclab images`.
+var imagesRuntime string
+
 func newImagesBuild() *cobra.Command {
 	var force bool
-	var mirror, suite string
+	var mirror, suite, labFile string
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (minutes; reused when it exists, --force rebuilds)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if imagesRuntime == "vm" {
+				return buildVMImage(cmd, labFile)
+			}
 			if err := deploy.CheckRoot(); err != nil {
 				return err
 			}
@@ -55,6 +63,7 @@ func newImagesBuild() *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even if the image exists")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "Debian mirror URL (default: the one in /etc/apt/sources.list*)")
 	cmd.Flags().StringVar(&suite, "suite", "", "Debian suite (default: the host's)")
+	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: also the programs this lab file's kinds need")
 	return cmd
 }
 
@@ -64,6 +73,9 @@ func newImagesList() *cobra.Command {
 		Short: "List the node images sfclab built (* marks the one deploys use)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if imagesRuntime == "vm" {
+				return listVMImages(cmd)
+			}
 			imgs, err := docker.Runtime{}.Images(cmd.Context())
 			if err != nil {
 				return err
@@ -93,8 +105,14 @@ func newImagesRemove() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "rm",
 		Short: "Remove outdated node images (--all: every node image sfclab built)",
-		Args:  cobra.NoArgs,
+		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if imagesRuntime == "vm" {
+				return removeVMImages(cmd, args, all)
+			}
+			if len(args) > 0 {
+				return fmt.Errorf("sfclab images rm takes no arguments for docker images")
+			}
 			removed, err := docker.Runtime{}.RemoveImages(cmd.Context(), !all)
 			for _, r := range removed {
 				fmt.Fprintf(cmd.OutOrStdout(), "removed %s\n", r)

@@ -107,6 +107,11 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 		return err
 	}
 	for _, n := range i.Nodes {
+		if n.Machine != "" {
+			fmt.Fprintf(tw, "\nVM %s: %s\n", n.Name, n.Machine)
+		}
+	}
+	for _, n := range i.Nodes {
 		if n.Down != "" {
 			fmt.Fprintf(tw, "\nfunction %s DOWN: %s\n", n.Name, n.Down)
 		}

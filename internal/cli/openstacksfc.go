@@ -1,10 +1,14 @@
 package cli
 
 import (
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"net/url"
+
 	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"github.com/sfclab/sfclab/internal/oracle"
 	"io/fs"
 	"net"
 	"net/http"
@@ -18,13 +22,14 @@ import (
 	"github.com/sfclab/sfclab"
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/api/sfcclient"
+	"github.com/sfclab/sfclab/apiplane"
 	"github.com/sfclab/sfclab/bench"
-	"github.com/sfclab/sfclab/bench/probe/firstpacket"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe/firstpacket"
+	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/steer/apiplane"
 	"github.com/sfclab/sfclab/studies"
 	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
@@ -171,6 +176,20 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		return err
 	}
 	fmt.Fprintf(&rep, "\nPublished (study C, Borsatti et al., OpenStack with networking-sfc on CloudLab, OVS, section V and Fig. 5): a few seconds per chain, growing by about 0.5 s per added function, most of it in the port-chain step. The figure's bars are not given as numbers, so only the slope is compared. The study gives no figure for the time until the first packet crosses a new chain.\n")
+	fmt.Fprintf(&rep, "\n## Beside the real networking-sfc server\n\n")
+	fmt.Fprintf(errOut, "study C deploy time: the same chains against the real networking-sfc server\n")
+	theirs, oerr := oracleDeployTime(ctx, e, c.Endpoint, p.Lab)
+	if len(theirs) == 0 {
+		fmt.Fprintf(&rep, "**Not measured**: %v\n", oerr)
+	} else {
+		fmt.Fprintf(&rep, "The same sequence of requests, in the same run, against the real networking-sfc server on this host (Debian's neutron-server %s with networking-sfc's dummy drivers: control plane only, nothing is steered; SQLite database; the lab's ports mirrored into it with their names and device ids), beside `sfclab serve` programming the eBPF data plane. Means over the repetitions, ms.\n\n", oracle.Version())
+		if oerr != nil {
+			fmt.Fprintf(&rep, "**Incomplete**: %v\n\n", oerr)
+		}
+		if err := sfcclient.CompareTable(&rep, samples, theirs, "sfclab serve (eBPF data plane)", "networking-sfc (dummy driver)"); err != nil {
+			return err
+		}
+	}
 	var csv bytes.Buffer
 	if err := sfcclient.CSV(&csv, samples); err != nil {
 		return err
@@ -205,12 +224,17 @@ const (
 // experiment whose report lands in --out, then the REST deploy-time experiment, whose report
 // lands in --out/deploy-time (in --out itself with --part deploy-time).
 func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string) error {
+	if runtime == spec.RuntimeKubernetes {
+		if err := kubernetesPlacement(cmd.Context()); err != nil {
+			return err
+		}
+	}
 	switch {
 	case part != "" && part != partDataPlane && part != partDeployTime:
 		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
 	case standard:
 		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
-	case runtime != "" && runtime != "netns" && part != partDataPlane:
+	case runtime != "" && runtime != "netns" && runtime != spec.RuntimeVM && part != partDataPlane: // vm: refused by Load with what to do
 		return fmt.Errorf("reproduce %s --runtime %s: only its data plane runs on %s (--part %s): the deploy-time lab's functions have both ports on one network of one host, which Docker's networks cannot give (the engine connects a container to a network once)", openstackSFC, runtime, runtime, partDataPlane)
 	case part == partDeployTime && o.duration != 0:
 		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
@@ -235,4 +259,74 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 	}
 	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
 	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions)
+}
+
+// reproduceOpenStackSFCVM runs study C's data plane with its functions as VMs (--vm): the
+// transparent scenarios on runtime vm, gated as study B's KVM column (TCG only with
+// --allow-tcg, every figure marked). The deploy-time part measures the control plane and
+// runs without it.
+func reproduceOpenStackSFCVM(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string, allowTCG bool) error {
+	switch {
+	case runtime != "" && runtime != spec.RuntimeVM:
+		return fmt.Errorf("reproduce %s --vm: the functions run on runtime vm; leave out --runtime %s", openstackSFC, runtime)
+	case part == partDeployTime:
+		return fmt.Errorf("reproduce %s --vm --part %s: the deploy-time part measures the networking-sfc API's deploy time, not the functions; run it without --vm", openstackSFC, partDeployTime)
+	case standard:
+		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full or --quick", openstackSFC)
+	}
+	st, err := studies.Get(openstackSFC)
+	if err != nil {
+		return err
+	}
+	scale := studies.Full
+	if quick {
+		scale = studies.Quick
+	}
+	e, inputs, err := st.Load(scale, "")
+	if err != nil {
+		return err
+	}
+	if err := st.VMFunctions(e, inputs); err != nil {
+		return err
+	}
+	if err := st.VMScenarios(e, spec.RuntimeVM, allowTCG, accel.Host()); err != nil {
+		return err
+	}
+	return runExperiment(cmd, e, o, bench.Files(inputs))
+}
+
+// kubernetesPlacement says whether study C's data plane can run on the kubernetes runtime's
+// cluster: its labs place the functions on four hosts as its Fig. 3 (contr01, comp02, comp03,
+// comp04), and on kubernetes a host is a Kubernetes node. It refuses, naming what the cluster
+// has and what is missing, when it cannot.
+func kubernetesPlacement(ctx context.Context) error {
+	nodes, err := kubernetes.Runtime{}.Nodes(ctx)
+	if err != nil {
+		return fmt.Errorf("reproduce %s --runtime kubernetes: %w", openstackSFC, err)
+	}
+	if len(nodes) < 4 {
+		return fmt.Errorf("reproduce %s --runtime kubernetes: the study places its functions on four hosts (Fig. 3: contr01, comp02, comp03, comp04), each a Kubernetes node on this runtime, and the cluster has %d (%s); run it on netns, where the four hosts are emulated on this machine", openstackSFC, len(nodes), strings.Join(nodes, ", "))
+	}
+	return fmt.Errorf("reproduce %s --runtime kubernetes: the cluster has %d nodes (%s), but a lab on nodes other than the one sfclab runs on needs the sfclab agent DaemonSet that wires them, which is not done yet (docs/kubernetes.md); run it on netns", openstackSFC, len(nodes), strings.Join(nodes, ", "))
+}
+
+// oracleDeployTime runs experiment e again against the real networking-sfc server
+// (internal/oracle: control plane only, networking-sfc's dummy drivers), with the ports of
+// lab, as the API at ours serves them, mirrored into it. The oracle is stopped before it
+// returns.
+func oracleDeployTime(ctx context.Context, e *sfcclient.DeployTime, ours, lab string) ([]sfcclient.Sample, error) {
+	if err := oracle.Available(); err != nil {
+		return nil, err
+	}
+	o, err := oracle.Start(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer o.Stop()
+	if _, err := o.Mirror(ctx, ours, "?sfclab%3Alab="+url.QueryEscape(lab)); err != nil {
+		return nil, err
+	}
+	oe := *e
+	oe.Lab, oe.FirstPacket, oe.Progress = "", nil, nil // the oracle has one lab's ports and no data plane
+	return oe.Run(ctx, &sfcclient.Client{Endpoint: o.URL})
 }

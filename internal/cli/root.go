@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"os"
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/runtime/runtimes"
@@ -50,7 +51,15 @@ load balancers, any command), steers traffic through them and removes every trac
 	}
 	root.SetOut(stdout)
 	root.SetErr(stderr)
-	root.AddCommand(newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(),
+	// The kubernetes runtime reads $KUBECONFIG (as kubectl does); the flag sets it for this run.
+	kubeconfig := root.PersistentFlags().String("kubeconfig", "", "kubeconfig of the kubernetes runtime (default $KUBECONFIG, then ~/.kube/config)")
+	root.PersistentPreRunE = func(*cobra.Command, []string) error {
+		if *kubeconfig != "" {
+			return os.Setenv("KUBECONFIG", *kubeconfig)
+		}
+		return nil
+	}
+	root.AddCommand(newAgent(), newDeploy(), newDestroy(), newInspect(), newExec(), newBench(), newReport(),
 		newReproduce(), newImages(), newExport(), newVersion(), newLB(), newServe(), newChain(), newMetrics(), newTop())
 	return root
 }

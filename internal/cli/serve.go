@@ -11,10 +11,11 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/api"
+	"github.com/sfclab/sfclab/apiplane"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/journal"
-	"github.com/sfclab/sfclab/steer/apiplane"
 	"github.com/sfclab/sfclab/telemetry"
+	"github.com/sfclab/sfclab/vnf/kinds"
 	"github.com/spf13/cobra"
 )
 
@@ -50,7 +51,7 @@ X-Auth-Token (e.g. openstack --os-auth-type admin_token --os-token TOKEN ...).`,
 			defer release()
 			rec := &api.Recorder{Path: record}
 			cfg := api.Config{
-				Journal:   journal.Journal{Root: root},
+				Journal:   journal.Journal{Root: root, Kinds: kinds.Spec()},
 				DataPlane: &apiplane.Switch{Plane: &apiplane.Plane{Journal: journal.Journal{Root: root}}, Other: rec},
 				Token:     token,
 				Log:       func(f string, a ...any) { fmt.Fprintf(cmd.ErrOrStderr(), f+"\n", a...) },

@@ -210,36 +210,6 @@ func BenchmarkDockerBound(b *testing.B) {
 	}
 }
 
-// BenchmarkDockerConnect deploys both labs with each container's other networks connected
-// before its start (one start sets up every endpoint) and after it (the engine adds each
-// endpoint to a running container), interleaved, and reports both deploy times.
-//
-// Run: flock -o /tmp/sfclab-suite.lock go test -run '^$' -bench DockerConnect -benchtime 2x ./runtime/docker/
-func BenchmarkDockerConnect(b *testing.B) {
-	if skipReason != "" {
-		b.Skip(skipReason)
-	}
-	defer func(v bool) { *docker.ConnectBeforeStart = v }(*docker.ConnectBeforeStart)
-	for _, l := range benchLabs {
-		if strings.HasSuffix(l.name, "-host") {
-			continue // no Docker network to connect
-		}
-		b.Run(l.name, func(b *testing.B) {
-			p := dockerPlan(b, l.yaml)
-			var sum [2]time.Duration
-			for i := 0; i < b.N; i++ {
-				for k, before := range []bool{true, false} {
-					*docker.ConnectBeforeStart = before
-					wall, _, _ := deployOnce(b, p, 0, nil)
-					sum[k] += wall
-				}
-			}
-			b.ReportMetric(sum[0].Seconds()/float64(b.N), "deploy-s-before-start")
-			b.ReportMetric(sum[1].Seconds()/float64(b.N), "deploy-s-after-start")
-		})
-	}
-}
-
 // A setup failing midway on docker unwinds every container and network created before it.
 func TestFailureMidwayLeavesNothing(t *testing.T) {
 	requireEngine(t)

@@ -5,9 +5,13 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"net/netip"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
+	"time"
 
 	"go.yaml.in/yaml/v3"
 
@@ -41,6 +45,7 @@ type composeService struct {
 	Networks map[string]composeEndpoint `yaml:"networks"`
 	Ports    []string                   `yaml:"ports,omitempty"`
 	Volumes  []string                   `yaml:"volumes,omitempty"`
+	Cpuset   string                     `yaml:"cpuset,omitempty"`
 	Command  []string                   `yaml:"command"`
 }
 
@@ -143,10 +148,26 @@ var ErrNeedsDir = errors.New("its nodes read files written beside the compose fi
 // deploy does, and the files its kind asks for (vnf.ComposeFiler: the balancer's
 // configuration), which the export writes beside the compose file as LAB.NODE.NAME and the
 // service mounts read-only.
+//
+// What a compose file can carry is written and said in its header: a segment's shaping as tc
+// commands in each member's script (egress, as deploy shapes it), and a lab on one emulated
+// host as this machine with the host's cores as every container's cpuset. What it cannot is
+// refused with an error naming it, never dropped: several emulated hosts (ErrComposeHosts),
+// an attachment driver other than veth (ErrComposeDriver), transparent steering
+// (ErrTransparentExport).
 // Equivalent to: sfclab export --format compose -o compose.yaml LAB.yaml; docker-compose -f compose.yaml up -d
 func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	if p.Transparent != nil {
 		return nil, fmt.Errorf("export lab %s: %w", p.Lab, ErrTransparentExport)
+	}
+	host, err := composeHost(p)
+	if err != nil {
+		return nil, err
+	}
+	for _, n := range p.Nodes {
+		if n.Driver != nil && n.Driver.Type != "" && n.Driver.Type != spec.DriverVeth {
+			return nil, fmt.Errorf("export lab %s: node %s: %w: driver %s; export it with the default driver (veth), or deploy it with sfclab deploy", p.Lab, n.Name, ErrComposeDriver, n.Driver.Type)
+		}
 	}
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
 	lbl := map[string]string{LabelExported: p.Lab}
@@ -155,8 +176,12 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 		if !published(p, s) {
 			drv["com.docker.network.bridge.enable_ip_masquerade"] = "false"
 		}
+		gw, err := composeGateway(p, s)
+		if err != nil {
+			return nil, err
+		}
 		f.Networks[s.Name] = composeNetwork{Driver: "bridge", DriverOpts: drv, Labels: lbl,
-			IPAM: composeIPAM{Config: []composeSubnet{{Subnet: s.Subnet.Masked().String(), Gateway: s.Gateway.String()}}}}
+			IPAM: composeIPAM{Config: []composeSubnet{{Subnet: s.Subnet.Masked().String(), Gateway: gw.String()}}}}
 	}
 	e := &Export{}
 	var selfRunners []string
@@ -175,6 +200,9 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 		}
 		for _, sc := range n.Sysctls {
 			svc.Sysctls[sc.Key] = sc.Value
+		}
+		if host != nil && n.Host == host.Name {
+			svc.Cpuset = host.CPUs
 		}
 		for _, i := range n.Interfaces {
 			svc.Networks[i.Segment] = composeEndpoint{IPv4Address: i.Address.Addr().String()}
@@ -222,6 +250,23 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	}
 	for _, ef := range e.Files {
 		fmt.Fprintf(&data, "# Reads ./%s, written beside this file.\n", ef.Name)
+	}
+	if host != nil {
+		fmt.Fprintf(&data, "# Emulated host %s is written as this machine: its nodes' networks are Docker bridges here\n"+
+			"# (sfclab deploy puts them in the host's own namespace)", host.Name)
+		if host.CPUs != "" {
+			fmt.Fprintf(&data, ", and its containers are confined to\n# cores %s (cpuset), as deploy confines them", host.CPUs)
+		}
+		data.WriteString(".\n")
+	}
+	for _, s := range p.Segments {
+		if s.Shape != nil {
+			fmt.Fprintf(&data, "# Segment %s is shaped (%s) by tc in its members' containers, on each member's egress", s.Name, s.Shape)
+			if s.Shape.NeedsNetem() {
+				data.WriteString(";\n# delay, jitter and loss need the kernel's netem (module sch_netem)")
+			}
+			data.WriteString(".\n")
+		}
 	}
 	enc := yaml.NewEncoder(&data)
 	enc.SetIndent(2)
@@ -351,6 +396,11 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 		}
 		fmt.Fprintf(&b, " lookup %d\n", r.Table)
 	}
+	for _, i := range n.Interfaces {
+		if sh := segmentShape(p, i.Segment); sh != nil {
+			b.WriteString(shapeCommands(ifVar(i.Name), *sh))
+		}
+	}
 	final := "exec sleep infinity"
 	if f := n.Function; f != nil {
 		pf := *f // rendered rules name interfaces by placeholder
@@ -384,6 +434,97 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 	}
 	b.WriteString(final + "\n")
 	return b.String(), nil
+}
+
+// ErrComposeDriver says a node's attachment driver has no compose form: sfclab attaches a
+// macvlan, moved device, SR-IOV VF or eBPF redirect itself, after the container starts.
+var ErrComposeDriver = errors.New("a compose file cannot attach an interface by another driver than veth (sfclab attaches it after the container starts)")
+
+// ErrComposeHosts says a lab on several emulated hosts has no compose form.
+var ErrComposeHosts = errors.New("emulated hosts are namespaces of their own joined by VXLAN over an underlay bridge, which a compose file cannot make")
+
+// composeHost checks a lab's emulated hosts for export: none is fine (nil); one is written as
+// the machine itself, its cores as each of its containers' cpuset (returned); several are
+// refused (a single host has no link to shape: the lab file refuses one).
+func composeHost(p *plan.Plan) (*plan.Host, error) {
+	hs := p.AllHosts()
+	switch {
+	case len(hs) == 0:
+		return nil, nil
+	case len(hs) > 1:
+		names := make([]string, len(hs))
+		for i, h := range hs {
+			names[i] = h.Name
+		}
+		return nil, fmt.Errorf("export lab %s: %d emulated hosts (%s): %w; export it with one host or none, or deploy it with sfclab deploy", p.Lab, len(hs), strings.Join(names, ", "), ErrComposeHosts)
+	}
+	return hs[0], nil
+}
+
+// composeGateway is a segment's Docker network gateway: the plan's, or on an emulated host
+// (where the plan gives none: deploy makes its own bridges) the subnet's last usable address,
+// as the plan gives a Docker network.
+func composeGateway(p *plan.Plan, s *plan.Segment) (netip.Addr, error) {
+	if s.Gateway.IsValid() {
+		return s.Gateway, nil
+	}
+	pre := s.Subnet.Masked()
+	if !pre.Addr().Is4() || pre.Bits() > 30 {
+		return netip.Addr{}, fmt.Errorf("export lab %s: segment %s (%s) has no room for a Docker gateway; give the chain a larger subnet", p.Lab, s.Name, s.Subnet)
+	}
+	a := pre.Addr().As4()
+	v := uint32(a[0])<<24 | uint32(a[1])<<16 | uint32(a[2])<<8 | uint32(a[3])
+	v |= 1<<(32-pre.Bits()) - 1
+	v--
+	gw := netip.AddrFrom4([4]byte{byte(v >> 24), byte(v >> 16), byte(v >> 8), byte(v)})
+	for _, n := range p.Nodes {
+		for _, i := range n.Interfaces {
+			if i.Address.Addr() == gw {
+				return netip.Addr{}, fmt.Errorf("export lab %s: segment %s: node %s has %s, the address a Docker gateway needs; give the chain a larger subnet", p.Lab, s.Name, n.Name, gw)
+			}
+		}
+	}
+	return gw, nil
+}
+
+func segmentShape(p *plan.Plan, name string) *spec.Shape {
+	for _, s := range p.Segments {
+		if s.Name == name {
+			return s.Shape
+		}
+	}
+	return nil
+}
+
+// tbfQueue is how long a packet may wait in the tbf queue, as deploy sizes it (netdev).
+const tbfQueue = 50 * time.Millisecond
+
+// shapeCommands are the tc commands that shape an interface's egress as deploy does
+// (netdev.NS.SetShape): netem at the root for delay, jitter or loss, a tbf for the rate
+// (below netem when both).
+func shapeCommands(v string, sh spec.Shape) string {
+	var b strings.Builder
+	parent := "root"
+	if sh.NeedsNetem() {
+		fmt.Fprintf(&b, "tc qdisc replace dev \"$%s\" root handle 1: netem limit 10000", v)
+		if sh.Delay > 0 {
+			fmt.Fprintf(&b, " delay %dus", sh.Delay.Microseconds())
+			if sh.Jitter > 0 {
+				fmt.Fprintf(&b, " %dus", sh.Jitter.Microseconds())
+			}
+		}
+		if sh.LossPercent > 0 {
+			fmt.Fprintf(&b, " loss %s%%", strconv.FormatFloat(sh.LossPercent, 'f', -1, 64))
+		}
+		b.WriteString("  # segment shaping\n")
+		parent = "parent 1:1"
+	}
+	if sh.RateBits > 0 {
+		limit := uint64(float64(sh.RateBits/8)*tbfQueue.Seconds()) + uint64(sh.BurstBytes)
+		fmt.Fprintf(&b, "tc qdisc replace dev \"$%s\" %s handle 2: tbf rate %dbit burst %d limit %d  # segment shaping\n",
+			v, parent, sh.RateBits, sh.BurstBytes, min(limit, math.MaxUint32))
+	}
+	return b.String()
 }
 
 func portRange(r spec.PortRange) string {

@@ -20,6 +20,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/httpserver"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 )
 
@@ -172,7 +173,7 @@ func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, 
 // the origin serves it at its size, and the second request is a cache hit.
 func TestComposeExportHTTP(t *testing.T) {
 	p := loadLab(t, "../../experiments/labs/http-cache.yaml", "t-dk-cmph", func(l *spec.Lab) {
-		l.Endpoints["origin"].HTTP.Objects = []string{"1k", "10k"}
+		l.Endpoints["origin"].HTTP.(*httpserver.HTTPServerParams).Objects = []string{"1k", "10k"}
 	})
 	buf, id, dockerExec := composeUp(t, p)
 	client := id("client")

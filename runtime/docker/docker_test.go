@@ -422,21 +422,34 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 		}
 		cg := float64(c1.Total()-c0.Total()) / float64(time.Since(t0)) * 100
 		t.Logf("one busy CPU: docker stats %.1f %%, cgroup %.1f %% (user %s, system %s)", pct, cg, c1.User-c0.User, c1.System-c0.System)
-		if pct < 50 || pct > 150 {
+		// Both figures are the share of a core the busy thread got: 96-99 % on an idle host,
+		// but 55-67 % beside two busy processes on the 2-core development host (stress-ng
+		// --cpu 2, 2026-11-27; a floor of 50 % was 4.6 points from failing with the load, not
+		// with the code). They come from two sources (the engine's stats API over 1 s, the
+		// cgroup's counters since the start) and agreed within 10 % in every run seen
+		// (98.4/97.1, 98.6/95.7, 66.9/67.3, 59.1/54.6): the check is their agreement within
+		// 0.7-1.4, which fails a percent of all cores (x0.5 here), a fraction for a percent
+		// (x0.01) or another container's CPU. Each alone: at most 150 % for one thread (a
+		// figure doubled is 200 %), at least 20 % (a busy thread gets less only beside 9 others
+		// on 2 cores).
+		if pct < 20 || pct > 150 {
 			t.Errorf("docker stats says %.1f %% for one busy CPU", pct)
 		}
-		if cg < 40 || cg > 150 {
+		if cg < 20 || cg > 150 {
 			t.Errorf("cgroup says %.1f %% for one busy CPU", cg)
+		}
+		if r := pct / cg; r < 0.7 || r > 1.4 {
+			t.Errorf("docker stats says %.1f %%, the cgroup %.1f %% for one busy CPU: %.2f times, want the same within 0.7-1.4", pct, cg, r)
 		}
 		// Every container, functions included, must have engine stats: renaming its
 		// interfaces once left function containers with none (0 %, no PIDs).
 		for _, pn := range p.Nodes {
-			st, err := node(t, d, p, pn.Name).Stats(context.Background())
-			if err != nil || st.Read.IsZero() || st.CPUTotal == 0 {
+			st, err := node(t, d, p, pn.Name).EngineCPU(context.Background())
+			if err != nil || st.Read.IsZero() || st.CPU == 0 {
 				t.Errorf("docker stats of %s: %+v, %v; want a sample", pn.Name, st, err)
 			}
 		}
-		if pct2, err := docker.StatsCPUPercent(context.Background(), p.Lab, "server"); err != nil || pct2 > 20 {
+		if pct2, err := node(t, d, p, "server").StatsCPUPercent(context.Background()); err != nil || pct2 > 20 {
 			t.Errorf("idle server: docker stats %.1f %%, %v", pct2, err)
 		}
 	})

@@ -11,10 +11,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe"
-	httpprobe "github.com/sfclab/sfclab/bench/probe/http"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	httpprobe "github.com/sfclab/sfclab/probe/http"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"

@@ -19,8 +19,9 @@ import (
 	"github.com/moby/moby/api/pkg/stdcopy"
 	"github.com/moby/moby/client"
 
-	"github.com/sfclab/sfclab/internal/proc"
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/proc"
 	"github.com/sfclab/sfclab/runtime"
 )
 
@@ -37,7 +38,7 @@ type Node struct {
 	sfclab string   // SfclabPath when the sfclab program is mounted there
 
 	cgOnce sync.Once
-	cg     cgroupDir
+	cg     *cgroup.Group
 	cgErr  error
 }
 

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"io"
-	"math"
 	"net/netip"
 	"os"
 	"path/filepath"
@@ -12,7 +11,6 @@ import (
 	"slices"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sfclab/sfclab/internal/labgen"
 	"github.com/sfclab/sfclab/journal"
@@ -191,42 +189,6 @@ func TestNATRules(t *testing.T) {
 	}
 }
 
-func TestCPUPercent(t *testing.T) {
-	prev := Stats{CPUTotal: 1e9, SystemCPU: 100e9, OnlineCPUs: 2}
-	cur := Stats{CPUTotal: 2e9, SystemCPU: 102e9, OnlineCPUs: 2, Read: time.Now()}
-	// 1 s of container CPU over 2 s of host CPU time (1 s wall on 2 CPUs) = one busy CPU.
-	if got, err := CPUPercent(prev, cur); got != 100 || err != nil {
-		t.Errorf("CPUPercent = %v, %v; want 100", got, err)
-	}
-	idle := Stats{CPUTotal: 1e9, SystemCPU: 102e9, OnlineCPUs: 2}
-	if got, err := CPUPercent(prev, idle); got != 0 || err != nil {
-		t.Errorf("idle container: %v, %v; want a real 0", got, err)
-	}
-	// No usable delta is no figure, never an invented 0 %.
-	for name, pair := range map[string][2]Stats{
-		"backwards":         {cur, prev},
-		"host not advanced": {prev, {CPUTotal: 2e9, SystemCPU: 100e9, OnlineCPUs: 2}},
-		"no CPU count":      {prev, {CPUTotal: 2e9, SystemCPU: 102e9}},
-	} {
-		if got, err := CPUPercent(pair[0], pair[1]); !errors.Is(err, ErrNoStatsDelta) || !math.IsNaN(got) {
-			t.Errorf("%s: %v, %v; want NaN and ErrNoStatsDelta", name, got, err)
-		}
-	}
-}
-
-func TestCgroupMount(t *testing.T) {
-	mi := `35 25 0:30 / /sys/fs/cgroup/cpu,cpuacct rw,nosuid shared:14 - cgroup cgroup rw,cpu,cpuacct
-36 25 0:31 / /sys/fs/cgroup/memory rw,nosuid shared:15 - cgroup cgroup rw,memory
-40 25 0:35 / /sys/fs/cgroup/unified rw shared:9 - cgroup2 cgroup2 rw
-`
-	if mp, root, ok := cgroupMount(mi, "cgroup", "cpuacct"); !ok || mp != "/sys/fs/cgroup/cpu,cpuacct" || root != "/" {
-		t.Errorf("v1: %q %q %v", mp, root, ok)
-	}
-	if mp, _, ok := cgroupMount(mi, "cgroup2", ""); !ok || mp != "/sys/fs/cgroup/unified" {
-		t.Errorf("v2: %q %v", mp, ok)
-	}
-}
-
 func TestDebootstrapProgress(t *testing.T) {
 	var got []BuildProgress
 	d := &debootstrapProgress{phase: "resolve", counts: map[string]int64{}, report: func(p BuildProgress) { got = append(got, p) }}
@@ -289,18 +251,14 @@ func TestUnreachableEngine(t *testing.T) {
 // createOrder puts every network once and every container once, each container after every
 // network it needs and right after the last of them.
 func TestCreateOrder(t *testing.T) {
-	defer func(v bool) { connectBeforeStart = v }(connectBeforeStart)
 	for _, tc := range []struct {
-		name   string
-		yaml   string
-		before bool
+		name string
+		yaml string
 	}{
-		{"chain of 6, connect before start", labgen.Big("t-o6", 1, 6, 0), true},
-		{"chain of 6, connect after start", labgen.Big("t-o6", 1, 6, 0), false},
-		{"two chains with fan-out", labgen.Big("t-of", 2, 3, 4), true},
+		{"chain of 6", labgen.Big("t-o6", 1, 6, 0)},
+		{"two chains with fan-out", labgen.Big("t-of", 2, 3, 4)},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			connectBeforeStart = tc.before
 			lab, err := spec.Decode([]byte(tc.yaml), "t.yaml", kinds.Spec())
 			if err != nil {
 				t.Fatal(err)
@@ -342,8 +300,8 @@ func TestCreateOrder(t *testing.T) {
 						t.Errorf("container %s waits behind network %s it does not need", n.Name, order[i].(*plan.Segment).Name)
 					}
 				}
-				if !tc.before && len(needs(n)) != 1 {
-					t.Errorf("container %s needs %v before its start, want its first network only", n.Name, needs(n))
+				if len(needs(n)) != len(n.Interfaces) {
+					t.Errorf("container %s needs %v before its start, want all its networks", n.Name, needs(n))
 				}
 			}
 		})

@@ -36,6 +36,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/pool"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
@@ -233,34 +234,7 @@ func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) erro
 	if limit <= 0 {
 		limit = DefaultParallel
 	}
-	sem := make(chan struct{}, limit)
-	var wg sync.WaitGroup
-	var mu sync.Mutex
-	var errs []error
-	failed := func() bool { mu.Lock(); defer mu.Unlock(); return len(errs) > 0 }
-	for i := range n {
-		if failed() {
-			break
-		}
-		if err := ctx.Err(); err != nil {
-			mu.Lock()
-			errs = append(errs, err)
-			mu.Unlock()
-			break
-		}
-		sem <- struct{}{}
-		wg.Add(1)
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			if err := fn(i); err != nil {
-				mu.Lock()
-				errs = append(errs, err)
-				mu.Unlock()
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
+	return pool.Run(ctx, n, limit, fn)
 }
 
 // SfclabPath is where a container finds the sfclab program when its function runs it: the
@@ -297,11 +271,6 @@ func (r Runtime) executable() (string, error) {
 // Runtime.Parallel is 0.
 const DefaultParallel = 4
 
-// connectBeforeStart connects a container to its other networks while it is created, not yet
-// started, so that the start sets up every endpoint at once and Link has no engine request
-// left to make.
-var connectBeforeStart = true
-
 // segmentsReady tells a node's container when the networks it needs exist.
 type segmentsReady struct {
 	done map[string]chan struct{} // closed when the segment's network exists or failed
@@ -329,15 +298,13 @@ func (s *segmentsReady) finish(seg string, ok bool) (last bool) {
 	return s.left == 0
 }
 
-// needs lists the segments whose networks a node's container needs before it is created:
-// its first interface's, or all of them when the others are connected before the start.
+// needs lists the segments whose networks a node's container needs before it is created: all
+// of them, since a container is connected to its other networks while it is created, not yet
+// started, so that the start sets up every endpoint at once and Link has no engine request
+// left to make.
 func needs(n *plan.Node) []string {
-	ifcs := n.Interfaces[:1]
-	if connectBeforeStart {
-		ifcs = n.Interfaces
-	}
-	out := make([]string, len(ifcs))
-	for i, ifc := range ifcs {
+	out := make([]string, len(n.Interfaces))
+	for i, ifc := range n.Interfaces {
 		out[i] = ifc.Segment
 	}
 	return out
@@ -605,7 +572,7 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		defer cancel()
 		return removeContainer(cctx, cli, res.ID, name)
 	})
-	if connectBeforeStart && !p.HostPorts() {
+	if !p.HostPorts() {
 		// The engine of API 1.41 takes one network at create; the others are added before
 		// the start, which then sets up every endpoint in one go.
 		for _, ifc := range n.Interfaces[1:] {
@@ -709,13 +676,9 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 // Link names every interface as the plan does (matched by address: the engine calls them
 // eth0, eth1, ... in its own order) and deletes every default route in the containers
 // (internal networks still get one on this engine). CreateNodes has connected the containers
-// to all their networks already (see connectBeforeStart); otherwise Link does it first.
+// to all their networks already (see needs).
 // Equivalent to: ip link set ethN name IFNAME; ip route del default
 func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, _ runtime.Undo) error {
-	cli, err := r.client(ctx)
-	if err != nil {
-		return err
-	}
 	if p.HostPorts() {
 		return nil // package hosts gives the containers their ports
 	}
@@ -723,14 +686,6 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 	defer r.trace(StageLink, start)
 	return r.parallel(ctx, len(p.Nodes), func(i int) error {
 		n := p.Nodes[i]
-		name := ContainerName(p.Lab, n.Name)
-		if !connectBeforeStart && len(n.Interfaces) > 1 {
-			for _, ifc := range n.Interfaces[1:] {
-				if err := r.connect(ctx, cli, p, name, name, ifc); err != nil {
-					return err
-				}
-			}
-		}
 		h := ns[n.Name]
 		if h == nil {
 			return fmt.Errorf("link node %s: no namespace handle", n.Name)
@@ -901,7 +856,7 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 
 // labUsesDocker reports whether the journal says a lab runs on this runtime.
 func (r Runtime) labUsesDocker(lab string) bool {
-	p, err := journal.Journal{Root: r.stateRoot()}.ReadPlan(lab)
+	p, err := journal.Journal{Root: r.stateRoot(), Kinds: kinds.Spec()}.ReadPlan(lab)
 	return err == nil && p.Runtime == spec.RuntimeDocker
 }
 

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
-	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/proc"
 )
 
 // Node is one lab node of the netns runtime.

@@ -21,6 +21,7 @@ import (
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/pool"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -125,7 +126,7 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 	undo.Push("lab cgroup", func() error { return removeLabCgroup(p.Lab) })
 	// Two workers: creating a namespace is mostly waiting in the kernel (mount and netns
 	// setup), so a second one overlaps that wait; more did not help on 2 cores.
-	err := parallel(ctx, len(keys), createWorkers, func(i int) error {
+	err := pool.Run(ctx, len(keys), createWorkers, func(i int) error {
 		node := keys[i]
 		nsName := names[node]
 		if err := netdev.CreateNetns(nsName); err != nil {
@@ -160,7 +161,7 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 	fabric := out[""]
 	delete(out, "")
 	if fabric != nil {
-		out[fabricKey] = fabric
+		out[FabricKey] = fabric
 	}
 	return out, nil
 }
@@ -168,47 +169,9 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 // createWorkers is how many namespaces CreateNodes creates at once.
 const createWorkers = 2
 
-// parallel runs fn(0..n-1) with at most workers at once; it stops starting new ones after
-// the first error or when ctx is done, waits for the running ones and returns every error.
-func parallel(ctx context.Context, n, workers int, fn func(i int) error) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		next int
-		wg   sync.WaitGroup
-	)
-	take := func() int {
-		mu.Lock()
-		defer mu.Unlock()
-		if len(errs) > 0 || next == n {
-			return -1
-		}
-		if err := ctx.Err(); err != nil {
-			errs = append(errs, err)
-			return -1
-		}
-		next++
-		return next - 1
-	}
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := take(); i >= 0; i = take() {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return errors.Join(errs...)
-}
-
-// fabricKey keys the fabric namespace in the map CreateNodes returns (no node has this name).
-const fabricKey = "#fabric"
+// FabricKey keys the fabric namespace in the map CreateNodes returns (no node has this name);
+// a runtime that hands its namespaces to Link does the same.
+const FabricKey = "#fabric"
 
 // Link creates the veth pairs and bridges of every segment and addresses the interfaces.
 // Bridged segments (few: fan-out groups) are wired one by one; the veth pairs between two
@@ -220,7 +183,7 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 	if len(p.Hosts) > 0 {
 		return fmt.Errorf("link lab %s: its nodes are on emulated hosts, which package deploy wires (package hosts)", p.Lab)
 	}
-	fabric := ns[fabricKey]
+	fabric := ns[FabricKey]
 	var host *netdev.NS
 	defer func() {
 		if host != nil {
@@ -267,7 +230,7 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 			}
 		}
 	}
-	err := parallel(ctx, len(pairs), linkWorkers, func(i int) error {
+	err := pool.Run(ctx, len(pairs), linkWorkers, func(i int) error {
 		s := pairs[i]
 		a, ai := splitMember(s.Members[0])
 		z, zi := splitMember(s.Members[1])
@@ -279,7 +242,7 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 	if err != nil {
 		return err
 	}
-	return parallel(ctx, len(p.Nodes), linkWorkers, func(i int) error {
+	return pool.Run(ctx, len(p.Nodes), linkWorkers, func(i int) error {
 		n := p.Nodes[i]
 		for _, i := range n.Interfaces {
 			if err := ns[n.Name].AddAddrsUp(i.Name, i.Address); err != nil {
@@ -359,7 +322,7 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 		return errors.Join(append(errs, err)...)
 	}
 	defer host.Close()
-	errs = append(errs, forEach(len(nsNames), destroyWorkers, func(i int) error {
+	errs = append(errs, pool.All(len(nsNames), destroyWorkers, func(i int) error {
 		name := nsNames[i]
 		return errors.Join(giveBack(lab, name, host), netdev.DeleteNetns(name))
 	}))
@@ -368,36 +331,6 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 
 // destroyWorkers is how many namespaces Destroy deletes at once.
 var destroyWorkers = goruntime.NumCPU()
-
-// forEach runs fn(0..n-1) with at most workers at once, all of them whatever fails, and
-// returns every error.
-func forEach(n, workers int, fn func(i int) error) error {
-	var (
-		mu   sync.Mutex
-		errs []error
-		wg   sync.WaitGroup
-	)
-	next := make(chan int)
-	for range min(workers, n) {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := range next {
-				if err := fn(i); err != nil {
-					mu.Lock()
-					errs = append(errs, err)
-					mu.Unlock()
-				}
-			}
-		}()
-	}
-	for i := range n {
-		next <- i
-	}
-	close(next)
-	wg.Wait()
-	return errors.Join(errs...)
-}
 
 // removeLabCgroup removes the lab's parent cgroup once its nodes' groups are gone, and the
 // sfclab groups above it when they are empty.
@@ -494,6 +427,10 @@ func pidsInNetns(want map[nsID]string) map[int]string {
 	}
 	return out
 }
+
+// OpenNS opens the node's network namespace (for inspect in a lab whose runtime builds on
+// netns).
+func (n *Node) OpenNS() (*netdev.NS, error) { return netdev.OpenNS(n.Netns) }
 
 // Do runs fn inside the node's network namespace.
 func (n *Node) Do(fn func() error) error {

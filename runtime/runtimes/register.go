@@ -6,7 +6,9 @@ package runtimes
 import (
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
 )
 
@@ -14,14 +16,20 @@ import (
 type Options struct {
 	// StateRoot is the journal root of the deployer using the runtimes ("" = the default).
 	StateRoot string
+	// Kubeconfig is the kubernetes runtime's kubeconfig ("" = $KUBECONFIG or ~/.kube/config).
+	Kubeconfig string
 	// ImageProgress receives the steps of a docker node image build; nil means silent.
 	ImageProgress func(docker.BuildProgress)
+	// VMLog receives the steps of a guest image build; nil means silent.
+	VMLog func(format string, args ...any)
 }
 
 // All returns the built-in runtimes by name.
 func All(o Options) map[string]runtime.Runtime {
 	return map[string]runtime.Runtime{
-		spec.RuntimeNetns:  netns.Runtime{},
-		spec.RuntimeDocker: docker.Runtime{StateRoot: o.StateRoot, Progress: o.ImageProgress},
+		spec.RuntimeNetns:      netns.Runtime{},
+		spec.RuntimeDocker:     docker.Runtime{StateRoot: o.StateRoot, Progress: o.ImageProgress},
+		spec.RuntimeKubernetes: kubernetes.Runtime{StateRoot: o.StateRoot, Kubeconfig: o.Kubeconfig},
+		spec.RuntimeVM:         vm.Runtime{Images: vm.Builder{Log: o.VMLog}, StateRoot: o.StateRoot},
 	}
 }

@@ -7,17 +7,16 @@ import (
 	"fmt"
 
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
 // Custom implements vnf.Function.
 type Custom struct{}
 
-func params(f *plan.Function) *spec.CustomParams { return f.Params.(*spec.CustomParams) }
+func params(f *plan.Function) *CustomParams { return f.Params.(*CustomParams) }
 
-// NewParams returns the kind's empty parameters (spec.CustomParams) for the decoder.
-func (Custom) NewParams() any { return &spec.CustomParams{} }
+// NewParams returns the kind's empty parameters (CustomParams) for the decoder.
+func (Custom) NewParams() any { return &CustomParams{} }
 
 // Requires lists the declared programs and the first word of every command.
 func (Custom) Requires(f *plan.Function) []string {

@@ -33,18 +33,19 @@ const (
 // Firewall implements vnf.Function.
 type Firewall struct{}
 
-func params(f *plan.Function) *spec.FirewallParams { return f.Params.(*spec.FirewallParams) }
+func params(f *plan.Function) *FirewallParams { return f.Params.(*FirewallParams) }
 
-// NewParams returns the kind's empty parameters (spec.FirewallParams) for the decoder.
-func (Firewall) NewParams() any { return &spec.FirewallParams{} }
+// NewParams returns the kind's empty parameters (FirewallParams) for the decoder.
+func (Firewall) NewParams() any { return &FirewallParams{} }
 
-// Requires lists nft or iptables-restore (and ip6tables-restore for IPv6), by backend.
+// Requires lists nft or iptables-restore and iptables-save (Teardown reads the tables back;
+// ip6tables' for IPv6), by backend.
 func (Firewall) Requires(f *plan.Function) []string {
 	if params(f).Backend == spec.BackendIptables {
 		if f.IPv6 {
-			return []string{"iptables", "iptables-restore", "ip6tables", "ip6tables-restore"}
+			return []string{"iptables", "iptables-restore", "iptables-save", "ip6tables", "ip6tables-restore", "ip6tables-save"}
 		}
-		return []string{"iptables", "iptables-restore"}
+		return []string{"iptables", "iptables-restore", "iptables-save"}
 	}
 	return []string{"nft"}
 }
@@ -85,7 +86,7 @@ func (Firewall) Teardown(ctx context.Context, env vnf.Env) error {
 	return vnf.DeleteNftTables(ctx, env.Node, "inet "+NftTable, "ip "+NftNatTable)
 }
 
-func ruleMatch(r spec.FirewallRule) vnf.Match {
+func ruleMatch(r FirewallRule) vnf.Match {
 	return vnf.Match{Protocol: r.Protocol, Source: r.Source, Destination: r.Destination, SrcPort: r.SourcePort, DstPort: r.Port}
 }
 
@@ -94,7 +95,7 @@ func RuleName(i int) string { return fmt.Sprintf("rule-%d", i+1) }
 
 // ruleMatchFor is rule r's match for a firewall: with IPv6 (dual-stack ports), protocol icmp
 // means ICMP of both families.
-func ruleMatchFor(f *plan.Function, r spec.FirewallRule) vnf.Match {
+func ruleMatchFor(f *plan.Function, r FirewallRule) vnf.Match {
 	m := ruleMatch(r)
 	if f.IPv6 && r.Protocol == "icmp" {
 		m.Protocol = "{ icmp, ipv6-icmp }"

@@ -6,15 +6,14 @@ import (
 	"context"
 
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
 // Forwarder implements vnf.Function.
 type Forwarder struct{}
 
-// NewParams returns the kind's empty parameters (spec.ForwarderParams) for the decoder.
-func (Forwarder) NewParams() any { return &spec.ForwarderParams{} }
+// NewParams returns the kind's empty parameters (ForwarderParams) for the decoder.
+func (Forwarder) NewParams() any { return &ForwarderParams{} }
 
 // Requires lists nothing: forwarding is the kernel's.
 func (Forwarder) Requires(*plan.Function) []string { return nil }

@@ -29,9 +29,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
@@ -64,10 +62,10 @@ type Proxy struct {
 	AccessLog bool
 }
 
-func params(f *plan.Function) *spec.HTTPProxyParams { return f.Params.(*spec.HTTPProxyParams) }
+func params(f *plan.Function) *HTTPProxyParams { return f.Params.(*HTTPProxyParams) }
 
-// NewParams returns the kind's empty parameters (spec.HTTPProxyParams) for the decoder.
-func (Proxy) NewParams() any { return &spec.HTTPProxyParams{} }
+// NewParams returns the kind's empty parameters (HTTPProxyParams) for the decoder.
+func (Proxy) NewParams() any { return &HTTPProxyParams{} }
 
 // Requires lists squid.
 func (Proxy) Requires(*plan.Function) []string { return []string{"squid"} }
@@ -178,18 +176,12 @@ func waitReady(ctx context.Context, node vnf.Node, addr string, pid int, cacheLo
 		}
 		err := errors.New("squid has not logged that it listens")
 		if bytes.Contains(log, []byte(readyMark)) {
-			err = node.Do(func() error {
-				c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-				if err == nil {
-					c.Close()
-				}
-				return err
-			})
+			err = vnf.CheckDial(ctx, node, addr, 200*time.Millisecond)
 			if err == nil {
 				return nil
 			}
 		}
-		if syscall.Kill(pid, 0) != nil {
+		if !vnf.Runs(node, pid) {
 			return fmt.Errorf("squid exited: %s", squidProblems(string(readFrom(cacheLog, logStart))))
 		}
 		if time.Now().After(deadline) {
@@ -210,30 +202,12 @@ func waitReady(ctx context.Context, node vnf.Node, addr string, pid int, cacheLo
 // Equivalent to: kill -KILL -PGID; rm -f /dev/shm/NAME-*.shm /run/squid/NAME-*.ipc
 func (Proxy) Teardown(ctx context.Context, env vnf.Env) error {
 	dir := Dir(env)
-	pidFile := filepath.Join(dir, DaemonFile)
-	data, err := os.ReadFile(pidFile)
-	if errors.Is(err, os.ErrNotExist) {
-		removeIPC(ServiceName(env.Plan.Netns))
-		return nil
-	}
-	if err != nil {
-		return vnf.Errorf(env, "read squid pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return vnf.Errorf(env, "squid pid file %s: bad pid %q", pidFile, data)
-	}
 	// Squid's orderly shutdown takes over a second even with shutdown_lifetime 0; nothing it
 	// would save matters to a lab, so the whole group is killed at once.
-	if proc.GroupRuns(pid, filepath.Join(dir, ConfFile)) { // else gone already
-		if err := proc.StopGroup(pid, 0); err != nil {
-			return vnf.Errorf(env, "stop squid (process group %d): %w", pid, err)
-		}
+	if err := vnf.StopDaemon(env, "squid", filepath.Join(dir, DaemonFile), filepath.Join(dir, ConfFile), 0); err != nil {
+		return err
 	}
 	removeIPC(ServiceName(env.Plan.Netns))
-	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return vnf.Errorf(env, "remove squid pid file: %w", err)
-	}
 	return nil
 }
 

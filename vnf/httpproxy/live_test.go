@@ -243,7 +243,7 @@ func TestProxySetupErrors(t *testing.T) {
 	badPlan := *env.Plan
 	badPlan.Name, badPlan.Netns = "proxy-bad", env.Plan.Netns+"-bad"
 	f := *badPlan.Function
-	pp := *f.Params.(*spec.HTTPProxyParams)
+	pp := *f.Params.(*httpproxy.HTTPProxyParams)
 	pp.Cache, pp.CacheDir = true, 99999999999 // spec allows it, squid does not
 	f.Params = &pp
 	badPlan.Function = &f

@@ -10,7 +10,6 @@ import (
 
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
 )
 
@@ -49,17 +48,17 @@ func golden(t *testing.T, name, got string) {
 func TestSquidConfigGolden(t *testing.T) {
 	p := labtest.Plan(t, goldenLab)
 	f := p.Node("proxy").Function
-	with := func(edit func(*spec.HTTPProxyParams)) *plan.Function {
+	with := func(edit func(*httpproxy.HTTPProxyParams)) *plan.Function {
 		g := *f
-		pp := *f.Params.(*spec.HTTPProxyParams)
+		pp := *f.Params.(*httpproxy.HTTPProxyParams)
 		edit(&pp)
 		g.Params = &pp
 		return &g
 	}
 	dir := "/run/sfclab/labs/t-golden/nodes/proxy.squid"
 	golden(t, "squid.cache-off.conf", httpproxy.SquidConfig(f, dir))
-	golden(t, "squid.cache-mem.conf", httpproxy.SquidConfig(with(func(p *spec.HTTPProxyParams) { p.Cache = true }), dir))
-	golden(t, "squid.cache-disk-smp.conf", httpproxy.SquidConfig(with(func(p *spec.HTTPProxyParams) {
+	golden(t, "squid.cache-mem.conf", httpproxy.SquidConfig(with(func(p *httpproxy.HTTPProxyParams) { p.Cache = true }), dir))
+	golden(t, "squid.cache-disk-smp.conf", httpproxy.SquidConfig(with(func(p *httpproxy.HTTPProxyParams) {
 		p.Cache, p.CacheDir, p.Workers, p.Policy, p.CacheMem, p.MaxObject = true, 512, 2, "heap LFUDA", 64, 32
 	}), dir))
 	golden(t, "squid.access-log.conf", httpproxy.Proxy{AccessLog: true}.Config(f, dir))

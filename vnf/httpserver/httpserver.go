@@ -25,8 +25,8 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/proc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
@@ -63,14 +63,14 @@ type Server struct {
 	AccessLog bool
 }
 
-func params(f *plan.Function) *spec.HTTPServer { return f.Params.(*spec.HTTPServer) }
+func params(f *plan.Function) *HTTPServerParams { return f.Params.(*HTTPServerParams) }
 
-// NewParams returns the kind's empty parameters (spec.HTTPServer) for the decoder.
-func (Server) NewParams() any { return &spec.HTTPServer{} }
+// NewParams returns the kind's empty parameters (HTTPServerParams) for the decoder.
+func (Server) NewParams() any { return &HTTPServerParams{} }
 
 // Requires lists apache2 or nginx.
 func (Server) Requires(f *plan.Function) []string {
-	if params(f).Server == spec.ServerNginx {
+	if params(f).Server == ServerNginx {
 		return []string{"nginx"}
 	}
 	return []string{"apache2"}
@@ -112,7 +112,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	var conf string
 	var check, argv []string
 	switch hp.Server {
-	case spec.ServerNginx:
+	case ServerNginx:
 		conf = filepath.Join(dir, NginxConf)
 		if err := os.WriteFile(conf, []byte(s.NginxConfig(f, dir)), 0o644); err != nil {
 			return vnf.Errorf(env, "write nginx config: %w", err)
@@ -157,19 +157,22 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 // answering there is not this one being ready) and GET of the first object on the loopback
 // address gets 200 from inside the node; it fails when the server exits or logs that its port
 // is taken, and after ReadyTimeout.
-func waitServing(ctx context.Context, node vnf.Node, hp *spec.HTTPServer, pid int, log string, logStart int64) error {
+func waitServing(ctx context.Context, node vnf.Node, hp *HTTPServerParams, pid int, log string, logStart int64) error {
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(hp.Port)))
 	path := spec.ObjectPath(hp.Objects[0])
 	deadline := time.Now().Add(ReadyTimeout)
+	_, guest := node.(vnf.Processes)
 	for {
-		err := listensOn(ctx, node, hp.Port, pid)
-		if err == nil {
+		var err error
+		if guest {
+			err = guestServes(ctx, node, hp.Port, "http://"+addr+path)
+		} else if err = listensOn(ctx, node, hp.Port, pid); err == nil {
 			err = get(node, addr, path)
 		}
 		if err == nil {
 			return nil
 		}
-		if syscall.Kill(pid, 0) != nil {
+		if !vnf.Runs(node, pid) {
 			return fmt.Errorf("it exited (%v)", err)
 		}
 		if strings.Contains(proc.LogTail(log, logStart), "Address already in use") { // nginx retries for 2.5 s
@@ -211,6 +214,27 @@ func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
 	return nil
 }
 
+// guestServes is the readiness check in a VM guest, whose network stack the host cannot
+// enter: a socket listens on port in the guest (vnf.Listens) and a GET of url gets a 2xx
+// (busybox wget). The listener is not matched to pid, as on a namespace: busybox netstat
+// names one of the processes sharing a socket, a worker as often as the server's first
+// process; the caller checks that pid still runs, and the guest runs nothing else on the port.
+//
+// Equivalent to: netstat -tln | grep ':PORT ' && wget -q -O /dev/null URL
+func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) error {
+	ok, err := vnf.Listens(ctx, node, net.JoinHostPort("0.0.0.0", strconv.Itoa(int(port))))
+	if err != nil {
+		return err
+	}
+	if !ok {
+		return fmt.Errorf("nothing listens on port %d yet", port)
+	}
+	if _, err := node.Output(ctx, nil, "wget", "-q", "-O", "/dev/null", url); err != nil {
+		return fmt.Errorf("GET %s in the guest: %w", url, err)
+	}
+	return nil
+}
+
 // get requests path from addr over a connection made inside the node and reads the response.
 func get(node vnf.Node, addr, path string) error {
 	var conn net.Conn
@@ -246,31 +270,11 @@ func get(node vnf.Node, addr, path string) error {
 //
 // Equivalent to: kill -TERM -PGID; sleep 2; kill -KILL -PGID
 func (Server) Teardown(ctx context.Context, env vnf.Env) error {
-	pidFile := filepath.Join(Dir(env), DaemonFile)
-	data, err := os.ReadFile(pidFile)
-	if errors.Is(err, os.ErrNotExist) {
-		return nil
-	}
-	if err != nil {
-		return vnf.Errorf(env, "read server pid: %w", err)
-	}
-	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
-	if err != nil || pid <= 1 {
-		return vnf.Errorf(env, "server pid file %s: bad pid %q", pidFile, data)
-	}
 	conf := filepath.Join(Dir(env), ApacheConf)
-	if params(env.Plan.Function).Server == spec.ServerNginx {
+	if params(env.Plan.Function).Server == ServerNginx {
 		conf = filepath.Join(Dir(env), NginxConf)
 	}
-	if proc.GroupRuns(pid, conf) { // else gone already
-		if err := proc.StopGroup(pid, 2*time.Second); err != nil {
-			return vnf.Errorf(env, "stop server (process group %d): %w", pid, err)
-		}
-	}
-	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
-		return vnf.Errorf(env, "remove server pid file: %w", err)
-	}
-	return nil
+	return vnf.StopDaemon(env, "server", filepath.Join(Dir(env), DaemonFile), conf, 2*time.Second)
 }
 
 // ApacheConfig renders a standalone httpd.conf: the event MPM with Debian's default sizing,
@@ -434,7 +438,7 @@ func (s Server) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
 		steps = append(steps, vnf.ComposeStep{Cmd: fmt.Sprintf("head -c %d /dev/zero >%s && touch -d %s %s",
 			size, path, ObjectTime.Format(time.RFC3339), path)})
 	}
-	if hp.Server == spec.ServerNginx {
+	if hp.Server == ServerNginx {
 		conf := filepath.Join(ComposeDir, NginxConf)
 		base := fmt.Sprintf("nginx -p %s/ -e stderr -c %s", ComposeDir, conf)
 		steps = append(steps, vnf.ComposeStep{Cmd: "cat >" + conf, Stdin: s.NginxConfig(f, ComposeDir)},

@@ -27,13 +27,13 @@ import (
 
 // functions are the kinds a lab file's functions: may name.
 var functions = map[string]vnf.Function{
-	spec.KindForwarder: forwarder.Forwarder{},
-	spec.KindFirewall:  firewall.Firewall{},
-	spec.KindNAT:       nat.NAT{},
-	spec.KindL4LB:      l4lb.LB{},
-	spec.KindCustom:    custom.Custom{},
-	spec.KindHTTPProxy: httpproxy.Proxy{},
-	spec.KindTap:       tap.Tap{},
+	forwarder.Kind: forwarder.Forwarder{},
+	firewall.Kind:  firewall.Firewall{},
+	nat.Kind:       nat.NAT{},
+	l4lb.Kind:      l4lb.LB{},
+	custom.Kind:    custom.Custom{},
+	httpproxy.Kind: httpproxy.Proxy{},
+	tap.Kind:       tap.Tap{},
 }
 
 // services are the endpoint services (an endpoint's kind that runs something); they are set

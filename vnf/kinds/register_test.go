@@ -10,6 +10,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/firewall"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -73,5 +74,5 @@ func TestWithExtra(t *testing.T) {
 			t.Error("WithExtra of a taken name did not panic")
 		}
 	}()
-	kinds.WithExtra(spec.KindFirewall, extraKind{})
+	kinds.WithExtra(firewall.Kind, extraKind{})
 }

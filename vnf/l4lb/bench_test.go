@@ -12,12 +12,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/cpu"
-	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/cpu"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -55,8 +55,6 @@ var chainScenarios = []chainScenario{
 	{"haproxy-splice", "t-lbb-hspl", "{impl: haproxy, port: 5201, splice: true}"},
 	{"sfclab", "t-lbb-sfc", "{impl: sfclab, port: 5201}"},
 	{"sfclab-sockmap", "t-lbb-sfm", "{impl: sfclab, port: 5201, accel: sockmap}"},
-	{"sfclab-epoll", "t-lbb-sfe", "{impl: sfclab, port: 5201, loop: epoll}"},               // a loop per core
-	{"sfclab-epoll-1", "t-lbb-sf1", "{impl: sfclab, port: 5201, loop: epoll, threads: 1}"}, // one loop, as goroutines' one thread
 }
 
 // chainFigures are one trial's measurements of a scenario.
@@ -70,8 +68,8 @@ type chainFigures struct {
 // baseline, interleaved (every iteration deploys every scenario in turn), and reports ratios
 // from the same run: single stream vs baseline and vs HAProxy with splice, 100 streams vs
 // baseline, connection rate vs HAProxy, and balancer CPU per Gbit/s vs HAProxy's default;
-// for sfclab's data paths (goroutines with splice and with accel sockmap, epoll with a loop
-// per core and with one loop) each of these and each against goroutines with splice. The
+// for sfclab's data paths (goroutines with splice and with accel sockmap) each of these and
+// each against goroutines with splice. The
 // balancer CPU ratios mean nothing for sockmap: its bytes move in kernel workers outside the
 // balancer's cgroup (BenchmarkChainCores counts the host's busy cores instead).
 //
@@ -105,7 +103,7 @@ func BenchmarkChain2VNF(b *testing.B) {
 	base, hdef, hspl, sfc := mean("baseline"), mean("haproxy-default"), mean("haproxy-splice"), mean("sfclab")
 	b.ReportMetric(hspl.single/base.single, "haproxy-splice/baseline-1stream")
 	cpu := func(f chainFigures) float64 { return f.lbCores / f.single }
-	for _, name := range []string{"sfclab", "sfclab-sockmap", "sfclab-epoll", "sfclab-epoll-1"} {
+	for _, name := range []string{"sfclab", "sfclab-sockmap"} {
 		f := mean(name)
 		b.ReportMetric(f.single/base.single, name+"/baseline-1stream")
 		b.ReportMetric(f.single/hspl.single, name+"/haproxy-splice-1stream")

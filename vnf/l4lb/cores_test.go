@@ -10,12 +10,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/bench/probe"
-	"github.com/sfclab/sfclab/bench/probe/cpu"
-	"github.com/sfclab/sfclab/bench/probe/iperf3"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/cpu"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -155,7 +155,7 @@ func measureCores(b *testing.B, sc chainScenario, streams int) (f coreFigures) {
 		client()
 		h1, t1 := readHostCPU(b), time.Now()
 		cs, err = sampler.Stop()
-		wall := t1.Sub(t0).Seconds() * cpu.UserHZ
+		wall := t1.Sub(t0).Seconds() * cpu.UserHZ()
 		f.busy = float64(h1.busy-h0.busy) / wall
 		f.softirq = float64(h1.softirq-h0.softirq) / wall
 		f.steal = float64(h1.steal-h0.steal) / wall

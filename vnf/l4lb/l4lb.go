@@ -16,7 +16,6 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
@@ -29,33 +28,33 @@ const ReadyTimeout = 5 * time.Second
 // LB implements vnf.Function.
 type LB struct{}
 
-func params(f *plan.Function) *spec.L4LBParams { return f.Params.(*spec.L4LBParams) }
+func params(f *plan.Function) *L4LBParams { return f.Params.(*L4LBParams) }
 
-// NewParams returns the kind's empty parameters (spec.L4LBParams) for the decoder.
-func (LB) NewParams() any { return &spec.L4LBParams{} }
+// NewParams returns the kind's empty parameters (L4LBParams) for the decoder.
+func (LB) NewParams() any { return &L4LBParams{} }
 
 // Requires lists haproxy or nft, by implementation (sfclab's balancer is sfclab itself).
 func (LB) Requires(f *plan.Function) []string {
 	switch params(f).Impl {
-	case spec.ImplNft:
+	case ImplNft:
 		return []string{"nft"}
-	case spec.ImplSfclab:
+	case ImplSfclab:
 		return nil
 	}
 	return []string{"haproxy"}
 }
 
 // RunsSfclab is true for impl sfclab: a container runtime mounts sfclab into the node.
-func (LB) RunsSfclab(f *plan.Function) bool { return params(f).Impl == spec.ImplSfclab }
+func (LB) RunsSfclab(f *plan.Function) bool { return params(f).Impl == ImplSfclab }
 
 // Setup starts HAProxy or `sfclab lb` (config checked first, then waited for until it
 // accepts connections) or loads the nftables DNAT ruleset.
 func (LB) Setup(ctx context.Context, env vnf.Env) error {
 	f := env.Plan.Function
-	if params(f).Impl == spec.ImplSfclab {
+	if params(f).Impl == ImplSfclab {
 		return setupSfclab(ctx, env)
 	}
-	if params(f).Impl == spec.ImplNft {
+	if params(f).Impl == ImplNft {
 		if _, err := env.Node.Output(ctx, []byte(NftRuleset(f)), "nft", "-f", "-"); err != nil {
 			return vnf.Errorf(env, "load nftables load-balancer ruleset: %w", err)
 		}
@@ -82,18 +81,22 @@ func (LB) Setup(ctx context.Context, env vnf.Env) error {
 	return nil
 }
 
-// waitListening dials addr from inside the node until it accepts or ReadyTimeout passes.
+// waitListening waits until a socket listens on addr in the node, or ReadyTimeout passes. It
+// does not dial: HAProxy would open a connection to its backend for the dial and, the
+// backend refusing, retry it for seconds (retries 3, a second apart), long enough to reach
+// the one-off iperf3 server a probe starts next, which then serves that empty connection
+// and exits (seen with HAProxy in a TCG guest: "unable to receive parameters from client").
 func waitListening(ctx context.Context, node vnf.Node, addr string) error {
 	deadline := time.Now().Add(ReadyTimeout)
 	for {
-		err := node.Do(func() error {
-			c, err := net.DialTimeout("tcp", addr, 200*time.Millisecond)
-			if err == nil {
-				c.Close()
-			}
-			return err
-		})
-		if err == nil || time.Now().After(deadline) {
+		ok, err := vnf.Listens(ctx, node, addr)
+		if ok {
+			return nil
+		}
+		if err == nil {
+			err = fmt.Errorf("nothing listens on %s", addr)
+		}
+		if time.Now().After(deadline) {
 			return err
 		}
 		select {
@@ -106,10 +109,10 @@ func waitListening(ctx context.Context, node vnf.Node, addr string) error {
 
 // Teardown stops HAProxy, drains and stops `sfclab lb`, or deletes the nftables table.
 func (LB) Teardown(ctx context.Context, env vnf.Env) error {
-	if params(env.Plan.Function).Impl == spec.ImplSfclab {
+	if params(env.Plan.Function).Impl == ImplSfclab {
 		return teardownSfclab(env)
 	}
-	if params(env.Plan.Function).Impl == spec.ImplNft {
+	if params(env.Plan.Function).Impl == ImplNft {
 		return vnf.DeleteNftTables(ctx, env.Node, "ip "+NftTable)
 	}
 	data, err := os.ReadFile(env.Path(".haproxy.pid"))
@@ -122,6 +125,12 @@ func (LB) Teardown(ctx context.Context, env vnf.Env) error {
 	pid, err := strconv.Atoi(strings.TrimSpace(string(data)))
 	if err != nil {
 		return vnf.Errorf(env, "haproxy pid file %s: %w", env.Path(".haproxy.pid"), err)
+	}
+	if p, ok := env.Node.(vnf.Processes); ok { // a VM guest's HAProxy: stopped in the guest
+		if err := p.StopGroup(pid, time.Second); err != nil {
+			return vnf.Errorf(env, "stop haproxy %d: %w", pid, err)
+		}
+		return os.Remove(env.Path(".haproxy.pid"))
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return vnf.Errorf(env, "stop haproxy %d: %w", pid, err)
@@ -224,9 +233,9 @@ const (
 // exported container (vnf.Composer).
 func (LB) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
 	switch params(f).Impl {
-	case spec.ImplSfclab:
+	case ImplSfclab:
 		return nil, fmt.Sprintf(`exec "$%s" lb --config %s`, vnf.ComposeProgramVar, ComposeLBConfigPath), nil
-	case spec.ImplNft:
+	case ImplNft:
 		return []vnf.ComposeStep{{Cmd: "nft -f -", Stdin: NftRuleset(f)}}, "", nil
 	}
 	return []vnf.ComposeStep{
@@ -238,7 +247,7 @@ func (LB) Compose(f *plan.Function) ([]vnf.ComposeStep, string, error) {
 // ComposeFiles is the configuration of `sfclab lb` for impl sfclab, none for the others
 // (vnf.ComposeFiler).
 func (LB) ComposeFiles(f *plan.Function) ([]vnf.ComposeFile, error) {
-	if params(f).Impl != spec.ImplSfclab {
+	if params(f).Impl != ImplSfclab {
 		return nil, nil
 	}
 	data, err := renderLBConfig(f, ComposeLBStatsPath)

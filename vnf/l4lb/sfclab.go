@@ -12,10 +12,9 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/sfclab/sfclab/internal/proc"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/proc"
 	"github.com/sfclab/sfclab/vnf"
 )
 
@@ -38,9 +37,6 @@ func LBConfig(f *plan.Function, stats string) lb.Config {
 		CheckInterval: lb.Duration(check), Rise: rise, Fall: fall,
 		TimeoutClient: lb.Duration(client), TimeoutConnect: lb.Duration(connect), Drain: lb.Duration(drain),
 		Stats: stats, Loop: p.Loop, Accel: p.Accel, Threads: max(p.Threads, 1)} // one thread unless asked: measured faster (docs/sfclab-lb.md)
-	if p.Loop == spec.LoopEpoll {
-		c.Threads = p.Threads // 0: a loop per core
-	}
 	for _, be := range f.Backends {
 		c.Backends = append(c.Backends, lb.Backend{Name: be.Name, Addr: netip.AddrPortFrom(be.Addr, be.Port), Weight: be.Weight})
 	}
@@ -63,7 +59,17 @@ func renderLBConfig(f *plan.Function, stats string) ([]byte, error) {
 func (e sfclabEnv) config() string  { return e.Path(".lb.json") }
 func (e sfclabEnv) pidFile() string { return e.Path(".lb.pid") }
 func (e sfclabEnv) log() string     { return e.Path(".lb.log") }
-func (e sfclabEnv) stats() string   { return e.Path(".lb.sock") }
+func (e sfclabEnv) stats() string {
+	if e.guest() { // a unix socket on the 9p share would not reach the host anyway
+		return "/run/sfclab-lb-" + e.Plan.Name + ".sock"
+	}
+	return e.Path(".lb.sock")
+}
+
+// guest reports whether the balancer runs in a VM guest (vnf.Processes): its stats socket is
+// the guest's, so readiness is checked by its listening socket and process, and its counters
+// are not read.
+func (e sfclabEnv) guest() bool { _, ok := e.Node.(vnf.Processes); return ok }
 
 type sfclabEnv struct{ vnf.Env }
 
@@ -91,7 +97,11 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	if err := os.WriteFile(e.pidFile(), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return vnf.Errorf(env, "write sfclab lb pid file: %v", err)
 	}
-	if err := e.waitReady(ctx, pid); err != nil {
+	wait := e.waitReady
+	if e.guest() {
+		wait = e.waitReadyGuest
+	}
+	if err := wait(ctx, pid); err != nil {
 		return vnf.Errorf(env, "sfclab lb does not accept on %s: %v (log %s: %s)", cfg.Listen, err, e.log(), proc.LogTail(e.log(), 0))
 	}
 	return nil
@@ -140,6 +150,34 @@ func (e sfclabEnv) waitReady(ctx context.Context, pid int) error {
 	}
 }
 
+// waitReadyGuest is waitReady in a VM guest, whose stats socket the host cannot reach: it
+// waits until the service address has a listening socket in the guest while the balancer's
+// process group runs there.
+func (e sfclabEnv) waitReadyGuest(ctx context.Context, pid int) error {
+	listen := LBConfig(e.Plan.Function, e.stats()).Listen.String()
+	deadline := time.Now().Add(ReadyTimeout)
+	for {
+		ok, err := vnf.Listens(ctx, e.Node, listen)
+		if ok && vnf.GroupRuns(e.Node, pid, e.config()) {
+			return nil
+		}
+		if !vnf.GroupRuns(e.Node, pid, e.config()) {
+			return fmt.Errorf("process %d exited", pid)
+		}
+		if time.Now().After(deadline) {
+			if err == nil {
+				err = fmt.Errorf("nothing listens on %s", listen)
+			}
+			return fmt.Errorf("not ready after %s: %w", ReadyTimeout, err)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(20 * time.Millisecond):
+		}
+	}
+}
+
 // pid reads the balancer's pid file; 0 without error when there is none.
 func (e sfclabEnv) pid() (int, error) {
 	data, err := os.ReadFile(e.pidFile())
@@ -164,9 +202,9 @@ func teardownSfclab(env vnf.Env) error {
 	if err != nil || pid == 0 {
 		return err
 	}
-	if proc.GroupRuns(pid, e.config()) {
+	if vnf.GroupRuns(env.Node, pid, e.config()) {
 		_, _, _, drain := params(env.Plan.Function).Durations()
-		if err := proc.StopGroup(pid, drain+time.Second); err != nil {
+		if err := vnf.StopGroup(env.Node, pid, drain+time.Second); err != nil {
 			return vnf.Errorf(env, "stop sfclab lb: %v", err)
 		}
 	}
@@ -185,7 +223,7 @@ func checkSfclab(env vnf.Env) error {
 	if err != nil {
 		return err
 	}
-	if pid == 0 || !proc.GroupRuns(pid, e.config()) {
+	if pid == 0 || !vnf.GroupRuns(env.Node, pid, e.config()) {
 		return downf(env, "sfclab lb process %d is gone; log %s: %s", pid, e.log(), proc.LogTail(e.log(), 0))
 	}
 	return nil
@@ -201,7 +239,11 @@ func checkHAProxy(env vnf.Env) error {
 	if err != nil {
 		return vnf.Errorf(env, "haproxy pid file %s: %v", env.Path(".haproxy.pid"), err)
 	}
-	if !alive(pid) {
+	runs := alive(pid)
+	if _, ok := env.Node.(vnf.Processes); ok { // a guest's pid: asked in the guest
+		runs = vnf.Runs(env.Node, pid)
+	}
+	if !runs {
 		return downf(env, "haproxy process %d is gone; log %s: %s", pid,
 			env.Path(".haproxy.log"), proc.LogTail(env.Path(".haproxy.log"), 0))
 	}
@@ -212,9 +254,9 @@ func checkHAProxy(env vnf.Env) error {
 // process is gone (haproxy, sfclab); the nft implementation has no process.
 func (LB) Check(ctx context.Context, env vnf.Env) error {
 	switch params(env.Plan.Function).Impl {
-	case spec.ImplSfclab:
+	case ImplSfclab:
 		return checkSfclab(env)
-	case spec.ImplHAProxy:
+	case ImplHAProxy:
 		return checkHAProxy(env)
 	}
 	return nil
@@ -223,11 +265,14 @@ func (LB) Check(ctx context.Context, env vnf.Env) error {
 // BalancerStats reads the per-backend counters of an sfclab balancer from its stats socket;
 // nil for the other implementations.
 func (LB) BalancerStats(ctx context.Context, env vnf.Env) (*lb.Stats, error) {
-	if params(env.Plan.Function).Impl != spec.ImplSfclab {
+	if params(env.Plan.Function).Impl != ImplSfclab {
 		return nil, nil
 	}
 	if err := checkSfclab(env); err != nil {
 		return nil, err
+	}
+	if (sfclabEnv{env}).guest() { // its socket is the guest's: no counters (docs/vm.md)
+		return nil, nil
 	}
 	return lb.ReadStats(ctx, sfclabEnv{env}.stats())
 }

@@ -19,7 +19,6 @@ import (
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 )
@@ -140,12 +139,12 @@ func upOf(st *lb.Stats, name string) bool {
 
 // variant starts a second balancer in the lb node on another port with changed parameters and
 // its own state directory; it is stopped when the test ends.
-func variant(t *testing.T, l *labtest.Lab, port uint16, change func(p *spec.L4LBParams)) (vnf.Env, string) {
+func variant(t *testing.T, l *labtest.Lab, port uint16, change func(p *l4lb.L4LBParams)) (vnf.Env, string) {
 	t.Helper()
 	env := l.VnfEnv(t, "lb")
 	n := *env.Plan
 	f := *n.Function
-	p := *f.Params.(*spec.L4LBParams)
+	p := *f.Params.(*l4lb.L4LBParams)
 	change(&p)
 	f.Params, f.Port = &p, port
 	n.Function = &f
@@ -165,9 +164,8 @@ func variant(t *testing.T, l *labtest.Lab, port uint16, change func(p *spec.L4LB
 func TestSfclabLB(t *testing.T) {
 	labtest.Exclusive(t)
 	for _, tt := range []struct{ name, loop, lab string }{
-		{spec.LoopGoroutines, spec.LoopGoroutines, "t-lb-sfc"},
-		{spec.LoopEpoll, spec.LoopEpoll, "t-lb-sfe"},
-		{"sockmap", spec.LoopGoroutines + ", accel: " + spec.AccelSockmap, "t-lb-sfm"},
+		{l4lb.LoopGoroutines, l4lb.LoopGoroutines, "t-lb-sfc"},
+		{"sockmap", l4lb.LoopGoroutines + ", accel: " + l4lb.AccelSockmap, "t-lb-sfm"},
 	} {
 		t.Run(tt.name, func(t *testing.T) { testSfclabLB(t, tt.lab, tt.loop) })
 	}
@@ -273,7 +271,7 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 	})
 
 	t.Run("refused connect redispatched to another backend", func(t *testing.T) {
-		venv, vaddr := variant(t, l, 7004, func(p *spec.L4LBParams) { p.CheckInterval = "" }) // no checks: only redispatch helps
+		venv, vaddr := variant(t, l, 7004, func(p *l4lb.L4LBParams) { p.CheckInterval = "" }) // no checks: only redispatch helps
 		dead := backends[0]
 		dead.stop()
 		defer func() { dead.start(parent, l); allUp(t) }()
@@ -316,7 +314,7 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 	})
 
 	t.Run("idle client timed out", func(t *testing.T) {
-		venv, vaddr := variant(t, l, 7001, func(p *spec.L4LBParams) { p.TimeoutClient = "300ms" })
+		venv, vaddr := variant(t, l, 7001, func(p *l4lb.L4LBParams) { p.TimeoutClient = "300ms" })
 		c, err := dial(t, l, vaddr)
 		if err != nil {
 			t.Fatal(err)
@@ -338,7 +336,7 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 	})
 
 	t.Run("maxconn refuses the excess", func(t *testing.T) {
-		venv, vaddr := variant(t, l, 7002, func(p *spec.L4LBParams) { p.MaxConn = 2 })
+		venv, vaddr := variant(t, l, 7002, func(p *l4lb.L4LBParams) { p.MaxConn = 2 })
 		settled(t, venv) // the readiness check's connection is gone
 		var held []net.Conn
 		for range 2 {
@@ -369,7 +367,7 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 	})
 
 	t.Run("drain on SIGTERM: no new connections, open ones served, then closed", func(t *testing.T) {
-		venv, vaddr := variant(t, l, 7005, func(p *spec.L4LBParams) { p.Drain = "600ms" })
+		venv, vaddr := variant(t, l, 7005, func(p *l4lb.L4LBParams) { p.Drain = "600ms" })
 		c, err := dial(t, l, vaddr)
 		if err != nil {
 			t.Fatal(err)
@@ -421,7 +419,7 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 	})
 
 	t.Run("killed balancer reported down", func(t *testing.T) {
-		venv, _ := variant(t, l, 7003, func(p *spec.L4LBParams) {})
+		venv, _ := variant(t, l, 7003, func(p *l4lb.L4LBParams) {})
 		if err := (l4lb.LB{}).Check(context.Background(), venv); err != nil {
 			t.Fatalf("running balancer: %v", err)
 		}
@@ -509,11 +507,11 @@ func readPid(t *testing.T, env vnf.Env) int {
 
 // The configuration sfclab lb gets carries the same parameters HAProxy's does.
 func TestLBConfig(t *testing.T) {
-	p := &spec.L4LBParams{Impl: spec.ImplSfclab, Balance: "leastconn", MaxConn: 10, CheckInterval: "250ms", Fall: 5}
-	f := &plan.Function{Kind: spec.KindL4LB, Params: p, Port: 80}
+	p := &l4lb.L4LBParams{Impl: l4lb.ImplSfclab, Balance: "leastconn", MaxConn: 10, CheckInterval: "250ms", Fall: 5}
+	f := &plan.Function{Kind: l4lb.Kind, Params: p, Port: 80}
 	cfg := l4lb.LBConfig(f, "")
 	if cfg.Balance != "leastconn" || cfg.MaxConn != 10 || time.Duration(cfg.CheckInterval) != 250*time.Millisecond ||
-		cfg.Rise != spec.DefaultRise || cfg.Fall != 5 || time.Duration(cfg.TimeoutClient) != spec.DefaultTimeoutClient {
+		cfg.Rise != l4lb.DefaultRise || cfg.Fall != 5 || time.Duration(cfg.TimeoutClient) != l4lb.DefaultTimeoutClient {
 		t.Errorf("LBConfig = %+v", cfg)
 	}
 	if err := cfg.Validate(); !errors.Is(err, lb.ErrConfig) {
@@ -525,12 +523,11 @@ func TestLBConfig(t *testing.T) {
 		wantN      int
 	}{
 		{"", "", 0, 1}, // lb.Config.Validate fills goroutines
-		{spec.LoopGoroutines, spec.LoopGoroutines, 0, 1},
-		{spec.LoopEpoll, spec.LoopEpoll, 0, 0}, // a loop per core
-		{spec.LoopEpoll, spec.LoopEpoll, 3, 3},
+		{l4lb.LoopGoroutines, l4lb.LoopGoroutines, 0, 1},
+		{l4lb.LoopGoroutines, l4lb.LoopGoroutines, 3, 3},
 	} {
-		p := &spec.L4LBParams{Impl: spec.ImplSfclab, Loop: tt.loop, Threads: tt.threads}
-		cfg := l4lb.LBConfig(&plan.Function{Kind: spec.KindL4LB, Params: p, Port: 80}, "")
+		p := &l4lb.L4LBParams{Impl: l4lb.ImplSfclab, Loop: tt.loop, Threads: tt.threads}
+		cfg := l4lb.LBConfig(&plan.Function{Kind: l4lb.Kind, Params: p, Port: 80}, "")
 		if cfg.Loop != tt.want || cfg.Threads != tt.wantN {
 			t.Errorf("loop %q threads %d: config loop %q threads %d, want %q %d", tt.loop, tt.threads, cfg.Loop, cfg.Threads, tt.want, tt.wantN)
 		}

@@ -23,10 +23,10 @@ const (
 // NAT implements vnf.Function.
 type NAT struct{}
 
-func params(f *plan.Function) *spec.NATParams { return f.Params.(*spec.NATParams) }
+func params(f *plan.Function) *NATParams { return f.Params.(*NATParams) }
 
-// NewParams returns the kind's empty parameters (spec.NATParams) for the decoder.
-func (NAT) NewParams() any { return &spec.NATParams{} }
+// NewParams returns the kind's empty parameters (NATParams) for the decoder.
+func (NAT) NewParams() any { return &NATParams{} }
 
 // Requires lists nft or iptables-restore, by backend.
 func (NAT) Requires(f *plan.Function) []string {

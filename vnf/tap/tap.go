@@ -10,22 +10,21 @@ import (
 	"path/filepath"
 
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
 
 // Tap implements vnf.Function.
 type Tap struct{}
 
-func params(f *plan.Function) *spec.TapParams {
-	if p, ok := f.Params.(*spec.TapParams); ok {
+func params(f *plan.Function) *TapParams {
+	if p, ok := f.Params.(*TapParams); ok {
 		return p
 	}
-	return &spec.TapParams{}
+	return &TapParams{}
 }
 
-// NewParams returns the kind's empty parameters (spec.TapParams) for the decoder.
-func (Tap) NewParams() any { return &spec.TapParams{} }
+// NewParams returns the kind's empty parameters (TapParams) for the decoder.
+func (Tap) NewParams() any { return &TapParams{} }
 
 // Requires lists tcpdump when the tap writes a pcap.
 func (Tap) Requires(f *plan.Function) []string {

@@ -1,0 +1,95 @@
+package cli
+
+import (
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/runtime/vm"
+)
+
+// After kill -9 of a transparent deploy with a VM function on two emulated hosts (the guest
+// up, its taps spliced to its ports, steering attached and its maps pinned, another
+// function's setup running), destroy --all leaves no QEMU, namespace (with the taps, tc
+// filters and VXLAN devices in them), pinned map, VM run directory (socket, console) or
+// cgroup.
+func TestKill9TransparentVMThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	privateState(t)
+	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	const lab = "t-kvmtr9"
+	file := writeLabFile(t, `name: t-kvmtr9
+steering: transparent
+hosts: [h1, h2]
+endpoints: {client: {kind: client}, server: {kind: server, host: h2}}
+functions:
+  a: {kind: forwarder, host: h2, vm: {}}
+  slow: {kind: custom, params: {setup: ["sleep 47"]}}
+port_pairs:
+  pa: {ingress: a.eth0, egress: a.eth0}
+  ps: {ingress: slow.eth0, egress: slow.eth0}
+port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
+flow_classifiers: {all: {logical_source_port: client.eth0}}
+port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
+`)
+	child := exec.Command(os.Args[0], "deploy", file)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(150 * time.Second) // the guest image is built first, then a TCG boot
+	for !sleepRunning("47") {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never reached the slow setup")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	pins := "/sys/fs/bpf/sfclab/" + lab
+	if _, err := os.Stat(pins); err != nil {
+		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)
+	}
+	if len(vm.QEMUPids(lab)) == 0 {
+		t.Fatal("test setup: the killed deploy left no QEMU running")
+	}
+	if out, _ := exec.Command("ip", "netns", "exec", "sfc."+lab+".a", "ip", "-o", "link", "show", "type", "tun").Output(); !strings.Contains(string(out), "vt0") {
+		t.Fatalf("test setup: no tap in the VM node's namespace:\n%s", out)
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab "+lab) {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if pids := vm.QEMUPids(lab); len(pids) > 0 {
+		t.Errorf("QEMU left: %v", pids)
+	}
+	if ns, _ := netdev.ListNetns("sfc." + lab); len(ns) > 0 {
+		t.Errorf("namespaces (with the taps, tc filters and VXLAN devices) left: %v", ns)
+	}
+	if _, err := os.Stat(pins); err == nil {
+		t.Errorf("pinned maps left in %s", pins)
+	}
+	if _, err := os.Stat(filepath.Join(vm.RunRoot, lab)); !os.IsNotExist(err) {
+		t.Errorf("VM run directory (socket, console) left: %v", err)
+	}
+	if _, err := cgroup.Open("labs/" + lab); err == nil {
+		t.Error("cgroup left")
+	}
+	if sleepRunning("47") {
+		t.Error("the setup's process survived destroy --all")
+	}
+}

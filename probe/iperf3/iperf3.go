@@ -1,0 +1,459 @@
+// Package iperf3 is the throughput probe: one-off iperf3 servers on every destination
+// instance, the iperf3 client in the chain's source, its -J report turned into samples.
+package iperf3
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/results"
+)
+
+// Name is the probe's name in samples.
+const Name = "iperf3"
+
+// Bounds of one run.
+const (
+	// ExtraTime is added to the test's duration (and omitted seconds) to bound the client.
+	ExtraTime = 15 * time.Second
+	// RetryFor bounds how long the client retries while no server listens yet.
+	RetryFor = 2 * time.Second
+	// StopTimeout bounds the wait for each server to exit once the client is done.
+	StopTimeout = 2 * time.Second
+)
+
+// ErrSplitFlows means iperf3's control and data connections reached different servers: a
+// load balancer in the chain spreads flows (per connection) over several destination
+// instances, and an iperf3 test needs all its connections on one server.
+var ErrSplitFlows = errors.New("iperf3 connections reached different servers")
+
+// ErrNothingMoved is returned (after the samples are emitted) when a test's receiver got no
+// data at all: the trial failed, and its zero must not enter a ratio as a measured figure.
+var ErrNothingMoved = errors.New("iperf3 moved nothing")
+
+// moved returns ErrNothingMoved, with what each side saw, when the receiver got 0 bit/s.
+func moved(r Result) error {
+	if r.ReceivedBPS > 0 {
+		return nil
+	}
+	return fmt.Errorf("%w: the receiver got 0 bit/s over the test (the sender reported %.0f bit/s): the chain carried none of it", ErrNothingMoved, r.SentBPS)
+}
+
+// Config is one iperf3 test.
+type Config struct {
+	// Duration of the test (-t, whole seconds, rounded up); 0 means 10 s.
+	Duration time.Duration
+	// Protocol is "tcp" (default) or "udp".
+	Protocol string
+	// Streams is the number of parallel streams (-P); 0 means 1.
+	Streams int
+	// Reverse makes the server send (-R).
+	Reverse bool
+	// Bitrate is the UDP target rate (-b, e.g. "1G"); "" keeps iperf3's default (1 Mbit/s).
+	Bitrate string
+	// Congestion is the TCP congestion control algorithm (-C, e.g. "cubic"); "" keeps the
+	// host default. The algorithm actually used is recorded in the cc label.
+	Congestion string
+	// Omit skips the first seconds of the test in the report (-O).
+	Omit int
+	// Around, when set, is called with the client's run: it may do work right before and
+	// after it. client returns the wall-clock window of the test's measured transfer
+	// (Result.Transfer), ok false when the run gave no report: a CPU sampler bounds its
+	// figures to it, leaving out the server's start, the wait for it to listen, the
+	// client's start and connect, the omitted seconds and the results exchange. Its error
+	// is the run's.
+	Around func(client func() (transfer probe.Window, ok bool)) error
+}
+
+func (c Config) withDefaults() Config {
+	if c.Duration <= 0 {
+		c.Duration = 10 * time.Second
+	}
+	if c.Protocol == "" {
+		c.Protocol = "tcp"
+	}
+	if c.Streams <= 0 {
+		c.Streams = 1
+	}
+	return c
+}
+
+func (c Config) validate() error {
+	if c.Protocol != "tcp" && c.Protocol != "udp" {
+		return fmt.Errorf("configure iperf3: protocol %q is not tcp or udp", c.Protocol)
+	}
+	if c.Omit < 0 {
+		return fmt.Errorf("configure iperf3: omit %d is negative", c.Omit)
+	}
+	return nil
+}
+
+func (c Config) seconds() int { return int(math.Ceil(c.Duration.Seconds())) }
+
+// Timeout is how long a run of this test may take at most: duration, omitted seconds and
+// ExtraTime.
+func (c Config) Timeout() time.Duration {
+	c = c.withDefaults()
+	return time.Duration(c.seconds()+c.Omit)*time.Second + ExtraTime
+}
+
+// ClientArgs returns the client's command line for a test against target:port.
+//
+// Equivalent to: iperf3 -c TARGET -p PORT -t D -J [-P n] [-u -b X] [-R] [-C cc] [-O n]
+func (c Config) ClientArgs(target string, port uint16) []string {
+	c = c.withDefaults()
+	args := []string{"iperf3", "-c", target, "-p", strconv.Itoa(int(port)), "-t", strconv.Itoa(c.seconds()), "-J"}
+	if c.Streams > 1 {
+		args = append(args, "-P", strconv.Itoa(c.Streams))
+	}
+	if c.Protocol == "udp" {
+		args = append(args, "-u")
+		if c.Bitrate != "" {
+			args = append(args, "-b", c.Bitrate)
+		}
+	}
+	if c.Reverse {
+		args = append(args, "-R")
+	}
+	if c.Congestion != "" && c.Protocol == "tcp" {
+		args = append(args, "-C", c.Congestion)
+	}
+	if c.Omit > 0 {
+		args = append(args, "-O", strconv.Itoa(c.Omit))
+	}
+	return args
+}
+
+// ServerArgs returns a one-off server's command line.
+//
+// Equivalent to: iperf3 -s -1 -p PORT
+func ServerArgs(port uint16) []string {
+	return []string{"iperf3", "-s", "-1", "-p", strconv.Itoa(int(port))}
+}
+
+type prober struct{ cfg Config }
+
+// New returns the iperf3 probe for one test configuration.
+func New(cfg Config) probe.Probe { return &prober{cfg: cfg} }
+
+// Name returns "iperf3".
+func (*prober) Name() string { return Name }
+
+// WithAround returns the probe with Config.Around set (probe.Timed).
+func (p *prober) WithAround(around func(client func() (probe.Window, bool)) error) probe.Probe {
+	c := p.cfg
+	c.Around = around
+	return &prober{cfg: c}
+}
+
+// server is a one-off iperf3 server started for one run.
+type server struct {
+	node, log string
+	pid       int
+}
+
+// Run starts a one-off server on every destination instance (log in env.LogDir, or in a
+// temporary directory removed afterwards when it is ""), waits until they listen (at
+// most RetryFor), runs the client in the chain's source against the chain's target and emits
+// the samples of its report. The client is bounded by Config.Timeout; with several
+// destination instances, the servers' sockets are watched and the run is stopped with
+// ErrSplitFlows as soon as two servers hold connections. Servers still running at the end
+// are killed.
+func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) (err error) {
+	cfg := p.cfg.withDefaults()
+	if err := cfg.validate(); err != nil {
+		return err
+	}
+	c := env.Chain
+	dests := probe.DestinationNodes(env.Plan, c)
+	if len(dests) == 0 || len(c.Path) == 0 {
+		return fmt.Errorf("run iperf3 on chain %s: destination %q has no nodes", c.Name, c.To)
+	}
+	port := probe.ServicePort(env.Plan, c)
+	target := fmt.Sprintf("%s:%d", c.Target, probe.TargetPort(env.Plan, c))
+	what := fmt.Sprintf("run iperf3 from %s to %s", c.Path[0], target)
+	src, err := env.Node(c.Path[0])
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+
+	logDir := env.LogDir
+	if logDir == "" {
+		if logDir, err = os.MkdirTemp("", "sfclab-iperf3-"); err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		defer os.RemoveAll(logDir)
+	}
+	var servers []server
+	defer func() {
+		if serr := stopServers(servers); serr != nil {
+			err = errors.Join(err, serr)
+		}
+	}()
+	for _, name := range dests {
+		n, err := env.Node(name)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		log := filepath.Join(logDir, fmt.Sprintf("iperf3-server-%s-%d.log", name, port))
+		pid, err := n.Daemon(ServerArgs(port), log)
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		servers = append(servers, server{node: name, log: log, pid: pid})
+	}
+	waitListening(ctx, servers, port, RetryFor)
+
+	timeout := cfg.Timeout()
+	runCtx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	var split []string
+	var watch sync.WaitGroup
+	watchCtx, stopWatch := context.WithCancel(runCtx)
+	if len(servers) > 1 {
+		watch.Go(func() { split = watchSplit(watchCtx, servers, port, cancel) })
+	}
+
+	args := cfg.ClientArgs(c.Target.String(), probe.TargetPort(env.Plan, c))
+	retryUntil := time.Now().Add(RetryFor)
+	var res Result
+	var perr, rerr, aerr error
+	client := func() (probe.Window, bool) {
+		var started, exited time.Time
+		for {
+			var out []byte
+			started = time.Now()
+			out, rerr = src.Output(runCtx, nil, args...)
+			exited = time.Now()
+			res, perr = Parse(out)
+			if perr == nil || runCtx.Err() != nil || time.Now().After(retryUntil) || !refused(perr, rerr) {
+				break
+			}
+			select {
+			case <-runCtx.Done():
+			case <-time.After(100 * time.Millisecond):
+			}
+		}
+		if perr != nil {
+			return probe.Window{}, false
+		}
+		return res.Transfer(started, exited)
+	}
+	if cfg.Around != nil {
+		aerr = cfg.Around(client)
+	} else {
+		client()
+	}
+	stopWatch()
+	watch.Wait()
+
+	var ie *Error
+	switch {
+	case split != nil:
+		return fmt.Errorf("%s: %w (servers %s each got connections): a load balancer in chain %s spreads flows over %d destination instances, "+
+			"but an iperf3 test needs its control and data connections on one server; balance by source address or use one instance",
+			what, ErrSplitFlows, strings.Join(split, ", "), c.Name, len(servers))
+	case ctx.Err() != nil:
+		return fmt.Errorf("%s: %w", what, ctx.Err())
+	case runCtx.Err() != nil:
+		return fmt.Errorf("%s: no result within %s (chain %s does not carry the test): %w%s", what, timeout, c.Name, context.DeadlineExceeded, splitHint(len(servers)))
+	case errors.As(perr, &ie):
+		if len(servers) > 1 && controlLost(ie.Msg) {
+			return fmt.Errorf("%s: %w: %w%s", what, ErrSplitFlows, perr, splitHint(len(servers)))
+		}
+		return fmt.Errorf("%s: %w", what, perr)
+	case perr != nil && rerr != nil:
+		return fmt.Errorf("%s: %w", what, rerr)
+	case perr != nil:
+		return fmt.Errorf("%s: %w", what, perr)
+	}
+	for _, s := range Samples(res, time.Now()) {
+		emit(s)
+	}
+	if aerr != nil {
+		return fmt.Errorf("%s: %w", what, aerr)
+	}
+	if err := moved(res); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+func splitHint(servers int) string {
+	if servers < 2 {
+		return ""
+	}
+	return fmt.Sprintf(" (with %d destination instances behind a per-flow load balancer, iperf3's control and data connections may reach different servers)", servers)
+}
+
+// refused reports whether the client failed because nothing listened yet.
+func refused(perr, rerr error) bool {
+	for _, e := range []error{perr, rerr} {
+		if e != nil && strings.Contains(e.Error(), "Connection refused") {
+			return true
+		}
+	}
+	return false
+}
+
+// controlLost reports whether iperf3's error is how it fails when its connections are split
+// over servers.
+func controlLost(msg string) bool {
+	for _, s := range []string{"cookie", "control socket has closed", "unable to receive control message", "unable to receive parameters", "server has terminated"} {
+		if strings.Contains(msg, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// waitListening waits until every server has a listening TCP socket on port, or until max
+// passed. It is best effort: the client retries refused connections anyway.
+func waitListening(ctx context.Context, servers []server, port uint16, max time.Duration) {
+	deadline := time.Now().Add(max)
+	for time.Now().Before(deadline) && ctx.Err() == nil {
+		ready := 0
+		for _, s := range servers {
+			listen, _, err := sockets(s.pid, port)
+			if err != nil || listen > 0 {
+				ready++ // unreadable: do not wait for it
+			}
+		}
+		if ready == len(servers) {
+			return
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// watchSplit polls the servers' sockets until ctx ends; when two or more servers hold
+// established connections on port it calls stop and returns their node names.
+func watchSplit(ctx context.Context, servers []server, port uint16, stop func()) []string {
+	t := time.NewTicker(50 * time.Millisecond)
+	defer t.Stop()
+	for {
+		var busy []string
+		for _, s := range servers {
+			if _, est, err := sockets(s.pid, port); err == nil && est > 0 {
+				busy = append(busy, s.node)
+			}
+		}
+		if len(busy) > 1 {
+			stop()
+			return busy
+		}
+		select {
+		case <-ctx.Done():
+			return nil
+		case <-t.C:
+		}
+	}
+}
+
+// TCP socket states in /proc/net/tcp.
+const (
+	tcpEstablished = "01"
+	tcpListen      = "0A"
+)
+
+// sockets counts the TCP sockets on local port port in the network namespace of process
+// pid: listening and established ones.
+//
+// Equivalent to: nsenter -t PID -n ss -Htn state established '( sport = :PORT )'
+func sockets(pid int, port uint16) (listen, established int, err error) {
+	suffix := fmt.Sprintf(":%04X", port)
+	found := false
+	for _, file := range []string{"tcp", "tcp6"} {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/net/%s", pid, file))
+		if err != nil {
+			continue
+		}
+		found = true
+		for _, line := range strings.Split(string(b), "\n")[1:] {
+			f := strings.Fields(line)
+			if len(f) < 4 || !strings.HasSuffix(f[1], suffix) {
+				continue
+			}
+			switch f[3] {
+			case tcpListen:
+				listen++
+			case tcpEstablished:
+				established++
+			}
+		}
+	}
+	if !found {
+		return 0, 0, fmt.Errorf("read sockets of process %d: %w", pid, os.ErrNotExist)
+	}
+	return listen, established, nil
+}
+
+// alive reports whether pid is still a running iperf3 (not gone, not a zombie, not reused).
+func alive(pid int) bool {
+	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		return false
+	}
+	// pid (comm) state ...
+	s := string(b)
+	open, end := strings.IndexByte(s, '('), strings.LastIndexByte(s, ')')
+	if open < 0 || end < open || end+2 >= len(s) {
+		return false
+	}
+	return s[open+1:end] == "iperf3" && s[end+2] != 'Z'
+}
+
+// waitGone waits until pid is no longer a running iperf3 or d passed.
+func waitGone(pid int, d time.Duration) bool {
+	deadline := time.Now().Add(d)
+	for alive(pid) {
+		if time.Now().After(deadline) {
+			return false
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	return true
+}
+
+// stopServers lets the one-off servers finish (they exit after their test), then terminates
+// those still running: SIGTERM, then SIGKILL.
+func stopServers(servers []server) error {
+	var errs []error
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	for _, s := range servers {
+		wg.Go(func() {
+			if waitGone(s.pid, StopTimeout/4) {
+				return
+			}
+			_ = syscall.Kill(s.pid, syscall.SIGTERM)
+			if waitGone(s.pid, StopTimeout/2) {
+				return
+			}
+			_ = syscall.Kill(s.pid, syscall.SIGKILL)
+			if !waitGone(s.pid, StopTimeout/4) {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("stop iperf3 server %d in node %s: still running after SIGKILL", s.pid, s.node))
+				mu.Unlock()
+			}
+		})
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// StopServer lets a one-off server started with ServerArgs finish, then terminates it if it
+// still runs (SIGTERM, then SIGKILL), as the probe does with its own servers.
+func StopServer(node string, pid int) error {
+	return stopServers([]server{{node: node, pid: pid}})
+}

@@ -1,0 +1,608 @@
+package kubernetes
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"net/url"
+	"os"
+	"os/exec"
+	"os/signal"
+	"path/filepath"
+	"slices"
+	"strings"
+	"sync"
+	"syscall"
+
+	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/steer"
+	"golang.org/x/sys/unix"
+)
+
+// The sfclab agent: a DaemonSet (namespace sfclab-system) whose pod on every Kubernetes node
+// runs the sfclab program privileged, in the node's network and PID namespaces, with the
+// node's /run/netns mounted (mount propagation both ways), its BPF file system and
+// /run/sfclab. sfclab gives it the per-node part of a deploy through the API server's exec
+// (kubectl exec -i POD -- sfclab agent REQUEST, a
+// JSON request on stdin, a JSON answer on stdout), so the agent listens on no port and what
+// it may be asked is what RBAC grants on pods/exec in its namespace.
+//
+// What the agent does: the requests below (AgentAttach, AgentLink, AgentHosts, AgentSteer,
+// AgentDestroy): it names the lab's pods' network namespaces on its node, wires their
+// segments (the netns runtime's Link, or package hosts' Build), installs transparent
+// steering (package steer's Install) and removes all of it again. It does not yet wire
+// segments across nodes (docs/kubernetes.md).
+const (
+	AgentNamespace = "sfclab-system"
+	AgentName      = "sfclab-agent"
+	// LabelAgent marks the agent's namespace and pods.
+	LabelAgent = "sfclab.agent"
+	// annotationBinary records the sfclab program the agent's pods run (a hostPath); a deploy
+	// from another program replaces the DaemonSet.
+	annotationBinary = "sfclab.agent/binary"
+	agentContainer   = "agent"
+	// agentSpecVersion changes whenever agentSpec does, so that a deploy replaces an agent
+	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted).
+	agentSpecVersion = "2"
+)
+
+// agentRevision is what annotationBinary records: the program and the spec's version.
+func agentRevision(self string) string { return self + " (spec " + agentSpecVersion + ")" }
+
+// AgentRequest is what sfclab asks of the agent on one Kubernetes node.
+type AgentRequest struct {
+	Lab  string     `json:"lab"`
+	Pods []AgentPod `json:"pods"`
+}
+
+// AgentPod is one pod of a lab on the agent's node.
+type AgentPod struct {
+	Node      string `json:"node"`      // the lab node (pod name)
+	Netns     string `json:"netns"`     // the name its network namespace gets (sfc.LAB.NODE)
+	Container string `json:"container"` // its container's ID
+}
+
+// AgentAnswer is the agent's answer: the host PID of each pod's container init, by lab node.
+type AgentAnswer struct {
+	PIDs map[string]int `json:"pids"`
+}
+
+// Requests the agent takes (`sfclab agent REQUEST`, a JSON request on stdin, a JSON answer
+// on stdout). Each one that builds undoes what it built when it fails; "destroy" removes what
+// every other one built for a lab.
+const (
+	// AgentAttach names the pods' network namespaces and deletes their pod-network interfaces
+	// (AgentRequest, AgentAnswer).
+	AgentAttach = "attach"
+	// AgentLink wires a plain lab's segments as the netns runtime does: veth pairs between
+	// pods, bridges in the lab's fabric namespace, addresses (AgentLinkRequest).
+	AgentLink = "link"
+	// AgentHosts builds a lab's emulated hosts and ports with package hosts: a bridge per
+	// segment per node, veths into the pods, VXLAN between hosts (AgentHostsRequest,
+	// AgentHostsAnswer).
+	AgentHosts = "hosts"
+	// AgentSteer loads a transparent lab's steering programs and attaches them to the host
+	// ends of its ports and to its tunnels (AgentSteerRequest).
+	AgentSteer = "steer"
+	// AgentDestroy removes what the agent made for a lab on its node: its network namespace
+	// names, emulated hosts, fabric and pinned steering maps (AgentDestroyRequest).
+	AgentDestroy = "destroy"
+)
+
+// AgentLinkRequest asks for the segments of a plain lab (no hosts, no steering); Plan holds
+// only what wiring reads: the nodes' names, namespaces and interfaces, the segments, the
+// fabric and the MTU.
+type AgentLinkRequest struct {
+	Plan *plan.Plan `json:"plan"`
+}
+
+// AgentHostsRequest asks for a lab's emulated hosts and ports (package hosts).
+type AgentHostsRequest struct {
+	Topology *hosts.Topology `json:"topology"`
+}
+
+// AgentHostsAnswer says where every veth port is, by hosts.PortKey.
+type AgentHostsAnswer struct {
+	Ports map[string]hosts.PortAt `json:"ports"`
+}
+
+// AgentSteerRequest asks for a lab's steering programs (steer.Install).
+type AgentSteerRequest struct {
+	Lab        string           `json:"lab"`
+	Attachment steer.Attachment `json:"attachment"`
+}
+
+// AgentDestroyRequest asks the agent to remove a lab's state on its node.
+type AgentDestroyRequest struct {
+	Lab string `json:"lab"`
+}
+
+// AgentMain runs `sfclab agent`: with no argument it is the DaemonSet's long-running process
+// (it waits for SIGTERM); with a request name (AgentAttach, AgentLink, AgentHosts,
+// AgentSteer, AgentDestroy) it reads the request on stdin, does it, and writes the answer on
+// stdout. A failed request leaves nothing of what it made.
+func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
+	if len(args) == 0 {
+		ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, os.Interrupt)
+		defer stop()
+		<-ctx.Done()
+		return nil
+	}
+	op := args[0]
+	if len(args) != 1 || !slices.Contains([]string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy}, op) {
+		return fmt.Errorf("agent: unknown request %q (the agent takes: %s, %s, %s, %s, %s)", strings.Join(args, " "), AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy)
+	}
+	dec := json.NewDecoder(stdin)
+	dec.DisallowUnknownFields()
+	read := func(v any) error {
+		if err := dec.Decode(v); err != nil {
+			return fmt.Errorf("read request: %w", err)
+		}
+		return nil
+	}
+	var ans any = struct{}{}
+	var err error
+	switch op {
+	case AgentAttach:
+		var req AgentRequest
+		if err = read(&req); err == nil {
+			ans, err = attach(req)
+		}
+	case AgentLink:
+		var req AgentLinkRequest
+		if err = read(&req); err == nil {
+			err = agentLink(req)
+		}
+	case AgentHosts:
+		var req AgentHostsRequest
+		if err = read(&req); err == nil {
+			ans, err = agentHosts(req)
+		}
+	case AgentSteer:
+		var req AgentSteerRequest
+		if err = read(&req); err == nil {
+			err = agentSteer(req)
+		}
+	case AgentDestroy:
+		var req AgentDestroyRequest
+		if err = read(&req); err == nil {
+			err = agentDestroy(req.Lab)
+		}
+	}
+	if err != nil {
+		return fmt.Errorf("agent %s: %w", op, err)
+	}
+	return json.NewEncoder(stdout).Encode(ans)
+}
+
+// agentUndo is the agent's undo stack for one request: unwound when the request fails.
+type agentUndo struct {
+	steps []func() error
+}
+
+func (u *agentUndo) Push(_ string, fn func() error) { u.steps = append(u.steps, fn) }
+
+func (u *agentUndo) unwind() error {
+	var errs []error
+	for i := len(u.steps) - 1; i >= 0; i-- {
+		errs = append(errs, u.steps[i]())
+	}
+	u.steps = nil
+	return errors.Join(errs...)
+}
+
+// agentLink wires a plain lab's segments between its pods' namespaces (named by attach) with
+// the netns runtime's Link, after creating the lab's fabric namespace when it has bridges.
+func agentLink(req AgentLinkRequest) (err error) {
+	p := req.Plan
+	if p == nil {
+		return errors.New("no plan")
+	}
+	var undo agentUndo
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, undo.unwind())
+		}
+	}()
+	ns := map[string]*netdev.NS{}
+	defer func() {
+		for _, h := range ns {
+			h.Close()
+		}
+	}()
+	for _, n := range p.Nodes {
+		h, err := netdev.OpenNS(n.Netns)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", n.Name, err)
+		}
+		ns[n.Name] = h
+	}
+	if p.Fabric != "" {
+		if err := netdev.CreateNetns(p.Fabric); err != nil {
+			return fmt.Errorf("create namespace: %w", err)
+		}
+		undo.Push("namespace "+p.Fabric, func() error { return netdev.DeleteNetns(p.Fabric) })
+		h, err := netdev.OpenNS(p.Fabric)
+		if err != nil {
+			return err
+		}
+		ns[netns.FabricKey] = h
+	}
+	return netns.Runtime{}.Link(context.Background(), p, ns, &undo)
+}
+
+// agentHosts builds a lab's emulated hosts and the pods' ports with package hosts and reads
+// where the ports are.
+func agentHosts(req AgentHostsRequest) (_ *AgentHostsAnswer, err error) {
+	t := req.Topology
+	if t == nil || !t.NodesExist {
+		return nil, errors.New("no topology of existing nodes")
+	}
+	var undo agentUndo
+	defer func() {
+		if err != nil {
+			err = errors.Join(err, undo.unwind())
+		}
+	}()
+	built, err := hosts.Build(t, &undo)
+	if built != nil {
+		built.Close()
+	}
+	if err != nil {
+		return nil, err
+	}
+	ports, err := t.PortLinks()
+	if err != nil {
+		return nil, err
+	}
+	return &AgentHostsAnswer{Ports: ports}, nil
+}
+
+// agentSteer installs a lab's steering programs. The maps are pinned in the node's BPF file
+// system, which must be mounted on the node (and so in the agent's pod): one the agent
+// mounted itself would be the pod's own, and sfclab and `sfclab serve` on the node would not
+// see the maps.
+func agentSteer(req AgentSteerRequest) error {
+	var st unix.Statfs_t
+	if err := unix.Statfs(bpffsDir, &st); err != nil || st.Type != unix.BPF_FS_MAGIC {
+		return fmt.Errorf("install steering of lab %s: the node has no BPF file system at %s (mount it on the node: mount -t bpf bpf %s, as systemd does at boot)", req.Lab, bpffsDir, bpffsDir)
+	}
+	if err := steer.Install(req.Lab, req.Attachment); err != nil {
+		return errors.Join(err, steer.Unpin(req.Lab))
+	}
+	return nil
+}
+
+// bpffsDir is where the node's BPF file system is mounted, and mounted into the agent's pod.
+const bpffsDir = "/sys/fs/bpf"
+
+// agentDestroy removes a lab's state on the agent's node: the names of its pods' network
+// namespaces, its emulated hosts, underlay and fabric (their veths, bridges, VXLAN devices and
+// steering programs go with them) and its pinned steering maps. The pods' processes are not
+// touched (deleting their pods ends them). Nothing there is not an error.
+// Equivalent to: ip netns del sfc.LAB.* sfc.LAB; rm -r /sys/fs/bpf/sfclab/LAB
+func agentDestroy(lab string) error {
+	if lab == "" {
+		return errors.New("no lab named")
+	}
+	names, err := netdev.ListNetns(plan.NetnsName(lab, ""))
+	if err != nil {
+		return err
+	}
+	names = append(names, plan.FabricName(lab))
+	var errs []error
+	for _, n := range names {
+		errs = append(errs, netdev.DeleteNetns(n))
+	}
+	if err := steer.Unpin(lab); err != nil && !errors.Is(err, steer.ErrNotLoaded) {
+		errs = append(errs, err)
+	}
+	return errors.Join(errs...)
+}
+
+// attach names the network namespace of each pod of req and deletes its pod-network
+// interfaces; on failure it removes the names it made.
+func attach(req AgentRequest) (*AgentAnswer, error) {
+	ids := map[string]string{}
+	for _, p := range req.Pods {
+		ids[p.Node] = p.Container
+	}
+	pids, err := containerPIDs(ids)
+	if err != nil {
+		return nil, err
+	}
+	var made []string
+	undo := func() {
+		for _, n := range made {
+			_ = netdev.DeleteNetns(n)
+		}
+	}
+	for _, p := range req.Pods {
+		if err := netdev.BindNetns(p.Netns, fmt.Sprintf("/proc/%d/ns/net", pids[p.Node])); err != nil {
+			undo()
+			return nil, fmt.Errorf("node %s: %w", p.Node, err)
+		}
+		made = append(made, p.Netns)
+		h, err := netdev.OpenNS(p.Netns)
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("node %s: %w", p.Node, err)
+		}
+		err = dropPodNetwork(h)
+		h.Close()
+		if err != nil {
+			undo()
+			return nil, fmt.Errorf("node %s: %w", p.Node, err)
+		}
+	}
+	return &AgentAnswer{PIDs: pids}, nil
+}
+
+// agentSpec is the agent's DaemonSet: the node image running `sfclab agent` from the sfclab
+// program at self (a hostPath: the program must be at that path on every node), privileged,
+// in the node's network and PID namespaces, with /run/netns shared both ways.
+func (r Runtime) agentSpec(self string) map[string]any {
+	labels := map[string]string{LabelManaged: "true", LabelAgent: "true"}
+	return map[string]any{
+		"apiVersion": "apps/v1", "kind": "DaemonSet",
+		"metadata": map[string]any{"name": AgentName, "namespace": AgentNamespace, "labels": labels,
+			"annotations": map[string]string{annotationBinary: agentRevision(self)}},
+		"spec": map[string]any{
+			"selector": map[string]any{"matchLabels": map[string]string{LabelAgent: "true"}},
+			"template": map[string]any{
+				"metadata": map[string]any{"labels": labels},
+				"spec": map[string]any{
+					"hostNetwork":                   true,
+					"hostPID":                       true,
+					"automountServiceAccountToken":  false,
+					"enableServiceLinks":            false,
+					"terminationGracePeriodSeconds": 0,
+					"tolerations":                   []map[string]any{{"operator": "Exists"}},
+					"containers": []map[string]any{{
+						"name":            agentContainer,
+						"image":           r.image(),
+						"imagePullPolicy": "IfNotPresent",
+						"command":         []string{"/usr/local/bin/sfclab", "agent"},
+						"securityContext": map[string]any{"privileged": true},
+						"volumeMounts": []map[string]any{
+							{"name": "sfclab", "mountPath": "/usr/local/bin/sfclab", "readOnly": true},
+							{"name": "netns", "mountPath": netdev.NetnsDir, "mountPropagation": "Bidirectional"},
+							{"name": "bpffs", "mountPath": bpffsDir},
+							{"name": "run", "mountPath": filepath.Dir(steer.MountLock)},
+						},
+					}},
+					"volumes": []map[string]any{
+						{"name": "sfclab", "hostPath": map[string]any{"path": self, "type": "File"}},
+						{"name": "netns", "hostPath": map[string]any{"path": netdev.NetnsDir, "type": "DirectoryOrCreate"}},
+						// The node's BPF file system, where steering maps are pinned, and the
+						// directory of the lock sfclab takes around pinning.
+						{"name": "bpffs", "hostPath": map[string]any{"path": bpffsDir, "type": "Directory"}},
+						{"name": "run", "hostPath": map[string]any{"path": filepath.Dir(steer.MountLock), "type": "DirectoryOrCreate"}},
+					},
+				},
+			},
+		},
+	}
+}
+
+// agentPod is the part of an agent pod the runtime reads.
+type agentPod struct {
+	Metadata struct {
+		Name              string  `json:"name"`
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	Status struct {
+		ContainerStatuses []struct {
+			Ready bool `json:"ready"`
+			State struct {
+				Running *struct{} `json:"running"`
+			} `json:"state"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+func (p *agentPod) running() bool {
+	if p.Metadata.DeletionTimestamp != nil {
+		return false
+	}
+	for _, cs := range p.Status.ContainerStatuses {
+		if cs.State.Running != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// ensureAgent makes sure the agent DaemonSet runs the sfclab program at self and returns its
+// running pod on each of the Kubernetes nodes kubeNodes, by node. A DaemonSet of another
+// program is replaced.
+// Equivalent to: kubectl create namespace sfclab-system; kubectl apply -f agent.yaml;
+// kubectl -n sfclab-system rollout status daemonset/sfclab-agent
+func (r Runtime) ensureAgent(ctx context.Context, c *client, self string, kubeNodes []string) (map[string]string, error) {
+	dsPath := "/apis/apps/v1/namespaces/" + AgentNamespace + "/daemonsets/" + AgentName
+	var ds struct {
+		Metadata struct {
+			Annotations map[string]string `json:"annotations"`
+		} `json:"metadata"`
+	}
+	err := c.do(ctx, "GET", dsPath, nil, nil, &ds)
+	switch {
+	case err == nil && ds.Metadata.Annotations[annotationBinary] == agentRevision(self):
+	case err == nil || isNotFound(err):
+		if err == nil { // another program's agent: replace it
+			q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}}
+			if err := c.do(ctx, "DELETE", dsPath, q, nil, nil); err != nil && !isNotFound(err) {
+				return nil, fmt.Errorf("replace the sfclab agent: %w", err)
+			}
+			if err := poll(ctx, PodTimeout, func() (bool, error) {
+				err := c.do(ctx, "GET", dsPath, nil, nil, nil)
+				return isNotFound(err), ignoreNotFound(err)
+			}); err != nil {
+				return nil, fmt.Errorf("replace the sfclab agent: wait for the old DaemonSet to go: %w", err)
+			}
+		}
+		ns := map[string]any{"apiVersion": "v1", "kind": "Namespace",
+			"metadata": map[string]any{"name": AgentNamespace, "labels": map[string]string{LabelManaged: "true", LabelAgent: "true"}}}
+		if err := c.do(ctx, "POST", "/api/v1/namespaces", nil, ns, nil); err != nil && !isConflict(err) {
+			return nil, fmt.Errorf("create namespace %s for the sfclab agent: %w", AgentNamespace, err)
+		}
+		if err := c.do(ctx, "POST", "/apis/apps/v1/namespaces/"+AgentNamespace+"/daemonsets", nil, r.agentSpec(self), nil); err != nil && !isConflict(err) {
+			return nil, fmt.Errorf("create the sfclab agent DaemonSet: %w", err)
+		}
+	default:
+		return nil, fmt.Errorf("find the sfclab agent: %w", err)
+	}
+	out := map[string]string{}
+	q := url.Values{"labelSelector": {LabelAgent + "=true"}}
+	err = poll(ctx, PodTimeout, func() (bool, error) {
+		var list struct{ Items []*agentPod }
+		if err := c.do(ctx, "GET", "/api/v1/namespaces/"+AgentNamespace+"/pods", q, nil, &list); err != nil {
+			return false, err
+		}
+		clear(out)
+		for _, p := range list.Items {
+			if p.running() && slices.Contains(kubeNodes, p.Spec.NodeName) {
+				out[p.Spec.NodeName] = p.Metadata.Name
+			}
+		}
+		return len(out) == len(kubeNodes), nil
+	})
+	if err != nil {
+		var missing []string
+		for _, n := range kubeNodes {
+			if out[n] == "" {
+				missing = append(missing, n)
+			}
+		}
+		return nil, fmt.Errorf("wait for the sfclab agent on node %s (kubectl -n %s get pods -o wide): %w", strings.Join(missing, ", "), AgentNamespace, err)
+	}
+	return out, nil
+}
+
+func ignoreNotFound(err error) error {
+	if isNotFound(err) {
+		return nil
+	}
+	return err
+}
+
+// agentCall sends one request to the agent pod pod on Kubernetes node kn and decodes its
+// answer into ans (nil: none wanted).
+// Equivalent to: kubectl exec -i -n sfclab-system POD -c agent -- sfclab agent OP <req.json
+func agentCall(ctx context.Context, c *client, kn, pod, op string, req, ans any) error {
+	kubectl, err := exec.LookPath("kubectl")
+	if err != nil {
+		return fmt.Errorf("ask the sfclab agent: sfclab reaches its agent through the API server's exec (kubectl exec), and kubectl is not on PATH: %w", err)
+	}
+	in, err := json.Marshal(req)
+	if err != nil {
+		return fmt.Errorf("ask the sfclab agent %s: %w", op, err)
+	}
+	var out, errOut bytes.Buffer
+	cmd := exec.CommandContext(ctx, kubectl, "--kubeconfig", c.Kubeconfig, "exec", "-i", "-n", AgentNamespace, pod, "-c", agentContainer,
+		"--", "/usr/local/bin/sfclab", "agent", op)
+	cmd.Stdin, cmd.Stdout, cmd.Stderr = bytes.NewReader(in), &out, &errOut
+	err = cmd.Run()
+	if err == nil && ans != nil {
+		err = json.Unmarshal(out.Bytes(), ans)
+	}
+	if err != nil {
+		return fmt.Errorf("sfclab agent %s on node %s: %s: %w: %s", pod, kn, op, err, strings.TrimSpace(errOut.String()))
+	}
+	return nil
+}
+
+// agentAttach asks the agent pod on each Kubernetes node to attach that node's pods (in
+// parallel, one request per node) and returns the pods' host PIDs by lab node.
+func agentAttach(ctx context.Context, c *client, agents map[string]string, reqs map[string]AgentRequest) (map[string]int, error) {
+	var mu sync.Mutex
+	pids := map[string]int{}
+	var wg sync.WaitGroup
+	var errs []error
+	for kn, req := range reqs {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var ans AgentAnswer
+			err := agentCall(ctx, c, kn, agents[kn], AgentAttach, req, &ans)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, fmt.Errorf("attach the pods of lab %s: %w", req.Lab, err))
+				return
+			}
+			for n, pid := range ans.PIDs {
+				pids[n] = pid
+			}
+		}()
+	}
+	wg.Wait()
+	return pids, errors.Join(errs...)
+}
+
+// runningAgents waits until the agent DaemonSet has a running pod on every node it is
+// scheduled to (its desired number; a pod that died is replaced by the DaemonSet) and returns
+// them by Kubernetes node; no DaemonSet gives none.
+func runningAgents(ctx context.Context, c *client) (map[string]string, error) {
+	var ds struct {
+		Status struct {
+			DesiredNumberScheduled int `json:"desiredNumberScheduled"`
+		} `json:"status"`
+	}
+	err := c.do(ctx, "GET", "/apis/apps/v1/namespaces/"+AgentNamespace+"/daemonsets/"+AgentName, nil, nil, &ds)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("find the sfclab agent: %w", err)
+	}
+	out := map[string]string{}
+	q := url.Values{"labelSelector": {LabelAgent + "=true"}}
+	err = poll(ctx, PodTimeout, func() (bool, error) {
+		var list struct{ Items []*agentPod }
+		if err := c.do(ctx, "GET", "/api/v1/namespaces/"+AgentNamespace+"/pods", q, nil, &list); err != nil {
+			return false, err
+		}
+		clear(out)
+		for _, p := range list.Items {
+			if p.running() {
+				out[p.Spec.NodeName] = p.Metadata.Name
+			}
+		}
+		return len(out) >= ds.Status.DesiredNumberScheduled, nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("wait for the sfclab agent pods (kubectl -n %s get pods -o wide): %w", AgentNamespace, err)
+	}
+	return out, nil
+}
+
+// destroyOnNodes asks every running agent to remove lab's state on its node (AgentDestroy),
+// waiting for agent pods the DaemonSet is replacing.
+func destroyOnNodes(ctx context.Context, c *client, lab string) error {
+	agents, err := runningAgents(ctx, c)
+	if err != nil {
+		return fmt.Errorf("remove lab %s from its nodes: %w", lab, err)
+	}
+	var errs []error
+	for _, kn := range slices.Sorted(maps.Keys(agents)) {
+		errs = append(errs, agentCall(ctx, c, kn, agents[kn], AgentDestroy, AgentDestroyRequest{Lab: lab}, nil))
+	}
+	return errors.Join(errs...)
+}
+
+// removeAgent deletes the agent's namespace (its DaemonSet and pods with it) and waits until
+// it is gone; nothing to do when it does not exist.
+func removeAgent(ctx context.Context, c *client) error {
+	return deleteNamespace(ctx, c, AgentNamespace)
+}

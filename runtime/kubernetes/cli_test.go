@@ -1,0 +1,520 @@
+package kubernetes_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/api"
+	"github.com/sfclab/sfclab/bench"
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/internal/cli"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe/firstpacket"
+	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/runtime/kubernetes"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+// cliChild is the environment variable that makes the test binary the sfclab command line (for
+// the kill -9 test, which needs a real process to kill).
+const cliChild = "SFCLAB_K8S_CLI_CHILD"
+
+// runCLIChild runs sfclab's command line when the test binary was started as its child, or as
+// the agent: the agent's pods run the program that deployed (this binary, mounted at
+// /usr/local/bin/sfclab).
+func runCLIChild() {
+	if os.Getenv(cliChild) != "1" && filepath.Base(os.Args[0]) != "sfclab" {
+		return
+	}
+	os.Exit(cli.Main(context.Background(), os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// sfclab runs the command line in this process against the test cluster and a private journal
+// (the caller has set SFCLAB_STATE_DIR).
+func sfclab(t *testing.T, ctx context.Context, stdout io.Writer, args ...string) (int, string) {
+	t.Helper()
+	var errOut bytes.Buffer
+	code := cli.Main(ctx, append([]string{"--kubeconfig", kubeconfig}, args...), stdout, &errOut)
+	return code, errOut.String()
+}
+
+// TestBenchOnCluster runs a short experiment (one repetition of the firewall lab on the
+// cluster: ping, iperf3 and the nodes' CPU) through the bench runner `sfclab bench` uses: the
+// trial succeeds, its samples carry the runtime, the probes measured through the pods, the
+// run's environment names the cluster, and the lab is gone afterwards.
+func TestBenchOnCluster(t *testing.T) {
+	requireCluster(t)
+	const lab = "k8t-bench"
+	exp := []byte(`name: k8t-bench
+repetitions: 1
+warmup: 0s
+scenarios:
+  - {name: fw-k8s, lab: ../../examples/fw.yaml, runtime: kubernetes}
+probes:
+  iperf3: {duration: 1s}
+  ping: {count: 5, interval: 10ms}
+  cpu: true
+`)
+	load := func(path string) (*spec.Lab, error) {
+		l, err := spec.Load(path, kinds.Spec())
+		if err == nil {
+			l.Name = lab
+		}
+		return l, err
+	}
+	e, err := experiment.Decode(exp, "k8t-bench.yaml", ".", load)
+	if err != nil {
+		t.Fatal(err)
+	}
+	d := deployer(t)
+	dir := filepath.Join(t.TempDir(), "run")
+	out, err := (&bench.Runner{Deployer: d, Version: "test", Log: t.Logf}).Run(context.Background(), e, dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if out.Trials != 1 || out.Failed != 0 {
+		t.Fatalf("trials %d, failed %d", out.Trials, out.Failed)
+	}
+	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), lab); err != nil || len(l) > 0 {
+		t.Errorf("the bench left lab %s in the cluster: %v %v", lab, l, err)
+	}
+	if left, _ := netdev.ListNetns(plan.NetnsName(lab, "")); len(left) > 0 {
+		t.Errorf("the bench left namespaces of lab %s on the host: %v", lab, left)
+	}
+	store, err := results.Open(filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run, err := store.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := run.Env["kubernetes"]; !strings.Contains(v, "v1.") || !strings.Contains(v, "127.0.0.1:16443") {
+		t.Errorf("run environment kubernetes = %q, want the cluster's version and server", v)
+	}
+	samples, err := store.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := map[string]int{}
+	for _, s := range samples {
+		if s.Probe == "deploy" && s.Labels["runtime"] != spec.RuntimeKubernetes {
+			t.Errorf("deploy sample records runtime %q, want kubernetes", s.Labels["runtime"])
+		}
+		if n := s.Labels["node"]; s.Probe == "cpu" && n != "" {
+			got["cpu node "+n]++ // read from the pod's cgroup
+		}
+		if s.Value > 0 {
+			got[s.Probe+" "+s.Metric]++
+		}
+	}
+	// Forwarding is softirq work, charged to no cgroup: the firewall's own figure may be 0, the
+	// endpoints' (iperf3 runs in their pods' cgroups) are not; every node has one.
+	for _, want := range []string{"deploy deploy_time", "ping rtt", "iperf3 throughput", "cpu cpu_user", "cpu node client", "cpu node fw", "cpu node server"} {
+		if got[want] == 0 {
+			t.Errorf("no %q sample among %v", want, got)
+		}
+	}
+}
+
+// TestServeTransparent runs `sfclab serve` over a transparent lab on the cluster: before any
+// chain UDP from the client reaches the server straight; a port chain created over the
+// networking-sfc API takes it through f1 (its TTL drops by one); deleting the chain lets it go
+// straight again.
+func TestServeTransparent(t *testing.T) {
+	requireCluster(t)
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	t.Setenv("SFCLAB_STATE_DIR", root)
+	t.Setenv("KUBECONFIG", kubeconfig)
+	file := filepath.Join(t.TempDir(), "lab.yaml")
+	yaml := `name: k8t-api
+runtime: kubernetes
+steering: transparent
+networks: [lan]
+endpoints:
+  client: {kind: client, ports: {eth0: lan}}
+  server: {kind: server, ports: {eth0: lan}}
+functions:
+  f1: {kind: forwarder, ports: {ingress: lan, egress: lan}}
+`
+	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	if code, errOut := sfclab(t, ctx, io.Discard, "deploy", file); code != 0 {
+		t.Fatalf("deploy: exit %d: %s", code, errOut)
+	}
+	t.Cleanup(func() {
+		if code, errOut := sfclab(t, ctx, io.Discard, "destroy", "k8t-api"); code != 0 {
+			t.Errorf("destroy: exit %d: %s", code, errOut)
+		}
+		if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(ctx, "k8t-api"); err != nil || len(l) > 0 {
+			t.Errorf("lab k8t-api left in the cluster: %v %v", l, err)
+		}
+		if left, _ := netdev.ListNetns(plan.NetnsName("k8t-api", "")); len(left) > 0 {
+			t.Errorf("namespaces of lab k8t-api left on the host: %v", left)
+		}
+	})
+	// sfclab serve on a free loopback port; its first line names the address.
+	sctx, stop := context.WithCancel(ctx)
+	pr, pw := io.Pipe()
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		code, errOut := sfclab(t, sctx, pw, "serve", "--listen", "127.0.0.1:0")
+		if code != 0 {
+			t.Errorf("serve: exit %d: %s", code, errOut)
+		}
+		pw.Close()
+	}()
+	t.Cleanup(func() { stop(); wg.Wait() })
+	line, err := bufio.NewReader(pr).ReadString('\n')
+	go io.Copy(io.Discard, pr)
+	m := regexp.MustCompile(`http://[0-9.:]+`).FindString(line)
+	if err != nil || m == "" {
+		t.Fatalf("serve's first line %q (%v) names no address", line, err)
+	}
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
+	t.Cleanup(hc.CloseIdleConnections)
+	do := func(method, path string, body any, want int) map[string]any {
+		t.Helper()
+		var rd io.Reader
+		if body != nil {
+			b, _ := json.Marshal(body)
+			rd = bytes.NewReader(b)
+		}
+		req, err := http.NewRequest(method, m+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		data, _ := io.ReadAll(resp.Body)
+		if resp.StatusCode != want {
+			t.Fatalf("%s %s: %d %s, want %d", method, path, resp.StatusCode, data, want)
+		}
+		var v map[string]any
+		_ = json.Unmarshal(data, &v)
+		return v
+	}
+	create := func(plural, singular string, body map[string]any) string {
+		t.Helper()
+		v := do("POST", "/v2.0/sfc/"+plural, map[string]any{singular: body}, 201)
+		return v[singular].(map[string]any)["id"].(string)
+	}
+	port := func(node, iface string) string { return api.PortID("k8t-api", node, iface) }
+
+	d := deployer(t)
+	d.Journal.Root = root
+	p, err := d.ReadPlan("k8t-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	open := func(node string) *netdev.NS {
+		ns, err := netdev.OpenNS(p.Transparent.Node(node).Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { ns.Close() })
+		return ns
+	}
+	dst := netip.AddrPortFrom(p.Transparent.Node("server").Ports[0].Address.Addr(), 40001)
+	probe, err := firstpacket.Open(open("client"), open("server"), dst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { probe.Close() })
+	crosses := func() bool {
+		probe.Timeout = 2 * time.Second
+		_, err := probe.Run(ctx, 1)
+		return err == nil
+	}
+	straight := func() bool {
+		probe.Timeout = 500 * time.Millisecond
+		r, err := probe.Run(ctx, 1)
+		return err != nil && r != nil && r.Direct > 0
+	}
+	if !straight() {
+		t.Fatal("before any chain, UDP from the client did not reach the server straight")
+	}
+	pp := create("port_pairs", "port_pair", map[string]any{"name": "pp-f1", "ingress": port("f1", "ingress"), "egress": port("f1", "egress")})
+	ppg := create("port_pair_groups", "port_pair_group", map[string]any{"name": "ppg-f1", "port_pairs": []string{pp}})
+	fc := create("flow_classifiers", "flow_classifier", map[string]any{"name": "udp-in", "protocol": "udp",
+		"logical_source_port": port("client", "eth0")})
+	pc := create("port_chains", "port_chain", map[string]any{"name": "a", "port_pair_groups": []string{ppg}, "flow_classifiers": []string{fc}})
+	if !crosses() {
+		t.Fatal("with the chain created over the API, UDP from the client did not cross f1")
+	}
+	do("DELETE", "/v2.0/sfc/port_chains/"+pc, nil, 204)
+	if !straight() {
+		t.Fatal("after deleting the chain, UDP does not go straight to the server")
+	}
+}
+
+// TestKill9ThenDestroyAll kills sfclab with SIGKILL while it deploys a lab on the cluster (its
+// pods running and wired, a function's setup still going), then runs `sfclab destroy --all`:
+// nothing of the lab is left in the cluster (namespace, pods) or on the host (network
+// namespaces, the pods' processes). Once with the journal as the killed deploy left it, once
+// with the journal gone, when only the namespace's labels in the cluster name the lab.
+func TestKill9ThenDestroyAll(t *testing.T) {
+	requireCluster(t)
+	for _, tc := range []struct {
+		name, lab     string
+		removeJournal bool
+	}{
+		{"journal kept", "k8t-kill", false},
+		{"journal removed", "k8t-killnj", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			root := t.TempDir()
+			os.Chmod(root, 0o755)
+			os.Chmod(filepath.Dir(root), 0o755)
+			t.Setenv("SFCLAB_STATE_DIR", root)
+			// A setup that outlives the kill: the deploy is killed while it runs.
+			const sleep = "sleep 47"
+			file := filepath.Join(t.TempDir(), "lab.yaml")
+			yaml := fmt.Sprintf(`name: %s
+runtime: kubernetes
+endpoints: {client: {}, server: {}}
+functions:
+  a: {kind: forwarder}
+  slow: {kind: custom, params: {setup: [%q]}}
+chains: [{from: client, to: server, hops: [a, slow]}]
+`, tc.lab, sleep)
+			if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			ctx := context.Background()
+			t.Cleanup(func() { sfclab(t, ctx, io.Discard, "destroy", tc.lab) })
+			child := exec.Command(os.Args[0], "--kubeconfig", kubeconfig, "deploy", file)
+			child.Env = append(os.Environ(), cliChild+"=1")
+			var childOut bytes.Buffer
+			child.Stdout, child.Stderr = &childOut, &childOut
+			if err := child.Start(); err != nil {
+				t.Fatal(err)
+			}
+			deadline := time.Now().Add(90 * time.Second)
+			for len(processes(sleep)) == 0 {
+				if time.Now().After(deadline) {
+					child.Process.Kill()
+					child.Wait()
+					t.Fatalf("the deploy never reached the slow setup:\n%s", childOut.String())
+				}
+				time.Sleep(50 * time.Millisecond)
+			}
+			child.Process.Signal(syscall.SIGKILL)
+			child.Wait()
+			k := kubernetes.Runtime{Kubeconfig: kubeconfig}
+			if l, _ := k.Leftovers(ctx, tc.lab); len(l) == 0 {
+				t.Fatal("test setup: the killed deploy left nothing in the cluster to clean")
+			}
+			if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) == 0 {
+				t.Fatal("test setup: the killed deploy left no namespaces on the host to clean")
+			}
+			pids := labProcesses(t, tc.lab)
+			if len(pids) == 0 {
+				t.Fatal("test setup: no process found in the killed deploy's pods")
+			}
+			if tc.removeJournal {
+				if err := os.RemoveAll(filepath.Join(root, "labs", tc.lab)); err != nil {
+					t.Fatal(err)
+				}
+			}
+			t0 := time.Now()
+			var out bytes.Buffer
+			code, errOut := sfclab(t, ctx, &out, "destroy", "--all")
+			if code != 0 || !strings.Contains(out.String(), "destroyed lab "+tc.lab) {
+				t.Fatalf("destroy --all: exit %d\n%s%s", code, out.String(), errOut)
+			}
+			t.Logf("destroy --all after kill -9: %s", time.Since(t0).Round(time.Millisecond))
+			if l, err := k.Leftovers(ctx, tc.lab); err != nil || len(l) > 0 {
+				t.Errorf("left in the cluster: %v %v", l, err)
+			}
+			if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) > 0 {
+				t.Errorf("namespaces left on the host: %v", ns)
+			}
+			if _, err := os.Stat(filepath.Join(root, "labs", tc.lab)); err == nil {
+				t.Errorf("journal of %s left", tc.lab)
+			}
+			if agentNamespaceExists(t) {
+				t.Errorf("destroy --all left the agent's namespace %s", kubernetes.AgentNamespace)
+			}
+			// The API server forgets force-deleted pods at once; the kubelet then stops their
+			// containers, and the processes in them end.
+			deadline = time.Now().Add(60 * time.Second)
+			for len(processes(sleep)) > 0 || len(alive(pids)) > 0 {
+				if time.Now().After(deadline) {
+					t.Fatalf("processes of the lab's pods still run 60 s after destroy --all: %v %v", processes(sleep), alive(pids))
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+			t.Logf("the pods' processes gone %s after destroy --all began", time.Since(t0).Round(time.Millisecond))
+		})
+	}
+}
+
+// processes lists the PIDs whose command line is exactly cmdline (words joined by spaces).
+func processes(cmdline string) []string {
+	var out []string
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil || len(b) == 0 {
+			continue
+		}
+		if strings.Join(strings.Split(strings.TrimRight(string(b), "\x00"), "\x00"), " ") == cmdline {
+			out = append(out, e.Name())
+		}
+	}
+	return out
+}
+
+// labProcesses lists the host PIDs of the processes in the lab's network namespaces (those
+// named /run/netns/sfc.LAB.*: the pods' and the fabric's), found by namespace inode.
+func labProcesses(t *testing.T, lab string) []int {
+	t.Helper()
+	names, err := netdev.ListNetns(plan.NetnsName(lab, ""))
+	if err != nil {
+		t.Fatal(err)
+	}
+	inodes := map[string]bool{}
+	for _, n := range names {
+		var st syscall.Stat_t
+		if err := syscall.Stat(filepath.Join("/run/netns", n), &st); err == nil {
+			inodes[fmt.Sprintf("net:[%d]", st.Ino)] = true
+		}
+	}
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		if l, err := os.Readlink(filepath.Join("/proc", e.Name(), "ns/net")); err == nil && inodes[l] {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// alive lists the PIDs of pids that still run (not zombies).
+func alive(pids []int) []int {
+	var out []int
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		if _, rest, ok := strings.Cut(string(b), ") "); ok && !strings.HasPrefix(rest, "Z") {
+			out = append(out, pid)
+		}
+	}
+	return out
+}
+
+// TestReproduceStudyCRefused: `reproduce openstack-sfc --runtime kubernetes` on the one-node
+// cluster is refused before anything runs, naming the four hosts of the study's Fig. 3 and
+// the nodes the cluster has.
+func TestReproduceStudyCRefused(t *testing.T) {
+	requireCluster(t)
+	t.Setenv("SFCLAB_STATE_DIR", t.TempDir())
+	var out bytes.Buffer
+	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--runtime", "kubernetes", "--out", filepath.Join(t.TempDir(), "run"))
+	if code == 0 {
+		t.Fatalf("reproduce openstack-sfc on a one-node cluster ran:\n%s", out.String())
+	}
+	for _, want := range []string{"four hosts", "contr01", "the cluster has 1 (localhost)"} {
+		if !strings.Contains(errOut, want) {
+			t.Errorf("refusal %q does not say %q", errOut, want)
+		}
+	}
+}
+
+// agentNamespaceExists asks the cluster whether the agent's namespace is there.
+func agentNamespaceExists(t *testing.T) bool {
+	t.Helper()
+	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "get", "namespace", kubernetes.AgentNamespace, "-o", "name").CombinedOutput()
+	if err != nil && strings.Contains(string(out), "NotFound") {
+		return false
+	}
+	if err != nil {
+		t.Fatalf("kubectl get namespace %s: %v: %s", kubernetes.AgentNamespace, err, out)
+	}
+	return true
+}
+
+// TestAgent: a deploy runs the sfclab agent DaemonSet (privileged, host network and PID) on
+// the pods' node, which names the pods' network namespaces; with no agent pod on the node the
+// deploy fails, naming the node, and unwinds (no namespace in the cluster, none on the host).
+func TestAgent(t *testing.T) {
+	requireCluster(t)
+	d := deployer(t)
+	deployed(t, d, loadLab(t, "../../examples/baseline.yaml", "k8t-agent", spec.RuntimeKubernetes))
+	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "get", "pods", "-o",
+		`jsonpath={range .items[*]}{.spec.nodeName} {.spec.hostNetwork} {.spec.hostPID} {.spec.containers[0].securityContext.privileged} {.status.phase}{"\n"}{end}`).CombinedOutput()
+	if err != nil {
+		t.Fatalf("kubectl get the agent's pods: %v: %s", err, out)
+	}
+	if got := strings.TrimSpace(string(out)); got != "localhost true true true Running" {
+		t.Errorf("agent pods (node hostNetwork hostPID privileged phase): %q, want one on localhost, all true, Running", got)
+	}
+	// No agent pod can run: a node selector no node has.
+	patch := `{"spec":{"template":{"spec":{"nodeSelector":{"sfclab.test/none":"x"}}}}}`
+	if out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "patch", "daemonset", kubernetes.AgentName, "-p", patch).CombinedOutput(); err != nil {
+		t.Fatalf("kubectl patch: %v: %s", err, out)
+	}
+	t.Cleanup(func() { // the next deploy creates the agent again
+		exec.Command("kubectl", "--kubeconfig", kubeconfig, "delete", "namespace", kubernetes.AgentNamespace, "--wait=true", "--timeout=60s").Run()
+	})
+	old := kubernetes.PodTimeout
+	kubernetes.PodTimeout = 15 * time.Second
+	t.Cleanup(func() { kubernetes.PodTimeout = old })
+	lab := loadLab(t, "../../examples/baseline.yaml", "k8t-noagent", spec.RuntimeKubernetes)
+	p, release, err := d.Plan(context.Background(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, err = d.Deploy(context.Background(), p, "test")
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Fatal("deploy without an agent pod on the node succeeded")
+	}
+	if !strings.Contains(err.Error(), "wait for the sfclab agent on node localhost") {
+		t.Errorf("error %q does not name the node the agent is missing on", err)
+	}
+	kubernetes.PodTimeout = old
+	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), p.Lab); err != nil || len(l) > 0 {
+		t.Errorf("the failed deploy left %v %v in the cluster", l, err)
+	}
+	if left, _ := netdev.ListNetns(plan.NetnsName(p.Lab, "")); len(left) > 0 {
+		t.Errorf("the failed deploy left namespaces on the host: %v", left)
+	}
+}

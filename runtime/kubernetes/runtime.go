@@ -1,0 +1,961 @@
+// Package kubernetes is the kubernetes runtime: every node of a lab is a Pod of a Kubernetes
+// cluster (namespace sfclab-LAB, pod NODE, container "node" running sfclab's node image),
+// placed on the Kubernetes node its `host:` names. Everything created carries the labels
+// sfclab.managed=true and sfclab.lab=LAB, which is all Destroy and `destroy --all` go by.
+//
+// The lab's segments are wired by the sfclab agent, a DaemonSet on every node (agent.go):
+// through the API server's exec, sfclab asks it to name each pod's network namespace as a
+// netns node's (/run/netns/sfc.LAB.NODE), then to wire the segments between them as the
+// netns runtime does, or to build the emulated hosts and ports (package hosts) and attach the
+// steering programs (package steer) of a transparent lab; destroy asks it to remove what it
+// made. sfclab itself still sets the pods' routes, sysctls and functions through their
+// namespaces on the machine it runs on, and segments across nodes (VXLAN) are not wired yet,
+// so every pod must run on this machine's Kubernetes node: Preflight refuses a lab placed
+// elsewhere (docs/kubernetes.md).
+//
+// Commands run inside a pod's container through its namespaces (nsenter, on this machine);
+// `sfclab exec` goes through the API server's exec (kubectl exec).
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/netip"
+	"net/url"
+	"os"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/steer"
+)
+
+// Runtime is the kubernetes runtime.
+type Runtime struct {
+	// Kubeconfig is the kubeconfig file; "" means KubeconfigPath().
+	Kubeconfig string
+	// StateRoot is the deployer's journal root, whose node directory is mounted into pods at
+	// the same path ("" = the default root).
+	StateRoot string
+	// Image is the pods' image; "" means sfclab's node image (docker.DefaultImage).
+	Image string
+}
+
+// Labels on everything the runtime creates.
+const (
+	LabelManaged = "sfclab.managed"
+	LabelLab     = "sfclab.lab"
+	LabelNode    = "sfclab.node"
+)
+
+// ContainerName is the name of the container in every node's pod.
+const ContainerName = "node"
+
+// PodTimeout bounds the wait for a lab's pods to run, and for its namespace to go.
+var PodTimeout = 2 * time.Minute
+
+// Name is "kubernetes".
+func (Runtime) Name() string { return spec.RuntimeKubernetes }
+
+// Namespace is the Kubernetes namespace of a lab.
+func Namespace(lab string) string { return "sfclab-" + lab }
+
+func (r Runtime) kubeconfig() string {
+	if r.Kubeconfig != "" {
+		return r.Kubeconfig
+	}
+	return KubeconfigPath()
+}
+
+func (r Runtime) client() (*client, error) { return loadClient(r.kubeconfig()) }
+
+func (r Runtime) image() string {
+	if r.Image != "" {
+		return r.Image
+	}
+	return docker.DefaultImage()
+}
+
+// journal is the deployer's journal (its root r.StateRoot, or the default).
+func (r Runtime) journal() journal.Journal {
+	root := r.StateRoot
+	if root == "" {
+		root = journal.StateRoot()
+	}
+	return journal.Journal{Root: root}
+}
+
+// nodeDir is the journal's node directory of a lab, mounted into its pods.
+func (r Runtime) nodeDir(lab string) string { return r.journal().NodeDir(lab) }
+
+// unreachable turns a cluster that does not answer into "nothing here" for labs the journal
+// does not record as kubernetes labs (destroying a netns lab must not need a cluster that a
+// kubeconfig names but that is down), and into the error for labs that are (or whose journal
+// is gone: then only the cluster can say).
+func (r Runtime) unreachable(lab string, err error) error {
+	var u *unreachable
+	if errors.As(err, &u) && r.labKnownElsewhere(lab) {
+		return nil
+	}
+	return err
+}
+
+// labKnownElsewhere says whether the journal records lab on another runtime.
+func (r Runtime) labKnownElsewhere(lab string) bool {
+	p, err := r.journal().ReadPlan(lab)
+	return err == nil && p.Runtime != spec.RuntimeKubernetes
+}
+
+// Reachable checks that the cluster answers; the error is one line naming the kubeconfig
+// and the server.
+func (r Runtime) Reachable(ctx context.Context) error {
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	var v struct{ GitVersion string }
+	return c.do(ctx, "GET", "/version", nil, nil, &v)
+}
+
+// Describe names the cluster a run measured on, for the run's environment: the API server's
+// version, its URL, the Kubernetes nodes and their kubelets, e.g. "v1.34.4 at
+// https://127.0.0.1:16443, nodes: localhost (kubelet v1.34.4)".
+func (r Runtime) Describe(ctx context.Context) (string, error) {
+	c, err := r.client()
+	if err != nil {
+		return "", err
+	}
+	var v struct {
+		GitVersion string `json:"gitVersion"`
+	}
+	if err := c.do(ctx, "GET", "/version", nil, nil, &v); err != nil {
+		return "", err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Name string `json:"name"`
+			} `json:"metadata"`
+			Status struct {
+				NodeInfo struct {
+					KubeletVersion string `json:"kubeletVersion"`
+				} `json:"nodeInfo"`
+			} `json:"status"`
+		} `json:"items"`
+	}
+	if err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil, &list); err != nil {
+		return "", err
+	}
+	var nodes []string
+	for _, n := range list.Items {
+		nodes = append(nodes, fmt.Sprintf("%s (kubelet %s)", n.Metadata.Name, n.Status.NodeInfo.KubeletVersion))
+	}
+	return fmt.Sprintf("%s at %s, nodes: %s", v.GitVersion, c.Server, strings.Join(nodes, ", ")), nil
+}
+
+// Nodes lists the names of the cluster's nodes, sorted.
+func (r Runtime) Nodes(ctx context.Context) ([]string, error) {
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	var list struct{ Items []*kubeNode }
+	if err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil, &list); err != nil {
+		return nil, fmt.Errorf("list Kubernetes nodes: %w", err)
+	}
+	var names []string
+	for _, n := range list.Items {
+		names = append(names, n.Metadata.Name)
+	}
+	slices.Sort(names)
+	return names, nil
+}
+
+// kubeNode is the part of a Kubernetes Node the runtime reads.
+type kubeNode struct {
+	Metadata struct {
+		Name string `json:"name"`
+	} `json:"metadata"`
+	Status struct {
+		Addresses []struct {
+			Type    string `json:"type"`
+			Address string `json:"address"`
+		} `json:"addresses"`
+		Images []struct {
+			Names []string `json:"names"`
+		} `json:"images"`
+		Conditions []struct {
+			Type   string `json:"type"`
+			Status string `json:"status"`
+		} `json:"conditions"`
+	} `json:"status"`
+}
+
+func (n *kubeNode) ready() bool {
+	for _, c := range n.Status.Conditions {
+		if c.Type == "Ready" {
+			return c.Status == "True"
+		}
+	}
+	return false
+}
+
+// hasImage reports whether the node's image list has ref (Docker Hub short names are
+// normalized as the container runtime does).
+func (n *kubeNode) hasImage(ref string) bool {
+	full := normalizeRef(ref)
+	for _, im := range n.Status.Images {
+		for _, name := range im.Names {
+			if name == ref || name == full {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// normalizeRef writes a short image reference in full: sfclab/node:T is
+// docker.io/sfclab/node:T, as containerd stores it.
+func normalizeRef(ref string) string {
+	first, _, found := strings.Cut(ref, "/")
+	if !found {
+		return "docker.io/library/" + ref
+	}
+	if strings.ContainsAny(first, ".:") || first == "localhost" {
+		return ref
+	}
+	return "docker.io/" + ref
+}
+
+// local reports whether the Kubernetes node is this machine: one of its addresses is one of
+// this machine's, or its hostname is this machine's.
+func (n *kubeNode) local(hostname string, addrs []netip.Addr) bool {
+	for _, a := range n.Status.Addresses {
+		switch a.Type {
+		case "Hostname":
+			if a.Address == hostname {
+				return true
+			}
+		case "InternalIP", "ExternalIP":
+			if ip, err := netip.ParseAddr(a.Address); err == nil && slices.Contains(addrs, ip) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// machine returns this machine's hostname and addresses (host network namespace).
+func machine() (string, []netip.Addr) {
+	host, _ := os.Hostname()
+	var out []netip.Addr
+	if addrs, err := net.InterfaceAddrs(); err == nil {
+		for _, a := range addrs {
+			if p, err := netip.ParsePrefix(a.String()); err == nil {
+				out = append(out, p.Addr())
+			}
+		}
+	}
+	return host, out
+}
+
+// placement maps each plan node to its Kubernetes node: the one its host names, or this
+// machine's. It refuses, before anything is created, a host that names no Kubernetes node
+// (at the host's place in the lab file), a node that is not Ready, one that is not this
+// machine (wiring other nodes needs the agent, not there yet) and an image absent on a node.
+func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[string]string, error) {
+	var list struct{ Items []*kubeNode }
+	if err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil, &list); err != nil {
+		return nil, fmt.Errorf("list Kubernetes nodes: %w", err)
+	}
+	byName := map[string]*kubeNode{}
+	var names []string
+	for _, n := range list.Items {
+		byName[n.Metadata.Name] = n
+		names = append(names, n.Metadata.Name)
+	}
+	slices.Sort(names)
+	hostname, addrs := machine()
+	localName := ""
+	for _, n := range list.Items {
+		if n.local(hostname, addrs) || n.Metadata.Name == "localhost" {
+			localName = n.Metadata.Name
+			break
+		}
+	}
+	written := map[string]bool{} // hosts the file lists; an implicit one is this machine
+	for _, h := range p.AllHosts() {
+		if !placeRE.MatchString(h.Where) {
+			continue // no line: the default host of a transparent lab
+		}
+		written[h.Name] = true
+		if byName[h.Name] != nil {
+			continue
+		}
+		return nil, fmt.Errorf("%s: host %s: no such Kubernetes node (the cluster has %s); a host of a kubernetes lab names a node of `kubectl get nodes`", h.Where, h.Name, strings.Join(names, ", "))
+	}
+	out := map[string]string{}
+	used := map[string]bool{}
+	for _, n := range p.Nodes {
+		kn := n.Host
+		if !written[kn] {
+			if localName == "" {
+				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and sfclab sets up the pods (routes, functions) from the machine they run on", n.Name, strings.Join(names, ", "))
+			}
+			kn = localName
+		}
+		out[n.Name] = kn
+		used[kn] = true
+	}
+	image := r.image()
+	for kn := range used {
+		n := byName[kn]
+		if kn != localName {
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: sfclab sets up the pods (routes, functions) from the machine they run on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
+		}
+		if !n.ready() {
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node is not Ready", p.Lab, kn)
+		}
+		if !n.hasImage(image) {
+			return nil, fmt.Errorf("image %s is not on Kubernetes node %s (pods do not pull it): import it there, e.g. `docker save %s | ctr -n k8s.io images import -` on the node, or push it to a registry the node pulls from and set the image", image, kn, image)
+		}
+	}
+	return out, nil
+}
+
+// placeRE matches the end of a place in a lab file (FILE:LINE or FILE:LINE:COL).
+var placeRE = regexp.MustCompile(`:[0-9]+(:[0-9]+)?$`)
+
+func cmpOr(a, b string) string {
+	if a != "" {
+		return a
+	}
+	return b
+}
+
+// Preflight checks, before anything is created, that the cluster answers, that every node
+// can be placed (see placement), that no node takes a device of a host (attachment drivers
+// other than veth are the netns and docker runtimes') and that the lab's namespace is free.
+func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
+	c, err := r.client()
+	if err != nil {
+		return err
+	}
+	for _, n := range p.Nodes {
+		if n.Driver != nil {
+			return fmt.Errorf("node %s: attachment driver %s: the kubernetes runtime wires veths only", n.Name, n.Driver.Type)
+		}
+	}
+	if _, err := r.placement(ctx, c, p); err != nil {
+		return err
+	}
+	err = c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab), nil, nil, nil)
+	switch {
+	case err == nil:
+		return fmt.Errorf("namespace %s exists already: destroy lab %s first (sfclab destroy %s)", Namespace(p.Lab), p.Lab, p.Lab)
+	case !isNotFound(err):
+		return err
+	}
+	return nil
+}
+
+// Leftovers lists the lab's namespace when the cluster has it; without a kubeconfig there is
+// no cluster and nothing.
+func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
+	c, err := r.client()
+	if errors.Is(err, errNoKubeconfig) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	err = c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab), nil, nil, nil)
+	if isNotFound(err) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, r.unreachable(lab, err)
+	}
+	return []string{"namespace " + Namespace(lab)}, nil
+}
+
+// Labs lists the labs whose namespaces the cluster has (by label), for `destroy --all`.
+func (r Runtime) Labs(ctx context.Context) ([]string, error) {
+	c, err := r.client()
+	if errors.Is(err, errNoKubeconfig) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, err
+	}
+	var list struct {
+		Items []struct {
+			Metadata struct {
+				Labels map[string]string `json:"labels"`
+			} `json:"metadata"`
+		}
+	}
+	q := url.Values{"labelSelector": {LabelManaged + "=true"}}
+	if err := c.do(ctx, "GET", "/api/v1/namespaces", q, nil, &list); err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, ns := range list.Items {
+		if l := ns.Metadata.Labels[LabelLab]; l != "" {
+			out = append(out, l)
+		}
+	}
+	slices.Sort(out)
+	return out, nil
+}
+
+// InterfacesAfterSysctls is true: Link creates every interface, as the netns runtime does.
+func (Runtime) InterfacesAfterSysctls() bool { return true }
+
+// podSpec is the pod of a node: the node image sleeping, pinned to its Kubernetes node, with
+// the lab's node directory (and the sfclab program when its function runs it) mounted at the
+// same paths as on the host, no service account token, no grace period.
+func (r Runtime) podSpec(p *plan.Plan, n *plan.Node, kubeNode, nodeDir, self string) map[string]any {
+	labels := map[string]string{LabelManaged: "true", LabelLab: p.Lab, LabelNode: n.Name}
+	mounts := []map[string]any{{"name": "nodedir", "mountPath": nodeDir}}
+	volumes := []map[string]any{{"name": "nodedir", "hostPath": map[string]any{"path": nodeDir, "type": "Directory"}}}
+	if self != "" {
+		mounts = append(mounts, map[string]any{"name": "sfclab", "mountPath": docker.SfclabPath, "readOnly": true})
+		volumes = append(volumes, map[string]any{"name": "sfclab", "hostPath": map[string]any{"path": self, "type": "File"}})
+	}
+	return map[string]any{
+		"apiVersion": "v1", "kind": "Pod",
+		"metadata": map[string]any{"name": n.Name, "namespace": Namespace(p.Lab), "labels": labels},
+		"spec": map[string]any{
+			"nodeName":                      kubeNode,
+			"restartPolicy":                 "Never",
+			"automountServiceAccountToken":  false,
+			"enableServiceLinks":            false,
+			"terminationGracePeriodSeconds": 0,
+			"containers": []map[string]any{{
+				"name":            ContainerName,
+				"image":           r.image(),
+				"imagePullPolicy": "IfNotPresent",
+				"command":         []string{"sleep", "infinity"},
+				"securityContext": map[string]any{"capabilities": map[string]any{"add": []string{"NET_ADMIN", "NET_RAW"}}},
+				"volumeMounts":    mounts,
+			}},
+			"volumes": volumes,
+		},
+	}
+}
+
+// podStatus is the part of a pod the runtime reads.
+type podStatus struct {
+	Metadata struct {
+		Name   string            `json:"name"`
+		Labels map[string]string `json:"labels"`
+	} `json:"metadata"`
+	Spec struct {
+		NodeName string `json:"nodeName"`
+	} `json:"spec"`
+	Status struct {
+		Phase             string `json:"phase"`
+		Message           string `json:"message"`
+		ContainerStatuses []struct {
+			Name        string `json:"name"`
+			ContainerID string `json:"containerID"`
+			State       struct {
+				Running *struct{} `json:"running"`
+				Waiting *struct {
+					Reason  string `json:"reason"`
+					Message string `json:"message"`
+				} `json:"waiting"`
+				Terminated *struct {
+					Reason   string `json:"reason"`
+					ExitCode int    `json:"exitCode"`
+				} `json:"terminated"`
+			} `json:"state"`
+		} `json:"containerStatuses"`
+	} `json:"status"`
+}
+
+// running returns the pod's container ID once it runs; an error when it cannot run.
+func (ps *podStatus) running(image string) (string, error) {
+	for _, cs := range ps.Status.ContainerStatuses {
+		if cs.Name != ContainerName {
+			continue
+		}
+		switch {
+		case cs.State.Running != nil:
+			_, id, _ := strings.Cut(cs.ContainerID, "://")
+			return id, nil
+		case cs.State.Waiting != nil:
+			switch cs.State.Waiting.Reason {
+			case "ErrImagePull", "ImagePullBackOff", "ErrImageNeverPull", "InvalidImageName":
+				return "", fmt.Errorf("pod %s on node %s: image %s: %s (%s): import it on the node (docker save %s | ctr -n k8s.io images import -) or push it to a registry the node pulls from", ps.Metadata.Name, ps.Spec.NodeName, image, cs.State.Waiting.Reason, cs.State.Waiting.Message, image)
+			case "CreateContainerConfigError", "CreateContainerError", "RunContainerError", "CrashLoopBackOff":
+				return "", fmt.Errorf("pod %s on node %s: %s: %s", ps.Metadata.Name, ps.Spec.NodeName, cs.State.Waiting.Reason, cs.State.Waiting.Message)
+			}
+		case cs.State.Terminated != nil:
+			return "", fmt.Errorf("pod %s on node %s: its container ended (%s, exit code %d)", ps.Metadata.Name, ps.Spec.NodeName, cs.State.Terminated.Reason, cs.State.Terminated.ExitCode)
+		}
+	}
+	if ps.Status.Phase == "Failed" {
+		return "", fmt.Errorf("pod %s on node %s failed: %s", ps.Metadata.Name, ps.Spec.NodeName, ps.Status.Message)
+	}
+	return "", nil
+}
+
+// CreateNodes creates the lab's namespace and a pod per node, waits until they run, and has
+// the sfclab agent on their node name each pod's network namespace as the node's netns
+// (sfc.LAB.NODE). Undo asks the agents to remove everything they made for the lab (the
+// names, and what Link, BuildHosts and AttachSteering make later), then deletes the namespace.
+// Equivalent to: kubectl create namespace sfclab-LAB; kubectl apply -f pods.yaml;
+// kubectl wait --for=condition=Ready pod --all; kubectl exec AGENT -- sfclab agent attach
+func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	where, err := r.placement(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	nodeDir := r.nodeDir(p.Lab)
+	if _, err := os.Stat(nodeDir); err != nil {
+		return nil, fmt.Errorf("find node directory %s to mount into pods (Runtime.StateRoot must be the Deployer's journal root): %w", nodeDir, err)
+	}
+	ns := Namespace(p.Lab)
+	nsObj := map[string]any{"apiVersion": "v1", "kind": "Namespace",
+		"metadata": map[string]any{"name": ns, "labels": map[string]string{LabelManaged: "true", LabelLab: p.Lab}}}
+	if err := c.do(ctx, "POST", "/api/v1/namespaces", nil, nsObj, nil); err != nil {
+		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
+	}
+	undo.Push("namespace "+ns, func() error { return deleteNamespace(context.Background(), c, ns) })
+	// The ServiceAccount admission refuses pods until the namespace's default account exists.
+	if err := poll(ctx, PodTimeout, func() (bool, error) {
+		err := c.do(ctx, "GET", "/api/v1/namespaces/"+ns+"/serviceaccounts/default", nil, nil, nil)
+		if isNotFound(err) {
+			return false, nil
+		}
+		return err == nil, err
+	}); err != nil {
+		return nil, fmt.Errorf("wait for service account default in %s: %w", ns, err)
+	}
+	// The sfclab program: the agent runs it, and pods whose function runs it mount it.
+	self, err := os.Executable()
+	if err != nil {
+		return nil, fmt.Errorf("find the sfclab program for the agent and the pods: %w", err)
+	}
+	// The agent on every node the lab uses, made ready while the pods are created.
+	var kubeNodes []string
+	for _, kn := range where {
+		if !slices.Contains(kubeNodes, kn) {
+			kubeNodes = append(kubeNodes, kn)
+		}
+	}
+	slices.Sort(kubeNodes)
+	// The agent's names under /run/netns reach this machine only if it is a shared mount
+	// point before the agent's pod mounts it.
+	if err := netdev.ShareNetnsDir(); err != nil {
+		return nil, fmt.Errorf("make %s a shared mount for the sfclab agent: %w", netdev.NetnsDir, err)
+	}
+	var agents map[string]string
+	agentErr := make(chan error, 1)
+	go func() {
+		var err error
+		agents, err = r.ensureAgent(ctx, c, self, kubeNodes)
+		agentErr <- err
+	}()
+	var wg sync.WaitGroup
+	errs := make([]error, len(p.Nodes))
+	sem := make(chan struct{}, 8)
+	for i, n := range p.Nodes {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			sem <- struct{}{}
+			defer func() { <-sem }()
+			s := ""
+			if runsSfclab(n) {
+				s = self
+			}
+			if err := c.do(ctx, "POST", "/api/v1/namespaces/"+ns+"/pods", nil, r.podSpec(p, n, where[n.Name], nodeDir, s), nil); err != nil {
+				errs[i] = fmt.Errorf("create pod %s: %w", n.Name, err)
+			}
+		}()
+	}
+	wg.Wait()
+	if err := errors.Join(errors.Join(errs...), <-agentErr); err != nil {
+		return nil, err
+	}
+	ids, err := r.waitRunning(ctx, c, p)
+	if err != nil {
+		return nil, err
+	}
+	// The agent on each pod's node names the pod's network namespace (sfc.LAB.NODE) and
+	// deletes its pod-network interface; the names propagate to the node's /run/netns.
+	reqs := map[string]AgentRequest{}
+	for _, n := range p.Nodes {
+		kn := where[n.Name]
+		rq := reqs[kn]
+		rq.Lab = p.Lab
+		rq.Pods = append(rq.Pods, AgentPod{Node: n.Name, Netns: n.Netns, Container: ids[n.Name]})
+		reqs[kn] = rq
+	}
+	// What the agents make for the lab from here on (names, segments, hosts, steering) is
+	// removed by them, also when an agent pod died meanwhile: the DaemonSet replaces it, and
+	// the undo waits for the new one.
+	undo.Push("the lab's state on its nodes", func() error { return destroyOnNodes(context.Background(), c, p.Lab) })
+	// The rest of the deploy talks to these agent pods: one that dies fails the deploy (its
+	// request may be half done), and the unwinding waits for the DaemonSet's new pod.
+	deployAgents.Store(p.Lab, agents)
+	if _, err := agentAttach(ctx, c, agents, reqs); err != nil {
+		return nil, err
+	}
+	if afterAttach != nil {
+		afterAttach(agents)
+	}
+	out := map[string]*netdev.NS{}
+	closeAll := func() {
+		for _, n := range out {
+			n.Close()
+		}
+	}
+	for _, n := range p.Nodes {
+		h, err := netdev.OpenNS(n.Netns)
+		if err != nil {
+			closeAll()
+			return nil, fmt.Errorf("node %s: the sfclab agent on node %s named its network namespace %s, which this machine does not see (is /run/netns a shared mount here?): %w", n.Name, where[n.Name], n.Netns, err)
+		}
+		out[n.Name] = h
+	}
+	return out, nil
+}
+
+// deployAgents holds, by lab, the agent pods (by Kubernetes node) the lab's deploy in this
+// process started with.
+var deployAgents sync.Map
+
+// afterAttach, when set (by tests), is called with the agent pods by Kubernetes node once
+// they have named the pods' namespaces, before the segments are wired.
+var afterAttach func(agents map[string]string)
+
+// dropPodNetwork deletes the pod's own interfaces (the cluster network's eth0): lab traffic
+// never leaves the lab, and the plan's interface names are free. The kubelet does not need
+// them once the pod runs; its CNI plugin's teardown finds nothing to delete.
+// Equivalent to: ip -n sfc.LAB.NODE link del eth0
+func dropPodNetwork(ns *netdev.NS) error {
+	links, err := ns.Links()
+	if err != nil {
+		return err
+	}
+	for _, l := range links {
+		if l.Name == "lo" {
+			continue
+		}
+		if err := ns.DelLink(l.Name); err != nil {
+			return fmt.Errorf("delete the pod network's interface: %w", err)
+		}
+	}
+	return nil
+}
+
+// waitRunning waits until every pod of the lab runs and returns their container IDs by
+// node; a pod that cannot run (image, error, ended) fails the wait at once.
+func (r Runtime) waitRunning(ctx context.Context, c *client, p *plan.Plan) (map[string]string, error) {
+	ids := map[string]string{}
+	q := url.Values{"labelSelector": {LabelLab + "=" + p.Lab}}
+	err := poll(ctx, PodTimeout, func() (bool, error) {
+		var list struct{ Items []*podStatus }
+		if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods", q, nil, &list); err != nil {
+			return false, err
+		}
+		for _, ps := range list.Items {
+			id, err := ps.running(r.image())
+			if err != nil {
+				return false, err
+			}
+			if id != "" {
+				ids[ps.Metadata.Labels[LabelNode]] = id
+			}
+		}
+		return len(ids) == len(p.Nodes), nil
+	})
+	if err != nil {
+		var missing []string
+		for _, n := range p.Nodes {
+			if ids[n.Name] == "" {
+				missing = append(missing, n.Name)
+			}
+		}
+		return nil, fmt.Errorf("wait for the pods of lab %s to run (not running: %s): %w", p.Lab, strings.Join(missing, ", "), err)
+	}
+	return ids, nil
+}
+
+// poll calls check every 50 ms until it is done, fails, or timeout passes.
+func poll(ctx context.Context, timeout time.Duration, check func() (bool, error)) error {
+	deadline := time.Now().Add(timeout)
+	for {
+		done, err := check()
+		if err != nil || done {
+			return err
+		}
+		if time.Now().After(deadline) {
+			return fmt.Errorf("timed out after %s", timeout)
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(50 * time.Millisecond):
+		}
+	}
+}
+
+// containerPIDs finds a host process of each container by its ID in /proc/PID/cgroup (the
+// container runtime names a container's cgroup after its ID), one pass over /proc: the
+// lowest PID, its init. A container not found runs on another machine.
+func containerPIDs(ids map[string]string) (map[string]int, error) {
+	out := map[string]int{}
+	ents, err := os.ReadDir("/proc")
+	if err != nil {
+		return nil, fmt.Errorf("find the pods' processes: %w", err)
+	}
+	byID := map[string]string{}
+	for node, id := range ids {
+		byID[id] = node
+	}
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		b, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cgroup"))
+		if err != nil {
+			continue
+		}
+		for id, node := range byID {
+			if strings.Contains(string(b), id) {
+				if old, ok := out[node]; !ok || pid < old {
+					out[node] = pid
+				}
+			}
+		}
+	}
+	for node, id := range ids {
+		if out[node] == 0 {
+			return nil, fmt.Errorf("find the processes of pod %s (container %s) on this machine: none; sfclab sets up a pod from the machine it runs on", node, id)
+		}
+	}
+	return out, nil
+}
+
+// Link has the sfclab agent on the pods' node wire the segments between the pods' network
+// namespaces as the netns runtime wires its namespaces (veth pairs, bridges in the lab's
+// fabric namespace, addresses): sfclab sends it the part of the plan wiring reads.
+func (r Runtime) Link(ctx context.Context, p *plan.Plan, _ map[string]*netdev.NS, _ runtime.Undo) error {
+	if len(p.Segments) == 0 {
+		return nil // a transparent lab: its ports are the hosts' (BuildHosts)
+	}
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	wp := &plan.Plan{Lab: p.Lab, Runtime: p.Runtime, MTU: p.MTU, Fabric: p.Fabric, Segments: p.Segments}
+	for _, n := range p.Nodes {
+		wp.Nodes = append(wp.Nodes, &plan.Node{Name: n.Name, Netns: n.Netns, Interfaces: n.Interfaces})
+	}
+	return agentCall(ctx, c, kn, agent, AgentLink, AgentLinkRequest{Plan: wp}, nil)
+}
+
+// BuildHosts has the sfclab agent build a lab's emulated hosts and the pods' ports (package
+// hosts: a bridge per segment, veths into the pods) on the pods' node (deploy.SegmentWirer).
+// The lab's undo (the agent's destroy) removes them.
+func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, _ runtime.Undo) (map[string]hosts.PortAt, error) {
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	var ans AgentHostsAnswer
+	if err := agentCall(ctx, c, kn, agent, AgentHosts, AgentHostsRequest{Topology: topo}, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Ports, nil
+}
+
+// AttachSteering has the sfclab agent load a transparent lab's steering programs and attach
+// them to the host ends of its ports on the pods' node (deploy.SegmentWirer). The maps are
+// pinned in the node's BPF file system; deploy and `sfclab serve` write the chains into them.
+func (r Runtime) AttachSteering(ctx context.Context, p *plan.Plan, a steer.Attachment, _ runtime.Undo) error {
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	return agentCall(ctx, c, kn, agent, AgentSteer, AgentSteerRequest{Lab: p.Lab, Attachment: a}, nil)
+}
+
+// labAgent returns the Kubernetes node of a lab's pods and the agent pod there: the one the
+// lab's deploy started with (deployAgents), else the one running now. A lab whose
+// pods are on several nodes is refused: its segments would cross nodes, which the agents do
+// not wire yet (placement refuses such a lab before anything is created).
+func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod string, err error) {
+	c, err = r.client()
+	if err != nil {
+		return nil, "", "", err
+	}
+	if v, ok := deployAgents.Load(p.Lab); ok {
+		if agents := v.(map[string]string); len(agents) == 1 {
+			for kn, pod := range agents {
+				return c, kn, pod, nil
+			}
+		}
+	}
+	where, err := r.placement(ctx, c, p)
+	if err != nil {
+		return nil, "", "", err
+	}
+	var kubeNodes []string
+	for _, n := range where {
+		if !slices.Contains(kubeNodes, n) {
+			kubeNodes = append(kubeNodes, n)
+		}
+	}
+	if len(kubeNodes) != 1 {
+		slices.Sort(kubeNodes)
+		return nil, "", "", fmt.Errorf("wire lab %s: its pods are on Kubernetes nodes %s, and segments across nodes are not wired yet", p.Lab, strings.Join(kubeNodes, ", "))
+	}
+	self, err := os.Executable()
+	if err != nil {
+		return nil, "", "", fmt.Errorf("find the sfclab program for the agent: %w", err)
+	}
+	agents, err := r.ensureAgent(ctx, c, self, kubeNodes)
+	if err != nil {
+		return nil, "", "", err
+	}
+	return c, kubeNodes[0], agents[kubeNodes[0]], nil
+}
+
+// Node returns a deployed node: its pod's container, found on this machine.
+func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
+	pn := p.Node(name)
+	if pn == nil {
+		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	c, err := r.client()
+	if err != nil {
+		return nil, err
+	}
+	var ps podStatus
+	if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods/"+name, nil, nil, &ps); err != nil {
+		return nil, fmt.Errorf("find node %s: %w", name, err)
+	}
+	id, err := ps.running(r.image())
+	if err != nil {
+		return nil, err
+	}
+	if id == "" {
+		return nil, fmt.Errorf("find node %s: pod %s/%s is not running", name, Namespace(p.Lab), name)
+	}
+	pids, err := containerPIDs(map[string]string{name: id})
+	if err != nil {
+		return nil, err
+	}
+	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, PID: pids[name], Kubeconfig: c.Kubeconfig}, nil
+}
+
+// Sweep removes the sfclab agent (its namespace sfclab-system, with its DaemonSet and pods)
+// when the cluster has no sfclab lab left; `destroy --all` calls it after destroying every lab.
+// Without a kubeconfig there is nothing to do.
+func (r Runtime) Sweep(ctx context.Context) error {
+	c, err := r.client()
+	if errors.Is(err, errNoKubeconfig) {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	labs, err := r.Labs(ctx)
+	var u *unreachable
+	if errors.As(err, &u) {
+		return nil // a cluster that does not answer: nothing this run can remove
+	}
+	if err != nil {
+		return err
+	}
+	if len(labs) > 0 {
+		return nil
+	}
+	if err := removeAgent(ctx, c); err != nil {
+		return fmt.Errorf("remove the sfclab agent: %w", err)
+	}
+	return nil
+}
+
+// Destroy deletes the lab's pods and namespace and waits until the API server has removed
+// them. The lab's namespaces on this machine (the pods' netns names, the fabric, emulated
+// hosts) and the processes in them carry the lab's tag sfc.LAB.*: the netns runtime, which
+// every deployer has beside this one, removes them at the same time (doing it here too would
+// race it). Without a kubeconfig there is no cluster and nothing to do; an unreachable
+// cluster is an error.
+func (r Runtime) Destroy(ctx context.Context, lab string) error {
+	var errs []error
+	c, err := r.client()
+	switch {
+	case errors.Is(err, errNoKubeconfig):
+	case err != nil:
+		errs = append(errs, err)
+	default:
+		deployAgents.Delete(lab)
+		// The agents remove what they made for the lab on their nodes first (only for a
+		// lab the cluster has: its namespace is created before any agent is asked), then
+		// the pods and the namespace go.
+		err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab), nil, nil, nil)
+		if err == nil {
+			errs = append(errs, destroyOnNodes(ctx, c, lab))
+		} else if !isNotFound(err) {
+			errs = append(errs, r.unreachable(lab, err))
+			break
+		}
+		errs = append(errs, r.unreachable(lab, deleteNamespace(ctx, c, Namespace(lab))))
+	}
+	return errors.Join(errs...)
+}
+
+// deleteNamespace deletes a namespace and waits until the API server has removed it.
+func deleteNamespace(ctx context.Context, c *client, ns string) error {
+	q := url.Values{"gracePeriodSeconds": {"0"}}
+	// Pods first, all at once, with no grace period; then the namespace.
+	if err := c.do(ctx, "DELETE", "/api/v1/namespaces/"+ns+"/pods", q, nil, nil); err != nil && !isNotFound(err) {
+		return fmt.Errorf("delete the pods of namespace %s: %w", ns, err)
+	}
+	err := c.do(ctx, "DELETE", "/api/v1/namespaces/"+ns, q, nil, nil)
+	if isNotFound(err) {
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("delete namespace %s: %w", ns, err)
+	}
+	err = poll(ctx, PodTimeout, func() (bool, error) {
+		err := c.do(ctx, "GET", "/api/v1/namespaces/"+ns, nil, nil, nil)
+		if isNotFound(err) {
+			return true, nil
+		}
+		return false, err
+	})
+	if err != nil {
+		return fmt.Errorf("wait for namespace %s to go: %w", ns, err)
+	}
+	return nil
+}
+
+var _ runtime.Runtime = Runtime{}

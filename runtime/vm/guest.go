@@ -1,0 +1,282 @@
+package vm
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"golang.org/x/sys/unix"
+
+	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/netdev"
+)
+
+// agentEnv marks the agent process PID 1 starts (PID 1 itself only reaps orphans).
+const agentEnv = "SFCLAB_VM_AGENT"
+
+// portName is the virtio-serial port's name the agent listens on.
+const portName = "sfclab"
+
+// GuestMain runs the guest side when this binary is a guest's init (PID 1, started as
+// /init) or the agent it started, and never returns then; otherwise it returns at once.
+// sfclab's main calls it first, and so does every test binary that boots guests (the test
+// binary is the agent of the images its tests build).
+func GuestMain() {
+	switch {
+	case os.Getenv(agentEnv) != "":
+		// What the agent starts must not take itself for the agent: `/init lb` (sfclab's
+		// balancer, l4lb impl sfclab) is this binary too.
+		os.Unsetenv(agentEnv)
+		err := serveAgent()
+		fmt.Fprintf(os.Stderr, "sfclab-guest: agent: %v\n", err)
+		os.Exit(1)
+	case os.Getpid() == 1 && os.Args[0] == "/init":
+		initGuest()
+	}
+}
+
+func uptime() float64 {
+	var ts unix.Timespec
+	_ = unix.ClockGettime(unix.CLOCK_BOOTTIME, &ts)
+	return float64(ts.Sec) + float64(ts.Nsec)/1e9
+}
+
+// initGuest is PID 1: it mounts the kernel file systems, loads the virtio modules, starts
+// the agent and reaps every orphan; when the agent dies the guest powers off.
+func initGuest() {
+	t0 := uptime()
+	say := func(format string, args ...any) {
+		fmt.Fprintf(os.Stdout, "sfclab-guest: [%.3f] %s\n", uptime(), fmt.Sprintf(format, args...))
+	}
+	for _, m := range []struct{ src, dst, typ string }{
+		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
+		{"tmpfs", "/tmp", "tmpfs"}, {"tmpfs", "/run", "tmpfs"}, {"cgroup2", "/sys/fs/cgroup", "cgroup2"},
+	} {
+		_ = os.MkdirAll(m.dst, 0o755)
+		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil {
+			say("mount %s: %v", m.dst, err)
+		}
+	}
+	_ = os.WriteFile("/etc/hostname", []byte("guest\n"), 0o644)
+	os.Setenv("PATH", "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin")
+	if err := loadBootModules(guestModules...); err != nil {
+		say("%v", err)
+	}
+	prepareGuest(say)
+	t1 := uptime()
+	say("init %.3f modules %.3f", t0, t1)
+	agent := exec.Command("/init")
+	agent.Env = append(os.Environ(), agentEnv+"=1", fmt.Sprintf("SFCLAB_VM_BOOT=%f,%f", t0, t1))
+	agent.Stdout, agent.Stderr = os.Stdout, os.Stderr
+	if err := agent.Start(); err != nil {
+		say("start agent: %v", err)
+		poweroff()
+	}
+	for {
+		var ws unix.WaitStatus
+		pid, err := unix.Wait4(-1, &ws, 0, nil)
+		if err == unix.ECHILD {
+			time.Sleep(time.Second)
+			continue
+		}
+		if pid == agent.Process.Pid {
+			say("agent exited: %v", ws)
+			poweroff()
+		}
+	}
+}
+
+func poweroff() {
+	unix.Sync()
+	_ = unix.Reboot(unix.LINUX_REBOOT_CMD_POWER_OFF)
+	os.Exit(1)
+}
+
+// findPort waits for the agent's virtio-serial port to appear and returns its device path.
+func findPort(timeout time.Duration) (string, error) {
+	deadline := time.Now().Add(timeout)
+	for {
+		ports, _ := filepath.Glob("/sys/class/virtio-ports/*/name")
+		for _, p := range ports {
+			if b, err := os.ReadFile(p); err == nil && strings.TrimSpace(string(b)) == portName {
+				dev := "/dev/" + filepath.Base(filepath.Dir(p))
+				if _, err := os.Stat(dev); err == nil {
+					return dev, nil
+				}
+			}
+		}
+		if time.Now().After(deadline) {
+			return "", fmt.Errorf("no virtio-serial port named %s", portName)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// serveAgent answers requests on the port until the guest stops. When no host program is
+// connected the port reads end of file at once; the agent then polls every 20 ms.
+func serveAgent() error {
+	var boot Boot
+	if f := strings.Split(os.Getenv("SFCLAB_VM_BOOT"), ","); len(f) == 2 {
+		boot.Init, _ = strconv.ParseFloat(f[0], 64)
+		boot.Modules, _ = strconv.ParseFloat(f[1], 64)
+	}
+	dev, err := findPort(10 * time.Second)
+	if err != nil {
+		return err
+	}
+	port, err := os.OpenFile(dev, os.O_RDWR, 0)
+	if err != nil {
+		return err
+	}
+	if lo, err := netdev.OpenNS(""); err == nil {
+		_ = lo.SetUp("lo")
+		lo.Close()
+	}
+	var wmu sync.Mutex
+	reply := func(r *response) {
+		data, _ := json.Marshal(r)
+		wmu.Lock()
+		defer wmu.Unlock()
+		_, _ = port.Write(append(data, '\n'))
+	}
+	var first sync.Once
+	for {
+		rd := bufio.NewReaderSize(port, 1<<16)
+		for {
+			line, err := rd.ReadBytes('\n')
+			if err != nil {
+				break
+			}
+			var req request
+			if json.Unmarshal(line, &req) != nil {
+				continue
+			}
+			first.Do(func() { boot.Agent = uptime() })
+			go func() { reply(handle(req, boot)) }()
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
+
+// handle answers one request.
+func handle(req request, boot Boot) *response {
+	r := &response{ID: req.ID}
+	switch req.Op {
+	case "ping":
+		b := boot
+		r.Boot = &b
+	case "run":
+		runGuest(req, r)
+	case "configure":
+		if req.Config == nil {
+			r.Err = "configure: no configuration"
+		} else if err := configure(req.Config); err != nil {
+			r.Err = err.Error()
+		}
+	default:
+		if !handleProcess(req, r) {
+			r.Err = fmt.Sprintf("unknown op %q", req.Op)
+		}
+	}
+	return r
+}
+
+func runGuest(req request, r *response) {
+	if len(req.Argv) == 0 {
+		r.Err = "run: empty command"
+		return
+	}
+	ctx := context.Background()
+	if req.Timeout > 0 {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, req.Timeout)
+		defer cancel()
+	}
+	cmd := exec.CommandContext(ctx, req.Argv[0], req.Argv[1:]...)
+	if req.Stdin != nil {
+		cmd.Stdin = bytes.NewReader(req.Stdin)
+	}
+	var stdout, stderr bytes.Buffer
+	cmd.Stdout, cmd.Stderr = &stdout, &stderr
+	cmd.WaitDelay = time.Second
+	err := cmd.Run()
+	r.Stdout, r.Stderr = stdout.Bytes(), stderr.Bytes()
+	var ee *exec.ExitError
+	switch {
+	case errors.As(err, &ee):
+		r.Code = ee.ExitCode()
+		if ws, ok := ee.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+			r.Code = 128 + int(ws.Signal())
+		}
+	case errors.Is(err, exec.ErrWaitDelay):
+	case err != nil:
+		r.Err = err.Error()
+		r.Code = 127
+	}
+}
+
+// configure gives the guest's NICs their plan names, MTUs and addresses, then writes the
+// sysctls and adds the routes and rules, with the same netdev code deploy uses on a namespace.
+func configure(c *GuestConfig) error {
+	ns, err := netdev.OpenNS("")
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	ifs, err := net.Interfaces()
+	if err != nil {
+		return err
+	}
+	byMAC := map[string]string{}
+	for _, i := range ifs {
+		byMAC[i.HardwareAddr.String()] = i.Name
+	}
+	for _, gi := range c.Interfaces {
+		cur, ok := byMAC[strings.ToLower(gi.MAC)]
+		if !ok {
+			return fmt.Errorf("configure %s: no NIC with MAC %s in the guest", gi.Name, gi.MAC)
+		}
+		if cur != gi.Name {
+			if err := ns.RenameLink(cur, gi.Name); err != nil {
+				return err
+			}
+		}
+		if gi.MTU > 0 {
+			if err := ns.SetMTU(gi.Name, gi.MTU); err != nil {
+				return err
+			}
+		}
+	}
+	if err := ns.SetSysctls(c.Sysctls); err != nil {
+		return err
+	}
+	for _, gi := range c.Interfaces {
+		if err := ns.AddAddrsUp(gi.Name, gi.Addrs...); err != nil {
+			return err
+		}
+	}
+	if err := ns.AddRoutes(c.Routes); err != nil {
+		return err
+	}
+	for _, r := range c.Rules {
+		if err := ns.AddRule(r); err != nil {
+			return err
+		}
+	}
+	if len(c.Ways) > 0 {
+		return hosts.ForwardIn(ns, c.Ways, true)
+	}
+	return nil
+}

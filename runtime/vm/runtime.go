@@ -1,0 +1,646 @@
+// Package vm is the virtual machine runtime: a node with vm: settings (every function of a
+// lab with runtime: vm) is a QEMU microvm; the other nodes are network namespaces, as in
+// runtime netns, which this runtime builds on.
+//
+// A VM node keeps a network namespace of its own on the host (sfc.LAB.NODE, made by the netns
+// runtime with its cgroup and veths as for any node). In it, each veth end is spliced (tc
+// redirect both ways) to a tap that QEMU opens as a virtio-net device with the veth's MAC, so
+// the guest's NIC stands where the veth was: neighbours, bridges and steering programs on the
+// host side see the same device and MAC. QEMU runs in that namespace and cgroup (CPU
+// accounting of every QEMU thread, killed with the namespace's processes at destroy). The
+// guest boots the host's kernel, uncompressed, straight from an uncompressed initramfs whose
+// init is this binary (GuestMain); its agent answers on a virtio-serial port and configures
+// the guest's network with the same netdev code deploy uses on namespaces.
+package vm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/netip"
+	"os"
+	"os/exec"
+	"path/filepath"
+	goruntime "runtime"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+// RunRoot holds each VM's socket, console log and QEMU log: RunRoot/LAB/NODE/.
+const RunRoot = "/run/sfclab-vm"
+
+// DefaultBootTimeout bounds a guest's boot, from QEMU's start to the agent's first answer.
+const DefaultBootTimeout = 60 * time.Second
+
+// Runtime is the vm runtime.
+type Runtime struct {
+	// Images builds the guest images (zero value: under DefaultImageRoot, this binary as agent).
+	Images Builder
+	// BootTimeout bounds each guest's boot (0 = DefaultBootTimeout).
+	BootTimeout time.Duration
+	// Accel overrides the accelerator decision (nil = accel.Host()).
+	Accel *accel.Decision
+	// Cmdline is appended to each guest's kernel command line (tests).
+	Cmdline string
+	// StateRoot is the journal root of the deployer using the runtime ("" = the default):
+	// each guest mounts its lab's node directory (functions' configuration and logs) there.
+	StateRoot string
+}
+
+// Name is "vm".
+func (Runtime) Name() string { return spec.RuntimeVM }
+
+// InterfacesAfterSysctls is netns's answer: Link creates every interface.
+func (Runtime) InterfacesAfterSysctls() bool { return true }
+
+func (r Runtime) accel() accel.Decision {
+	if r.Accel != nil {
+		return *r.Accel
+	}
+	return accel.Host()
+}
+
+// Preflight checks what netns checks (the programs, copied into the guest image from the
+// host, must be installed), that QEMU and a kernel are, and that no VM asks for more vCPUs or
+// memory than the host has (errors start with the vm: settings' place in the lab file).
+func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
+	if err := (netns.Runtime{}).Preflight(ctx, p); err != nil {
+		return err
+	}
+	if !hasVM(p) {
+		return nil
+	}
+	if err := CheckQEMU(); err != nil {
+		return err
+	}
+	if _, _, err := HostKernel(); err != nil {
+		return err
+	}
+	if _, err := exec.LookPath("busybox"); err != nil {
+		return errors.New("busybox is not installed: apt-get install busybox-static")
+	}
+	memMiB, err := hostMemMiB()
+	if err != nil {
+		return err
+	}
+	return checkLimits(p, goruntime.NumCPU(), memMiB)
+}
+
+// checkLimits refuses a VM with more vCPUs than host cores, more memory than the host has,
+// pinned to cores the host does not have, and VMs whose memory together exceeds the host's.
+func checkLimits(p *plan.Plan, cores, memMiB int) error {
+	total := 0
+	for _, n := range p.Nodes {
+		if n.VM == nil {
+			continue
+		}
+		where := n.VM.Where
+		if where == "" {
+			where = "lab " + p.Lab
+		}
+		if n.VM.CPUs > cores {
+			return fmt.Errorf("%s: node %s: vm cpus %d: this host has %d cores", where, n.Name, n.VM.CPUs, cores)
+		}
+		if n.VM.Memory > memMiB {
+			return fmt.Errorf("%s: node %s: vm memory %d MiB: this host has %d MiB", where, n.Name, n.VM.Memory, memMiB)
+		}
+		if n.VM.Pin != "" {
+			cpus, err := parseCPUList(n.VM.Pin)
+			if err != nil {
+				return fmt.Errorf("%s: node %s: vm pin: %w", where, n.Name, err)
+			}
+			for _, c := range cpus {
+				if c >= cores {
+					return fmt.Errorf("%s: node %s: vm pin %q: this host has cores 0-%d", where, n.Name, n.VM.Pin, cores-1)
+				}
+			}
+		}
+		total += n.VM.Memory
+	}
+	if total > memMiB {
+		return fmt.Errorf("lab %s: its VMs ask for %d MiB of memory together; this host has %d MiB", p.Lab, total, memMiB)
+	}
+	return nil
+}
+
+// parseCPUList reads a cpuset list ("1", "0-1", "0,2").
+func parseCPUList(s string) ([]int, error) {
+	var out []int
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return nil, fmt.Errorf("%q is not a list of cores such as 0-1 or 0,2", s)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return nil, fmt.Errorf("%q is not a list of cores such as 0-1 or 0,2", s)
+			}
+		}
+		for c := a; c <= b; c++ {
+			out = append(out, c)
+		}
+	}
+	return out, nil
+}
+
+// hostMemMiB is the host's MemTotal.
+func hostMemMiB() (int, error) {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		return 0, fmt.Errorf("read host memory: %w", err)
+	}
+	return int(uint64(si.Totalram) * uint64(si.Unit) >> 20), nil
+}
+
+func hasVM(p *plan.Plan) bool {
+	for _, n := range p.Nodes {
+		if n.VM != nil {
+			return true
+		}
+	}
+	return false
+}
+
+// Leftovers lists the lab's VMs' run directory (its namespaces and cgroups are the netns
+// runtime's to list, as they are its to remove).
+func (Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
+	var out []string
+	if _, err := os.Stat(filepath.Join(RunRoot, lab)); err == nil {
+		out = append(out, filepath.Join(RunRoot, lab))
+	}
+	return out, nil
+}
+
+// CreateNodes builds (or finds) the guest images, then creates every node as netns does: VM
+// nodes get their host-side namespace and cgroup there.
+func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
+	if hasVM(p) {
+		ims, err := r.images(p)
+		if err != nil {
+			return nil, err
+		}
+		if err := checkMemory(p, ims); err != nil {
+			return nil, err
+		}
+		if err := os.MkdirAll(filepath.Join(RunRoot, p.Lab), 0o700); err != nil {
+			return nil, fmt.Errorf("create VM run directory: %w", err)
+		}
+		lab := p.Lab
+		undo.Push("VM run directory", func() error { return os.RemoveAll(filepath.Join(RunRoot, lab)) })
+	}
+	return (netns.Runtime{}).CreateNodes(ctx, p, undo)
+}
+
+// lastImages are the images the last plan's VM nodes were given: a deploy asks for them in
+// CreateNodes and again when it boots the VMs, and each lookup hashes an image's content
+// list (ldd of every program, a stat of every member: 0.1-0.25 s here).
+var lastImages struct {
+	sync.Mutex
+	p    *plan.Plan
+	root string
+	ims  map[string]*Image
+}
+
+// images are the guest images of the plan's VM nodes, by node: each holds the programs its
+// own node's kind and run commands need (ProgramSets), so a forwarder's guest does not unpack
+// Squid's 18 MB because another VM of the lab runs Squid. Nodes that need the same programs
+// share an image.
+func (r Runtime) images(p *plan.Plan) (map[string]*Image, error) {
+	lastImages.Lock()
+	defer lastImages.Unlock()
+	if lastImages.p == p && lastImages.root == r.Images.root() && lastImages.ims != nil {
+		fresh := true
+		for _, im := range lastImages.ims {
+			if _, err := os.Stat(im.Initramfs()); err != nil {
+				fresh = false
+			}
+		}
+		if fresh {
+			return lastImages.ims, nil
+		}
+	}
+	sets, err := ProgramSets(p)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]*Image{}
+	for _, set := range sets {
+		im, err := r.Images.Ensure(set.Programs)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range set.Nodes {
+			out[n] = im
+		}
+	}
+	lastImages.p, lastImages.root, lastImages.ims = p, r.Images.root(), out
+	return out, nil
+}
+
+// ProgramSet is the programs a guest image holds besides BasePrograms and the VM nodes that
+// boot it.
+type ProgramSet struct {
+	Programs []string
+	Nodes    []string
+}
+
+// ProgramSets groups a plan's VM nodes by the programs their kinds and run commands need
+// (kinds.Needs): one guest image per group.
+func ProgramSets(p *plan.Plan) ([]ProgramSet, error) {
+	needs, err := kinds.Needs(p)
+	if err != nil {
+		return nil, err
+	}
+	var out []ProgramSet
+	idx := map[string]int{}
+	for _, n := range p.Nodes {
+		if n.VM == nil {
+			continue
+		}
+		var progs []string
+		for _, nd := range needs {
+			if slices.Contains(nd.Nodes, n.Name) {
+				progs = append(progs, nd.Program)
+			}
+		}
+		key := strings.Join(progs, " ")
+		i, ok := idx[key]
+		if !ok {
+			i = len(out)
+			idx[key] = i
+			out = append(out, ProgramSet{Programs: progs})
+		}
+		out[i].Nodes = append(out[i].Nodes, n.Name)
+	}
+	return out, nil
+}
+
+// Link wires the lab as netns does, then boots the VMs, all at once. A transparent lab's
+// ports are made after Link (package hosts, in the steering step): its VMs boot then
+// (BootOnPorts).
+func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, undo runtime.Undo) error {
+	if err := (netns.Runtime{}).Link(ctx, p, ns, undo); err != nil {
+		return err
+	}
+	if !hasVM(p) || p.Transparent != nil {
+		return nil
+	}
+	return r.bootAll(ctx, p, ns, guestConfig)
+}
+
+// bootAll boots every VM node of the plan at once, each with the guest network config gives
+// it, and waits for them all.
+func (r Runtime) bootAll(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, config func(*plan.Node) *GuestConfig) error {
+	ims, err := r.images(p)
+	if err != nil {
+		return err
+	}
+	tsc, err := HostTSCkHz()
+	if err != nil {
+		return err
+	}
+	dec := r.accel()
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var errs []error
+	for _, n := range p.Nodes {
+		if n.VM == nil {
+			continue
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			if err := r.boot(ctx, p, n, ns[n.Name], ims[n.Name], tsc, dec, config(n)); err != nil {
+				mu.Lock()
+				errs = append(errs, fmt.Errorf("node %s: %w", n.Name, err))
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	return errors.Join(errs...)
+}
+
+// runDir is a VM node's directory for its socket and logs.
+func runDir(lab, node string) string { return filepath.Join(RunRoot, lab, node) }
+
+// Boot file names in a VM's run directory.
+const (
+	sockFile    = "agent.sock"
+	consoleFile = "console.log"
+	qemuLogFile = "qemu.log"
+	pidFile     = "qemu.pid"
+	bootFile    = "boot.json"
+)
+
+// boot splices a tap to each of the node's veth ends (cfg's interfaces), starts QEMU in the
+// node's namespace and cgroup, waits for the agent and has it configure the guest's network.
+func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netdev.NS, im *Image, tsc int, dec accel.Decision, cfg *GuestConfig) error {
+	dir := runDir(p.Lab, n.Name)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return fmt.Errorf("create run directory: %w", err)
+	}
+	links, err := ns.Links()
+	if err != nil {
+		return err
+	}
+	mac, mtu := map[string]string{}, map[string]int{}
+	for _, l := range links {
+		mac[l.Name], mtu[l.Name] = l.MAC, l.MTU
+	}
+	m := machine{Name: p.Lab + "." + n.Name, VM: *n.VM, Accel: dec, Image: im, TSCkHz: tsc,
+		Socket: filepath.Join(dir, sockFile), Console: filepath.Join(dir, consoleFile),
+		PIDFile: filepath.Join(dir, pidFile), Cmdline: r.Cmdline, Affinity: n.VM.Pin,
+		Share: r.nodeDir(p.Lab)}
+	for i, ifc := range cfg.Interfaces {
+		tap := "vt" + strconv.Itoa(i)
+		if mac[ifc.Name] == "" {
+			return fmt.Errorf("find interface %s in the node's namespace", ifc.Name)
+		}
+		// The tap and the guest's NIC take the veth's MTU (lower on emulated hosts joined by
+		// VXLAN than the lab's).
+		if err := ns.AddTap(tap, mtu[ifc.Name]); err != nil {
+			return err
+		}
+		if err := ns.SetUp(tap); err != nil {
+			return err
+		}
+		if err := ns.Splice(ifc.Name, tap); err != nil {
+			return err
+		}
+		m.Ports = append(m.Ports, port{Tap: tap, MAC: mac[ifc.Name]})
+		cfg.Interfaces[i].MAC = mac[ifc.Name]
+		if cfg.Interfaces[i].MTU == 0 {
+			cfg.Interfaces[i].MTU = mtu[ifc.Name]
+		}
+	}
+	cg, _ := cgroup.Open("labs/" + p.Lab + "/" + n.Name)
+	node := &netns.Node{Name: n.Name, Netns: n.Netns, Cgroup: cg}
+	logf, err := os.OpenFile(filepath.Join(dir, qemuLogFile), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o644)
+	if err != nil {
+		return err
+	}
+	argv := m.args()
+	cmd := exec.Command(argv[0], argv[1:]...)
+	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
+	t0 := time.Now()
+	err = node.Start(cmd)
+	logf.Close()
+	if err != nil {
+		return err
+	}
+	exited := make(chan struct{})
+	go func() { _ = cmd.Wait(); close(exited) }()
+	timeout := r.BootTimeout
+	if timeout == 0 {
+		timeout = DefaultBootTimeout
+	}
+	bctx, cancel := context.WithTimeout(ctx, timeout)
+	defer cancel()
+	boot, err := waitAgent(bctx, m.Socket, exited)
+	if err != nil {
+		_ = cmd.Process.Kill()
+		return fmt.Errorf("boot guest (%s): %w%s", dec.Accel, err, lastLines(dir))
+	}
+	ready := time.Since(t0)
+	c, err := agentClient(m.Socket)
+	if err != nil {
+		return err
+	}
+	res, err := c.call(bctx, request{Op: "configure", Config: cfg})
+	if err != nil {
+		return fmt.Errorf("configure guest network: %w%s", err, lastLines(dir))
+	}
+	if res.Err != "" {
+		return fmt.Errorf("configure guest network: %s", res.Err)
+	}
+	rec := BootRecord{Accel: dec, QEMUToAgent: ready, Guest: *boot, Configured: time.Since(t0)}
+	return rec.write(filepath.Join(dir, bootFile))
+}
+
+// guestConfig is the node's network as the guest agent applies it: the node's sysctls, and
+// on every interface rp_filter off and IPv6 off, as deploy sets them on namespaces.
+func guestConfig(n *plan.Node) *GuestConfig {
+	c := &GuestConfig{}
+	for _, s := range n.Sysctls {
+		c.Sysctls = append(c.Sysctls, [2]string{s.Key, s.Value})
+	}
+	c.Sysctls = append(c.Sysctls, [2]string{"net.ipv4.conf.all.rp_filter", "0"})
+	for _, i := range n.Interfaces {
+		c.Interfaces = append(c.Interfaces, GuestInterface{Name: i.Name, Addrs: []netip.Prefix{i.Address}})
+		c.Sysctls = append(c.Sysctls, [2]string{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, [2]string{"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"})
+	}
+	for _, r := range n.Routes {
+		nr := netdev.Route{Dst: r.Dst, Table: r.Table}
+		for _, h := range r.NextHops {
+			nr.NextHops = append(nr.NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
+		}
+		c.Routes = append(c.Routes, nr)
+	}
+	for _, r := range n.Rules {
+		c.Rules = append(c.Rules, netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
+			SrcPort: netdev.PortRange{From: r.SrcPort.From, To: r.SrcPort.To},
+			DstPort: netdev.PortRange{From: r.DstPort.From, To: r.DstPort.To},
+			Src:     r.Src, Dst: r.Dst})
+	}
+	return c
+}
+
+func ipproto(p string) uint8 {
+	switch p {
+	case "tcp":
+		return 6
+	case "udp":
+		return 17
+	case "icmp":
+		return 1
+	}
+	return 0
+}
+
+// waitAgent waits for QEMU's socket, then for the agent's answer to a ping; QEMU exiting or
+// ctx ending first is an error.
+func waitAgent(ctx context.Context, sock string, exited <-chan struct{}) (*Boot, error) {
+	// QEMU creates the socket file a moment before it listens on it: dial until it answers.
+	var c *client
+	for {
+		var err error
+		if c, err = agentClient(sock); err == nil {
+			break
+		}
+		select {
+		case <-exited:
+			return nil, errors.New("QEMU exited")
+		case <-ctx.Done():
+			return nil, fmt.Errorf("no agent socket: %w (%v)", ctx.Err(), err)
+		case <-time.After(5 * time.Millisecond):
+		}
+	}
+	type result struct {
+		r   *response
+		err error
+	}
+	done := make(chan result, 1)
+	go func() {
+		r, err := c.call(ctx, request{Op: "ping"})
+		done <- result{r, err}
+	}()
+	select {
+	case <-exited:
+		dropClient(sock)
+		return nil, errors.New("QEMU exited")
+	case res := <-done:
+		if res.err != nil {
+			dropClient(sock)
+			select { // a broken connection is most often QEMU going away
+			case <-exited:
+				return nil, errors.New("QEMU exited")
+			case <-time.After(time.Second):
+			}
+			if errors.Is(res.err, context.DeadlineExceeded) {
+				return nil, errors.New("the guest agent did not answer within the boot deadline")
+			}
+			return nil, res.err
+		}
+		if res.r.Boot == nil {
+			return nil, errors.New("the guest agent answered a ping without boot times")
+		}
+		return res.r.Boot, nil
+	}
+}
+
+// consoleLines is how much of a failed guest's console and QEMU's log an error shows.
+const consoleLines = 15
+
+// lastLines is the end of a VM's console and QEMU log, for errors.
+func lastLines(dir string) string {
+	var b strings.Builder
+	for _, f := range []string{consoleFile, qemuLogFile} {
+		data, err := os.ReadFile(filepath.Join(dir, f))
+		if err != nil || len(strings.TrimSpace(string(data))) == 0 {
+			continue
+		}
+		lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+		if len(lines) > consoleLines {
+			lines = lines[len(lines)-consoleLines:]
+		}
+		fmt.Fprintf(&b, "\n--- last lines of %s ---\n%s", f, strings.Join(lines, "\n"))
+	}
+	if b.Len() == 0 {
+		return " (the console is empty)"
+	}
+	return b.String()
+}
+
+// Node returns a deployed node: a VM through its agent, the others as netns does.
+func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
+	pn := p.Node(name)
+	if pn == nil {
+		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	if pn.VM == nil {
+		return (netns.Runtime{}).Node(ctx, p, name)
+	}
+	cg, err := cgroup.Open("labs/" + p.Lab + "/" + name)
+	if err != nil {
+		cg = nil
+	}
+	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, Cgroup: cg, sock: filepath.Join(runDir(p.Lab, name), sockFile)}, nil
+}
+
+// QEMUPids lists the QEMU processes of a lab's VMs, found by the -name sfclab gives them
+// (LAB.NODE).
+func QEMUPids(lab string) []int {
+	var out []int
+	ents, _ := os.ReadDir("/proc")
+	for _, e := range ents {
+		pid, err := strconv.Atoi(e.Name())
+		if err != nil {
+			continue
+		}
+		cmd, err := os.ReadFile(filepath.Join("/proc", e.Name(), "cmdline"))
+		if err != nil {
+			continue
+		}
+		args := strings.Split(string(cmd), "\x00")
+		if len(args) == 0 || filepath.Base(args[0]) != QEMU {
+			continue
+		}
+		for i := 0; i+1 < len(args); i++ {
+			if args[i] == "-name" && strings.HasPrefix(args[i+1], lab+".") {
+				out = append(out, pid)
+			}
+		}
+	}
+	return out
+}
+
+// Destroy removes any QEMU of the lab and the VMs' run directory. What the netns side made
+// (the nodes' namespaces and cgroups, the taps in them) carries the lab's tag sfc.LAB.*: the
+// netns runtime, which every deployer has beside this one and runs at the same time, removes
+// it. Doing it here too raced it: one destroy removed a cgroup the other was reading
+// (cgroup.procs: no such device) and the lab's destroy failed.
+func (Runtime) Destroy(ctx context.Context, lab string) error {
+	var err error
+	for _, pid := range QEMUPids(lab) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	dir := filepath.Join(RunRoot, lab)
+	ents, _ := os.ReadDir(dir)
+	for _, e := range ents {
+		dropClient(filepath.Join(dir, e.Name(), sockFile))
+	}
+	if rerr := os.RemoveAll(dir); rerr != nil {
+		err = errors.Join(err, fmt.Errorf("remove VM run directory: %w", rerr))
+	}
+	_ = os.Remove(RunRoot) // when no lab has VMs left
+	return err
+}
+
+// DescribeMachine says what a VM node is: vCPUs, memory, accelerator (with the TCG mark),
+// its boot phases; down when its QEMU is gone.
+func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
+	n := p.Node(node)
+	if n == nil || n.VM == nil {
+		return "", ""
+	}
+	desc = fmt.Sprintf("%d vCPU, %d MiB, nic %s", n.VM.CPUs, n.VM.Memory, n.VM.NIC)
+	if n.VM.Pin != "" {
+		desc += ", pinned to cores " + n.VM.Pin
+	}
+	if b, err := ReadBoot(p.Lab, node); err == nil {
+		if b.Accel.Emulated() {
+			desc += "; " + accel.TCGMark
+		}
+		desc += "; boot " + b.Phases()
+	}
+	running := false
+	for _, pid := range QEMUPids(p.Lab) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+p.Lab+"."+node+",") {
+			running = true
+		}
+	}
+	if !running {
+		down = "its QEMU process is not running (the VM is gone)"
+	}
+	return desc, down
+}
+
+var _ runtime.Runtime = Runtime{}
+var _ runtime.MachineDescriber = Runtime{}

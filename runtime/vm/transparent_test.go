@@ -1,0 +1,146 @@
+package vm_test
+
+import (
+	"context"
+	"regexp"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/runtime/vm"
+	"github.com/sfclab/sfclab/steer"
+)
+
+// transparentLab has a forwarder VM as the one hop of a symmetric chain between two namespace
+// endpoints on one network: without steering the endpoints would reach each other directly.
+const transparentLab = `
+name: t-vmtr
+steering: transparent
+networks: [net]
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd: {kind: forwarder, vm: {}, ports: {in: net, out: net}}
+port_pairs:
+  pp-fwd: {ingress: fwd.in, egress: fwd.out}
+port_pair_groups:
+  g-fwd: {port_pairs: [pp-fwd]}
+flow_classifiers:
+  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+  web:
+    protocol: tcp
+    destination_port_range_min: 5201
+    destination_port_range_max: 5201
+    logical_source_port: client.eth0
+    logical_destination_port: server.eth0
+port_chains:
+  c: {flow_classifiers: [ping, web], port_pair_groups: [g-fwd], chain_parameters: {symmetric: true}}
+`
+
+var ttlRE = regexp.MustCompile(`ttl=(\d+)`)
+
+// TestTransparentVMFunction deploys a transparent lab whose function is a VM and checks the
+// traffic is steered through the guest: ping's replies come back with TTL 63 (the guest's
+// kernel forwarded each way once; the endpoints share a network and would see 64), the
+// steering counters count both directions into and out of the hop, the guest's ports
+// received and sent the packets, and a TCP transfer goes through.
+func TestTransparentVMFunction(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	l := labtest.Deploy(t, transparentLab)
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if l.P.Runtime != "vm" || l.P.Node("fwd").VM == nil {
+		t.Fatalf("plan runtime %q, fwd vm %v: want the forwarder a VM", l.P.Runtime, l.P.Node("fwd").VM)
+	}
+	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot: %s", rec.Phases())
+
+	// No bump program in the VM's host-side namespace: the guest forwards.
+	ns, err := netdev.OpenNS(l.P.Transparent.Node("fwd").Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bumped, err := steer.BumpAttached(ns, "in")
+	ns.Close()
+	if err != nil || bumped {
+		t.Errorf("bump program on the VM node's in port: %v, %v; want none (the guest forwards)", bumped, err)
+	}
+
+	fwd, client, server := l.Node(t, "fwd"), l.Node(t, "client"), l.Node(t, "server")
+	guestCount := func(ifname, dir string) uint64 {
+		t.Helper()
+		out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+ifname+"/statistics/"+dir+"_packets")
+		if err != nil {
+			t.Fatalf("read the guest's %s %s counter: %v", ifname, dir, err)
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	inRx0, outTx0 := guestCount("in", "rx"), guestCount("out", "tx")
+
+	dst := l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
+	out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "3", dst)
+	if err != nil {
+		t.Fatalf("ping through the VM function: %v\n%s", err, out)
+	}
+	ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
+	if len(ttls) == 0 {
+		t.Fatalf("no reply TTL in ping's output:\n%s", out)
+	}
+	for _, m := range ttls {
+		if m[1] != "63" {
+			t.Errorf("reply TTL %s, want 63 (one kernel forwarding each way: the guest's):\n%s", m[1], out)
+		}
+	}
+	if in, o := guestCount("in", "rx")-inRx0, guestCount("out", "tx")-outTx0; in < 3 || o < 3 {
+		t.Errorf("the guest's in port received %d and out port sent %d packets during 3 pings; want at least 3 each", in, o)
+	}
+
+	logPath := t.TempDir() + "/iperf3.log"
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
+		out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "1")
+		if err == nil || i == 19 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through the VM function: %v\n%s", err, out)
+	}
+
+	// Both directions of the chain went into the VM's hop and out of it.
+	info, err := l.D.Inspect(ctx, l.P.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Steering == nil || info.Steering.Error != "" || len(info.Steering.Paths) != 2 {
+		t.Fatalf("inspect steering: %+v", info.Steering)
+	}
+	for _, pa := range info.Steering.Paths {
+		if len(pa.Packets) != 2 || pa.Packets[0] == 0 || pa.Packets[1] == 0 {
+			t.Errorf("path %s %s: packets per hop %v, want some into g-fwd and out of it", pa.Chain, pa.Dir, pa.Packets)
+		}
+	}
+	for _, ni := range info.Nodes {
+		if ni.Error != "" || ni.Down != "" {
+			t.Errorf("inspect of node %s: error %q, down %q", ni.Name, ni.Error, ni.Down)
+		}
+		if ni.Name == "fwd" && !strings.Contains(ni.Machine, "512 MiB") {
+			t.Errorf("inspect of the VM function: machine %q", ni.Machine)
+		}
+	}
+}

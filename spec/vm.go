@@ -1,0 +1,78 @@
+package spec
+
+import "go.yaml.in/yaml/v3"
+
+// RuntimeVM runs a lab's service functions as QEMU virtual machines (and any endpoint that has
+// vm: settings); the other nodes are network namespaces as in runtime netns.
+const RuntimeVM = "vm"
+
+// NIC models a VM node's ports may have.
+const (
+	NICVirtio = "virtio"
+)
+
+// VM is a node's virtual machine: `vm: {cpus: 2, memory: 512, pin: "1", nic: virtio}` on an
+// endpoint or function. A node with vm: in a netns lab is a VM beside namespaces; in a lab
+// with runtime: vm every function is one, with the defaults unless it says otherwise.
+type VM struct {
+	// CPUs is the number of vCPUs (default 1).
+	CPUs int `yaml:"cpus,omitempty" json:"cpus,omitempty"`
+	// Memory is the guest's memory in MiB (default 512: the guest image with the sfclab
+	// binary as its agent needs about 270).
+	Memory int `yaml:"memory,omitempty" json:"memory,omitempty"`
+	// Pin is the host cores QEMU's threads run on (a cpuset list such as "1" or "0-1";
+	// default: any).
+	Pin string `yaml:"pin,omitempty" json:"pin,omitempty"`
+	// NIC is the model of the guest's ports: virtio (default, virtio-net on a tap).
+	NIC string `yaml:"nic,omitempty" json:"nic,omitempty"`
+
+	Pos Pos `yaml:"-" json:"-"`
+}
+
+// UnmarshalYAML decodes vm: settings and remembers where they were.
+func (m *VM) UnmarshalYAML(n *yaml.Node) error {
+	type plain VM
+	return decodeAt(n, (*plain)(m), &m.Pos)
+}
+
+// VM defaults.
+const (
+	DefaultVMCPUs = 1
+	// DefaultVMMemory: the guest unpacks its initramfs in memory (the kernel holds the
+	// archive and its unpacked copy at once), 85 MB with Squid and its libraries.
+	DefaultVMMemory = 512
+	// MinVMMemory is the least memory a guest boots in (its kernel and initramfs).
+	MinVMMemory = 128
+)
+
+// vm checks and defaults a node's vm: settings (what needs no look at the host; the vm
+// runtime checks cores and memory against the host).
+func (v *validator) vm(what string, m *VM) {
+	if m == nil {
+		return
+	}
+	if m.CPUs == 0 {
+		m.CPUs = DefaultVMCPUs
+	}
+	if m.Memory == 0 {
+		m.Memory = DefaultVMMemory
+	}
+	if m.NIC == "" {
+		m.NIC = NICVirtio
+	}
+	if m.CPUs < 0 {
+		v.bad(m.Pos, "%s: vm cpus %d: give a positive number of vCPUs", what, m.CPUs)
+	}
+	if m.Memory < MinVMMemory {
+		v.bad(m.Pos, "%s: vm memory %d MiB: a guest needs at least %d MiB", what, m.Memory, MinVMMemory)
+	}
+	if v.lab.Traits().Containers {
+		// A VM node's host side is a namespace made and wired by the netns runtime, which
+		// runtime vm builds on; a docker lab has one runtime, whose nodes are containers
+		// wired by Docker networks (or package hosts), and nothing makes a VM's side there.
+		v.bad(m.Pos, "%s: vm: needs runtime netns or vm; not in a docker lab yet: runtime vm makes a VM's host side (a namespace with the VM's ports, QEMU in it) as runtime netns makes a node, and the nodes of a docker lab are containers wired by Docker networks, made by runtime docker alone (study B's KVM column runs its endpoints as namespaces)", what)
+	}
+	if m.NIC != NICVirtio {
+		v.bad(m.Pos, "%s: vm nic %q is not one of %s", what, m.NIC, NICVirtio)
+	}
+}

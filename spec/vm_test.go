@@ -1,0 +1,69 @@
+package spec_test
+
+import (
+	"strings"
+	"testing"
+
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+const vmBase = `name: vmlab
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd:
+    kind: forwarder
+    vm: {cpus: 2}
+chains:
+  - {from: client, to: server, hops: [fwd]}
+`
+
+// TestVMGood: vm: settings get their defaults; runtime: vm makes every function a VM.
+func TestVMGood(t *testing.T) {
+	lab, err := spec.Decode([]byte(vmBase), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := lab.Functions["fwd"].VM; m == nil || m.CPUs != 2 || m.Memory != spec.DefaultVMMemory || m.NIC != spec.NICVirtio || m.Pos.Line != 8 {
+		t.Errorf("vm = %+v", m)
+	}
+	lab, err = spec.Decode([]byte(strings.Replace(strings.Replace(vmBase, "    vm: {cpus: 2}\n", "", 1), "name: vmlab\n", "name: vmlab\nruntime: vm\n", 1)), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := lab.Functions["fwd"].VM; m == nil || m.CPUs != spec.DefaultVMCPUs {
+		t.Errorf("runtime vm: function vm = %+v, want the defaults", m)
+	}
+	if lab.Endpoints["client"].VM != nil {
+		t.Error("runtime vm made an endpoint without vm: a VM")
+	}
+	// A VM on an emulated host of a routed lab (its ports made by package hosts).
+	lab, err = spec.Decode([]byte(strings.Replace(vmBase, "name: vmlab\n", "name: vmlab\nhosts: [{name: h1}, {name: h2}]\n", 1)), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatalf("a VM on an emulated host of a routed lab: %v", err)
+	}
+	if lab.Functions["fwd"].VM == nil {
+		t.Error("a VM on an emulated host lost its vm: settings")
+	}
+}
+
+// TestVMBad: what a lab file cannot ask of a VM is refused at its place.
+func TestVMBad(t *testing.T) {
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"memory too small", "vm: {cpus: 2}", "vm: {memory: 64}", `v.yaml:8:9: function "fwd": vm memory 64 MiB: a guest needs at least 128 MiB`},
+		{"negative cpus", "vm: {cpus: 2}", "vm: {cpus: -1}", `v.yaml:8:9: function "fwd": vm cpus -1`},
+		{"nic", "vm: {cpus: 2}", "vm: {nic: e1000}", `vm nic "e1000" is not one of virtio`},
+		{"docker", "name: vmlab\n", "name: vmlab\nruntime: docker\n", `vm: needs runtime netns or vm`},
+		{"unknown field", "vm: {cpus: 2}", "vm: {vcpus: 2}", `unknown field "vcpus"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(vmBase, tc.old, tc.new, 1)
+			_, err := spec.Decode([]byte(src), "v.yaml", kinds.Spec())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+}
