@@ -23,6 +23,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"time"
 
 	"golang.org/x/sys/unix"
@@ -296,12 +297,19 @@ func writeFile(name, value string) error {
 func (g *Group) Procs() ([]int, error) {
 	pids, err := readPids(g.ProcsFile())
 	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
+		if gone(err) {
 			err = ErrNotFound
 		}
 		return nil, fmt.Errorf("list procs of cgroup %s: %w", g.name(), err)
 	}
 	return pids, nil
+}
+
+// gone says whether err is what reading a cgroup's file answers once the group is removed:
+// ENOENT, or on cgroup v1 ENODEV for a directory removed while it was being walked (seen in
+// VM benchmark destroys: "cgroup.procs: no such device").
+func gone(err error) bool {
+	return errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENODEV)
 }
 
 func readPids(file string) ([]int, error) {
@@ -454,7 +462,7 @@ func (g *Group) allProcs() ([]int, error) {
 	var all []int
 	for _, d := range dirs {
 		pids, err := readPids(filepath.Join(d, "cgroup.procs"))
-		if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err != nil && !gone(err) {
 			return nil, err
 		}
 		all = append(all, pids...)

@@ -3,11 +3,13 @@ package cgroup
 import (
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
 	"slices"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -318,5 +320,25 @@ func TestOfProcess(t *testing.T) {
 	}
 	if _, err := g.CPU(); err != nil {
 		t.Error(err)
+	}
+}
+
+// TestGone: a group removed while it is read answers ENOENT, or ENODEV on cgroup v1; both
+// mean the group is gone, and other errors do not.
+func TestGone(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		err  error
+		want bool
+	}{
+		{"ENOENT", &fs.PathError{Op: "open", Path: "x/cgroup.procs", Err: syscall.ENOENT}, true},
+		{"ENODEV (v1 dead group)", &fs.PathError{Op: "read", Path: "x/cgroup.procs", Err: syscall.ENODEV}, true},
+		{"wrapped ENODEV", fmt.Errorf("read: %w", &fs.PathError{Op: "read", Path: "p", Err: syscall.ENODEV}), true},
+		{"EACCES", &fs.PathError{Op: "open", Path: "p", Err: syscall.EACCES}, false},
+		{"EBUSY", syscall.EBUSY, false},
+	} {
+		if got := gone(tc.err); got != tc.want {
+			t.Errorf("%s: gone = %v, want %v", tc.name, got, tc.want)
+		}
 	}
 }
