@@ -35,6 +35,28 @@ type Node interface {
 	CPU() (cgroup.Usage, error)
 }
 
+// Guest is a node with a kernel of its own (a VM guest, runtime/vm.Node): the number its
+// Daemon returns is the guest's PID, its sockets are not in any host namespace, and Do fails.
+// A probe that starts a server there asks the node whether it runs and has the node stop it,
+// and looks at its sockets with a command run in the guest (Output), never with the host's
+// /proc or kill.
+type Guest interface {
+	Node
+	// GroupRuns reports whether process group pgid (a daemon's PID: it leads a session of
+	// its own) has a live member whose command line contains marker; false when the guest
+	// does not answer.
+	GroupRuns(pgid int, marker string) bool
+	// StopGroup stops process group pgid: SIGTERM, after grace SIGKILL (SIGKILL at once
+	// when grace is 0).
+	StopGroup(pgid int, grace time.Duration) error
+}
+
+// InGuest returns n as a Guest when it is one.
+func InGuest(n Node) (Guest, bool) {
+	g, ok := n.(Guest)
+	return g, ok
+}
+
 // Env is one chain of one deployed lab, as a probe sees it.
 type Env struct {
 	Plan  *plan.Plan
