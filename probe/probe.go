@@ -9,6 +9,7 @@ package probe
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -49,6 +50,14 @@ type Guest interface {
 	// StopGroup stops process group pgid: SIGTERM, after grace SIGKILL (SIGKILL at once
 	// when grace is 0).
 	StopGroup(pgid int, grace time.Duration) error
+}
+
+// Echoer is a node that serves a TCP echo server itself where Go code cannot enter its
+// network stack (a VM guest: its agent serves it). The tcprtt probe's destinations.
+type Echoer interface {
+	// ListenEcho opens a TCP echo server at addr (network "tcp4" or "tcp6") in the node;
+	// closing it closes its connections too.
+	ListenEcho(ctx context.Context, network, addr string) (io.Closer, error)
 }
 
 // InGuest returns n as a Guest when it is one.

@@ -1,6 +1,7 @@
 // Package tcprtt measures latency at the TCP level, where ping cannot go: through L4 and L7
 // proxies. It runs in-process, with no external tool: a TCP echo server inside every
-// destination instance's namespace, and connects and request/response exchanges from inside
+// destination instance's namespace (in a VM guest, served by the guest's agent: probe.Echoer),
+// and connects and request/response exchanges from inside
 // the chain's source namespace to the chain's target (the proxy's service address when there
 // is one).
 package tcprtt
@@ -91,7 +92,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := echo.Listen(n, name, network, port); err != nil {
+		if err := echo.Listen(ctx, n, name, network, port); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
@@ -167,20 +168,33 @@ func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, ti
 	return conn, time.Since(t0), err
 }
 
-// echoServer echoes every TCP connection it accepts on its listeners.
+// echoServer echoes every TCP connection it accepts on its listeners; those of nodes that
+// serve their own (guests) it only closes.
 type echoServer struct {
 	mu        sync.Mutex
 	listeners []net.Listener
+	served    []io.Closer
 	conns     map[net.Conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
 }
 
 // Listen opens a listener on all addresses of node n (of network "tcp4" or "tcp6") at port,
-// inside its namespace, and serves it in the background.
-func (e *echoServer) Listen(n probe.Node, name, network string, port uint16) error {
+// inside its namespace, and serves it in the background; a node that serves its own echo
+// server (probe.Echoer: a VM guest) opens it there.
+func (e *echoServer) Listen(ctx context.Context, n probe.Node, name, network string, port uint16) error {
 	var l net.Listener
 	addr := net.JoinHostPort("", strconv.Itoa(int(port)))
+	if g, ok := n.(probe.Echoer); ok {
+		c, err := g.ListenEcho(ctx, network, addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s in node %s: %w", addr, name, err)
+		}
+		e.mu.Lock()
+		e.served = append(e.served, c)
+		e.mu.Unlock()
+		return nil
+	}
 	if err := n.Do(func() (err error) { l, err = net.Listen(network, addr); return err }); err != nil {
 		return fmt.Errorf("listen on %s in node %s: %w", addr, name, err)
 	}
@@ -230,6 +244,11 @@ func (e *echoServer) Close() error {
 	}
 	for c := range e.conns {
 		c.Close()
+	}
+	for _, c := range e.served {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	e.mu.Unlock()
 	e.wg.Wait()

@@ -36,6 +36,8 @@ type request struct {
 	Mark  string        `json:"mark,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
 	Addr  string        `json:"addr,omitempty"`
+	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
+	Net string `json:"net,omitempty"`
 }
 
 // response is the guest's answer to one request.

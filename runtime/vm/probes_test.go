@@ -20,8 +20,10 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/tcprtt"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/results/metric"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
@@ -51,19 +53,27 @@ chains:
 `
 )
 
+// benchScenario is a scenario of runBench's experiment: its lab file and, when not "", its
+// own probes (flow style, as in `probes: {...}`).
+type benchScenario struct{ name, lab, probes string }
+
 // runBench writes the labs and an experiment of one scenario per lab into a directory, loads
 // it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
 // destroy per trial); it returns the run's results and report. during, when set, runs beside
 // the run with the journal, to act on a trial once its lab is ready.
-func runBench(t *testing.T, labs map[string]string, probes string, during func(journal.Journal)) (*bench.Outcome, *results.Store, *report.Report) {
+func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal)) (*bench.Outcome, *results.Store, *report.Report) {
 	t.Helper()
 	dir := t.TempDir()
 	exp := "name: vmprobe\nrepetitions: 1\nscenarios:\n"
-	for name, lab := range labs {
-		if err := os.WriteFile(filepath.Join(dir, name+".yaml"), []byte(lab), 0o644); err != nil {
+	for _, s := range scenarios {
+		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.lab), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		exp += "  - {name: " + name + ", lab: " + name + ".yaml}\n"
+		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml"
+		if s.probes != "" {
+			exp += ", probes: " + s.probes
+		}
+		exp += "}\n"
 	}
 	exp += "probes:\n" + probes
 	if err := os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte(exp), 0o644); err != nil {
@@ -87,8 +97,8 @@ func runBench(t *testing.T, labs map[string]string, probes string, during func(j
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, lab := range labs {
-		assertNoVMLeft(t, labtest.Plan(t, lab))
+	for _, s := range scenarios {
+		assertNoVMLeft(t, labtest.Plan(t, s.lab))
 	}
 	store, err := results.Open(filepath.Join(out, "results.db"))
 	if err != nil {
@@ -116,12 +126,15 @@ func runBench(t *testing.T, labs map[string]string, probes string, during func(j
 
 // TestBenchIperf3VMEnds runs iperf3 with a chain end in a guest through the bench runner:
 // the server in a VM destination behind a VM forwarder (started, found listening and stopped
-// through the guest's agent), and the client (and ping) in a VM source; the figures come
-// from the existing -J parser, and every one of them is marked TCG under TCG.
+// through the guest's agent) with tcprtt's echo server there too (served by the agent), and
+// the client (and ping) in a VM source; the figures come from the existing -J parser, and
+// every one of them is marked TCG under TCG.
 func TestBenchIperf3VMEnds(t *testing.T) {
 	requireVM(t)
 	labtest.Exclusive(t)
-	outcome, store, rep := runBench(t, map[string]string{"vm-server": vmServerLab, "vm-client": vmClientLab},
+	outcome, store, rep := runBench(t, []benchScenario{
+		{"vm-server", vmServerLab, "{iperf3: {duration: 2s}, ping: {count: 5, interval: 200ms}, tcprtt: {connects: 5, requests: 20}}"},
+		{"vm-client", vmClientLab, ""}},
 		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
@@ -135,7 +148,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	samples, _ := store.Samples()
 	for _, s := range []string{"vm-server", "vm-client"} {
 		var gbps float64
-		pings := 0
+		pings, rtts := 0, 0
 		for _, x := range samples {
 			switch {
 			case x.Scenario != s:
@@ -143,7 +156,12 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 				gbps = x.Value / 1e9
 			case x.Probe == "ping" && x.Metric == "rtt":
 				pings++
+			case x.Probe == tcprtt.Name && x.Metric == metric.TCPRoundTr.Metric:
+				rtts++
 			}
+		}
+		if s == "vm-server" && rtts != 20 {
+			t.Errorf("%s: %d tcprtt request/response samples; want 20", s, rtts)
 		}
 		if gbps <= 0 {
 			t.Errorf("%s: no iperf3 receiver throughput", s)
@@ -155,7 +173,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 		if rep.Emulated(s) {
 			mark = " (" + report.EmulatedMark + ")"
 		}
-		t.Logf("%s: iperf3 TCP %.2f Gbit/s, %d ping rtts%s", s, gbps, pings, mark)
+		t.Logf("%s: iperf3 TCP %.2f Gbit/s, %d ping rtts, %d tcprtt exchanges%s", s, gbps, pings, rtts, mark)
 		if accel.Host().Emulated() && !rep.Emulated(s) {
 			t.Errorf("%s ran VMs under TCG, but the report does not mark it %q", s, report.EmulatedMark)
 		}
@@ -176,7 +194,7 @@ func TestBenchIperf3DeadVMServer(t *testing.T) {
 	labtest.Exclusive(t)
 	lab := strings.NewReplacer("vmprobe-srv", "vmprobe-dead", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab)
 	killed := make(chan bool, 1)
-	outcome, store, _ := runBench(t, map[string]string{"dead": lab}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
+	outcome, store, _ := runBench(t, []benchScenario{{"dead", lab, ""}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
 		deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
 		for time.Now().Before(deadline) {
 			if st, err := j.ReadState("vmprobe-dead"); err == nil && st.Status == journal.StatusReady {
