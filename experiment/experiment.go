@@ -693,12 +693,12 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	// A VM endpoint. iperf3 runs in a guest at either end (its client through the guest's
 	// agent, its server a daemon there, found listening and stopped through the agent); ping
 	// runs in a guest source and is answered by a guest's kernel; http is answered by an
-	// http-server in a guest, tcprtt by an echo server the guest's agent serves. The others run Go code in the source's network stack from the
+	// http-server in a guest; tcprtt's echo server and client run in a guest's agent. The others run Go code in the source's network stack from the
 	// host (Do: the guest has its own kernel) or start a server in the destination that they
 	// track by its host PID and sockets.
 	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
 		if probes := notFromGuest(pr); len(probes) > 0 {
-			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3 and ping run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
+			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, ping and tcprtt run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
 		}
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
@@ -729,10 +729,11 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 }
 
 // notFromGuest names the probes of pr that cannot run from a VM source, sorted: all but
-// iperf3 (the client runs in the guest through its agent) and ping (ping runs there).
+// iperf3 (the client runs in the guest through its agent), ping (ping runs there) and tcprtt
+// (the guest's agent runs its client).
 func notFromGuest(pr *Probes) []string {
 	var out []string
-	for name, on := range map[string]bool{"tcprtt": pr.TCPRTT != nil, "http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+	for name, on := range map[string]bool{"http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
 		if on {
 			out = append(out, name)
 		}

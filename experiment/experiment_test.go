@@ -287,8 +287,8 @@ func TestRequestsFor(t *testing.T) {
 func TestLoadVMEndpoint(t *testing.T) {
 	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
 		{"vm client, ping and iperf3", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
-		{"vm client, tcprtt", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", `scenario "s": source client is a VM, and tcprtt cannot measure from a guest yet: they open their sockets in the source's network stack from the host`},
-		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}", `scenario "s": source client is a VM, and ndr, rtt cannot measure from a guest yet`},
+		{"vm client, tcprtt", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
+		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}\n  tcprtt: {connects: 5}", `scenario "s": source client is a VM, and ndr, rtt cannot measure from a guest yet: they open their sockets in the source's network stack from the host`},
 		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 		{"vm server, tcprtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
 		{"vm server, ndr and rtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ndr: {}\n  rtt: {}\n  tcprtt: {connects: 5}", `scenario "s": destination server is a VM, and ndr, rtt start a server there, which the probes track by its host PID and sockets`},

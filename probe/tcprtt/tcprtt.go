@@ -101,10 +101,40 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		return fmt.Errorf("%s: %w", what, err)
 	}
 
+	if g, ok := src.(Guest); ok {
+		samples, err := g.TCPRTT(ctx, target, cfg)
+		for _, x := range samples {
+			emit(x)
+		}
+		if err != nil {
+			return fmt.Errorf("%s: %w", what, err)
+		}
+		return nil
+	}
+	if err := Client(ctx, target, cfg, src.Do, emit); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	return nil
+}
+
+// Guest is a source node whose network stack Go code cannot enter (a VM guest): it runs
+// Client itself (its agent does) and returns the samples.
+type Guest interface {
+	// TCPRTT runs Client against target with cfg in the node and returns its samples (those
+	// taken before a failure too) and its error.
+	TCPRTT(ctx context.Context, target string, cfg Config) ([]results.Sample, error)
+}
+
+// Client is tcprtt's client side: it times cfg.Connects connection set-ups to target and
+// cfg.Requests exchanges of cfg.Size bytes over one connection (defaults filled in), each
+// bounded by cfg.Timeout, and emits a sample for each. Its sockets are created inside do
+// (a node's Do: its network namespace; in a guest's agent, a plain call).
+func Client(ctx context.Context, target string, cfg Config, do func(func() error) error, emit func(results.Sample)) error {
+	cfg = cfg.withDefaults()
 	size := strconv.Itoa(cfg.Size)
 	for i := 1; i <= cfg.Connects; i++ {
 		var d time.Duration
-		err := src.Do(func() error {
+		err := do(func() error {
 			conn, dur, err := dial(ctx, target, cfg.Timeout)
 			if err != nil {
 				return err
@@ -113,14 +143,14 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			return conn.Close()
 		})
 		if err != nil {
-			return fmt.Errorf("%s: connect %d: %w", what, i, err)
+			return fmt.Errorf("connect %d: %w", i, err)
 		}
 		emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i)}))
 	}
 
 	var conn net.Conn
-	if err := src.Do(func() (err error) { conn, _, err = dial(ctx, target, cfg.Timeout); return err }); err != nil {
-		return fmt.Errorf("%s: connect: %w", what, err)
+	if err := do(func() (err error) { conn, _, err = dial(ctx, target, cfg.Timeout); return err }); err != nil {
+		return fmt.Errorf("connect: %w", err)
 	}
 	defer conn.Close()
 	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
@@ -131,22 +161,29 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			req[j] = byte(i + j)
 		}
 		if err := conn.SetDeadline(time.Now().Add(cfg.Timeout)); err != nil {
-			return fmt.Errorf("%s: request %d: %w", what, i, err)
+			return fmt.Errorf("request %d: %w", i, err)
 		}
 		t0 := time.Now()
 		if _, err := conn.Write(req); err != nil {
-			return fmt.Errorf("%s: request %d: %w", what, i, ctxErr(ctx, err))
+			return fmt.Errorf("request %d: %w", i, ctxErr(ctx, err))
 		}
 		if _, err := io.ReadFull(conn, resp); err != nil {
-			return fmt.Errorf("%s: request %d: read response: %w", what, i, ctxErr(ctx, err))
+			return fmt.Errorf("request %d: read response: %w", i, ctxErr(ctx, err))
 		}
 		d := time.Since(t0)
 		if !bytes.Equal(req, resp) {
-			return fmt.Errorf("%s: request %d: the response differs from the request", what, i)
+			return fmt.Errorf("request %d: the response differs from the request", i)
 		}
 		emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i), "size": size}))
 	}
 	return nil
+}
+
+// Bound is the longest a Client run with cfg may take: every connect and exchange at its
+// timeout.
+func (c Config) Bound() time.Duration {
+	c = c.withDefaults()
+	return time.Duration(c.Connects+c.Requests+1) * c.Timeout
 }
 
 // ctxErr prefers the context's error over the deadline error it caused.

@@ -13,6 +13,8 @@ import (
 
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/probe/tcprtt"
+	"github.com/sfclab/sfclab/results"
 )
 
 // The agent protocol: one JSON object per line each way over the guest's virtio-serial port
@@ -38,6 +40,8 @@ type request struct {
 	Addr  string        `json:"addr,omitempty"`
 	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
 	Net string `json:"net,omitempty"`
+	// TCPRTT is a tcprtt client run to Addr (echo.go).
+	TCPRTT *tcprtt.Config `json:"tcprtt,omitempty"`
 }
 
 // response is the guest's answer to one request.
@@ -49,6 +53,8 @@ type response struct {
 	Err    string `json:"err,omitempty"`
 	Boot   *Boot  `json:"boot,omitempty"`
 	PID    int    `json:"pid,omitempty"` // a daemon started, or 1 for a process that runs
+	// Samples are a probe's, taken in the guest (tcprtt).
+	Samples []results.Sample `json:"samples,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

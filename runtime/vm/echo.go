@@ -6,15 +6,19 @@ import (
 	"io"
 	"net"
 	"sync"
+	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/tcprtt"
+	"github.com/sfclab/sfclab/results"
 )
 
-// TCP echo servers in a guest, for the tcprtt probe: it serves one in every destination
-// instance, in Go in the node's network stack on a namespace (Do), which a guest's own kernel
-// does not allow. The agent serves it instead: "echo-listen" opens the listener in the guest
-// and answers with its number, "echo-close" closes it and every connection it accepted. A
-// guest that dies takes its echo servers with it.
+// The tcprtt probe in a guest. On a namespace it runs Go code in the node's network stack
+// (Do), which a guest's own kernel does not allow; the agent runs the same code instead. In a
+// destination it serves the echo server: "echo-listen" opens the listener in the guest and
+// answers with its number, "echo-close" closes it and every connection it accepted (a guest
+// that dies takes its echo servers with it). In a source, "tcprtt" runs the probe's client
+// (tcprtt.Client) in the guest and answers with its samples, timed by the guest's clock.
 
 // echoes are the guest's open echo servers by number (the agent's side).
 var echoes = struct {
@@ -48,6 +52,19 @@ func handleEcho(req request, r *response) bool {
 		echoes.Unlock()
 		e.wg.Go(e.serve)
 		r.PID = id
+	case "tcprtt":
+		if req.TCPRTT == nil {
+			r.Err = "tcprtt: no configuration"
+			return true
+		}
+		ctx, cancel := context.WithTimeout(context.Background(), req.TCPRTT.Bound())
+		defer cancel()
+		err := tcprtt.Client(ctx, req.Addr, *req.TCPRTT, func(f func() error) error { return f() }, func(x results.Sample) {
+			r.Samples = append(r.Samples, x)
+		})
+		if err != nil {
+			r.Err = err.Error()
+		}
 	case "echo-close":
 		echoes.Lock()
 		e, ok := echoes.open[req.PID]
@@ -119,4 +136,29 @@ func (c echoCloser) Close() error {
 	return nil
 }
 
-var _ probe.Echoer = (*Node)(nil)
+// TCPRTT runs the tcprtt probe's client to target in the guest (tcprtt.Guest) and returns its
+// samples, stamped with the host's time on their return (the guest's clock is its own).
+func (n *Node) TCPRTT(ctx context.Context, target string, cfg tcprtt.Config) ([]results.Sample, error) {
+	ctx, cancel := context.WithTimeout(ctx, cfg.Bound()+agentTimeout)
+	defer cancel()
+	r, err := n.call(ctx, request{Op: "tcprtt", Addr: target, TCPRTT: &cfg})
+	if r != nil {
+		now := time.Now()
+		for i := range r.Samples {
+			r.Samples[i].Time = now
+		}
+	}
+	if err != nil {
+		err = fmt.Errorf("run tcprtt in VM node %s: %w", n.Name, err)
+		if r != nil {
+			return r.Samples, err
+		}
+		return nil, err
+	}
+	return r.Samples, nil
+}
+
+var (
+	_ probe.Echoer = (*Node)(nil)
+	_ tcprtt.Guest = (*Node)(nil)
+)

@@ -53,9 +53,8 @@ chains:
 `
 )
 
-// benchScenario is a scenario of runBench's experiment: its lab file and, when not "", its
-// own probes (flow style, as in `probes: {...}`).
-type benchScenario struct{ name, lab, probes string }
+// benchScenario is a scenario of runBench's experiment and its lab file.
+type benchScenario struct{ name, lab string }
 
 // runBench writes the labs and an experiment of one scenario per lab into a directory, loads
 // it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
@@ -69,11 +68,7 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.lab), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml"
-		if s.probes != "" {
-			exp += ", probes: " + s.probes
-		}
-		exp += "}\n"
+		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml}\n"
 	}
 	exp += "probes:\n" + probes
 	if err := os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte(exp), 0o644); err != nil {
@@ -127,15 +122,14 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 // TestBenchIperf3VMEnds runs iperf3 with a chain end in a guest through the bench runner:
 // the server in a VM destination behind a VM forwarder (started, found listening and stopped
 // through the guest's agent) with tcprtt's echo server there too (served by the agent), and
-// the client (and ping) in a VM source; the figures come from the existing -J parser, and
-// every one of them is marked TCG under TCG.
+// the client, ping and tcprtt's client (run by the agent) in a VM source; the figures come
+// from the existing -J parser, and every one of them is marked TCG under TCG.
 func TestBenchIperf3VMEnds(t *testing.T) {
 	requireVM(t)
 	labtest.Exclusive(t)
 	outcome, store, rep := runBench(t, []benchScenario{
-		{"vm-server", vmServerLab, "{iperf3: {duration: 2s}, ping: {count: 5, interval: 200ms}, tcprtt: {connects: 5, requests: 20}}"},
-		{"vm-client", vmClientLab, ""}},
-		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n", nil)
+		{"vm-server", vmServerLab}, {"vm-client", vmClientLab}},
+		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n  tcprtt: {connects: 5, requests: 20}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
@@ -147,7 +141,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	}
 	samples, _ := store.Samples()
 	for _, s := range []string{"vm-server", "vm-client"} {
-		var gbps float64
+		var gbps, pingSum, rttSum float64
 		pings, rtts := 0, 0
 		for _, x := range samples {
 			switch {
@@ -156,11 +150,13 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 				gbps = x.Value / 1e9
 			case x.Probe == "ping" && x.Metric == "rtt":
 				pings++
+				pingSum += x.Value
 			case x.Probe == tcprtt.Name && x.Metric == metric.TCPRoundTr.Metric:
 				rtts++
+				rttSum += x.Value
 			}
 		}
-		if s == "vm-server" && rtts != 20 {
+		if rtts != 20 {
 			t.Errorf("%s: %d tcprtt request/response samples; want 20", s, rtts)
 		}
 		if gbps <= 0 {
@@ -173,7 +169,8 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 		if rep.Emulated(s) {
 			mark = " (" + report.EmulatedMark + ")"
 		}
-		t.Logf("%s: iperf3 TCP %.2f Gbit/s, %d ping rtts, %d tcprtt exchanges%s", s, gbps, pings, rtts, mark)
+		t.Logf("%s: iperf3 TCP %.2f Gbit/s; ping %d rtts, mean %.3f ms; tcprtt %d exchanges, mean %.3f ms%s",
+			s, gbps, pings, pingSum/max(1, float64(pings)), rtts, rttSum/max(1, float64(rtts)), mark)
 		if accel.Host().Emulated() && !rep.Emulated(s) {
 			t.Errorf("%s ran VMs under TCG, but the report does not mark it %q", s, report.EmulatedMark)
 		}
@@ -194,7 +191,7 @@ func TestBenchIperf3DeadVMServer(t *testing.T) {
 	labtest.Exclusive(t)
 	lab := strings.NewReplacer("vmprobe-srv", "vmprobe-dead", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab)
 	killed := make(chan bool, 1)
-	outcome, store, _ := runBench(t, []benchScenario{{"dead", lab, ""}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
+	outcome, store, _ := runBench(t, []benchScenario{{"dead", lab}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
 		deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
 		for time.Now().Before(deadline) {
 			if st, err := j.ReadState("vmprobe-dead"); err == nil && st.Status == journal.StatusReady {
