@@ -5,6 +5,8 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/ping"
 	"github.com/sfclab/sfclab/runtime/vm"
 )
 
@@ -46,5 +48,22 @@ chains:
 	}
 	if !slices.Equal(byNode["f1"], byNode["f2"]) {
 		t.Errorf("the forwarders' programs differ: %v, %v", byNode["f1"], byNode["f2"])
+	}
+}
+
+// TestProbeProgramsInImage: the programs the probes run in a guest (iperf3's server and
+// client, ping) are in every guest image, whatever the lab's kinds need.
+func TestProbeProgramsInImage(t *testing.T) {
+	for _, tt := range []struct {
+		probe string
+		argv  []string
+	}{
+		{"iperf3 server", iperf3.ServerArgs(5201)},
+		{"iperf3 client", iperf3.Config{}.ClientArgs("198.18.0.1", 5201)},
+		{"ping", ping.Config{}.Args("198.18.0.1")},
+	} {
+		if !slices.Contains(vm.BasePrograms, tt.argv[0]) {
+			t.Errorf("%s runs %s, which is not in the guest images' BasePrograms %v", tt.probe, tt.argv[0], vm.BasePrograms)
+		}
 	}
 }
