@@ -1,13 +1,13 @@
 // Package tcprtt measures latency at the TCP level, where ping cannot go: through L4 and L7
 // proxies. It runs in-process, with no external tool: a TCP echo server inside every
-// destination instance's namespace (in a VM guest, served by the guest's agent: probe.Echoer),
-// and connects and request/response exchanges from inside
-// the chain's source namespace to the chain's target (the proxy's service address when there
-// is one).
+// destination instance's namespace, and connects and request/response exchanges
+// (exchange.Run) from inside the chain's source namespace to the chain's target (the proxy's
+// service address when there is one). In a VM guest, whose network stack Go code on the host
+// cannot enter, the guest's agent serves the echo server (probe.Echoer) and runs the
+// exchanges (Guest).
 package tcprtt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
 )
@@ -25,34 +26,8 @@ import (
 // Name is the probe's name in samples.
 const Name = "tcprtt"
 
-// Config is one tcprtt run.
-type Config struct {
-	// Connects is the number of connection set-ups timed (dial, then close); 0 means 10.
-	Connects int
-	// Requests is the number of request/response exchanges timed over one connection;
-	// 0 means 100.
-	Requests int
-	// Size is the request (and echoed response) size in bytes; 0 means 64.
-	Size int
-	// Timeout bounds each connect and each exchange; 0 means 1 s.
-	Timeout time.Duration
-}
-
-func (c Config) withDefaults() Config {
-	if c.Connects <= 0 {
-		c.Connects = 10
-	}
-	if c.Requests <= 0 {
-		c.Requests = 100
-	}
-	if c.Size <= 0 {
-		c.Size = 64
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = time.Second
-	}
-	return c
-}
+// Config is one tcprtt run (exchange.Config: connects, requests, size, timeout).
+type Config = exchange.Config
 
 type prober struct{ cfg Config }
 
@@ -71,7 +46,7 @@ func (*prober) Name() string { return Name }
 // step is bounded by Timeout. The echo servers are closed before Run returns; they use the
 // port iperf3's servers use, so the two probes must not run at the same time.
 func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) error {
-	cfg := p.cfg.withDefaults()
+	cfg := p.cfg.WithDefaults()
 	c := env.Chain
 	dests := probe.DestinationNodes(env.Plan, c)
 	if len(dests) == 0 || len(c.Path) == 0 {
@@ -102,9 +77,14 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	}
 
 	if g, ok := src.(Guest); ok {
-		samples, err := g.TCPRTT(ctx, target, cfg)
-		for _, x := range samples {
-			emit(x)
+		// Timed by the guest's clock; the samples are stamped with the host's time now.
+		connects, exchanges, err := g.TCPRTT(ctx, target, cfg)
+		size := strconv.Itoa(cfg.Size)
+		for i, d := range connects {
+			emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i + 1)}))
+		}
+		for i, d := range exchanges {
+			emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i + 1), "size": size}))
 		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
@@ -118,92 +98,26 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 }
 
 // Guest is a source node whose network stack Go code cannot enter (a VM guest): it runs
-// Client itself (its agent does) and returns the samples.
+// exchange.Run itself (its agent does) and returns the durations.
 type Guest interface {
-	// TCPRTT runs Client against target with cfg in the node and returns its samples (those
-	// taken before a failure too) and its error.
-	TCPRTT(ctx context.Context, target string, cfg Config) ([]results.Sample, error)
+	// TCPRTT runs exchange.Run against target with cfg in the node and returns the connects'
+	// and the exchanges' durations, in order (those taken before a failure too), and its error.
+	TCPRTT(ctx context.Context, target string, cfg Config) (connects, exchanges []time.Duration, err error)
 }
 
-// Client is tcprtt's client side: it times cfg.Connects connection set-ups to target and
-// cfg.Requests exchanges of cfg.Size bytes over one connection (defaults filled in), each
-// bounded by cfg.Timeout, and emits a sample for each. Its sockets are created inside do
-// (a node's Do: its network namespace; in a guest's agent, a plain call).
+// Client is tcprtt's client side: exchange.Run, each connect and exchange emitted as a sample
+// ("connect", "rtt", ms) with label seq ("size" too on "rtt"). Its sockets are created inside
+// do.
 func Client(ctx context.Context, target string, cfg Config, do func(func() error) error, emit func(results.Sample)) error {
-	cfg = cfg.withDefaults()
-	size := strconv.Itoa(cfg.Size)
-	for i := 1; i <= cfg.Connects; i++ {
-		var d time.Duration
-		err := do(func() error {
-			conn, dur, err := dial(ctx, target, cfg.Timeout)
-			if err != nil {
-				return err
-			}
-			d = dur
-			return conn.Close()
-		})
-		if err != nil {
-			return fmt.Errorf("connect %d: %w", i, err)
-		}
+	size := strconv.Itoa(cfg.WithDefaults().Size)
+	return exchange.Run(ctx, target, cfg, do, func(i int, d time.Duration) {
 		emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i)}))
-	}
-
-	var conn net.Conn
-	if err := do(func() (err error) { conn, _, err = dial(ctx, target, cfg.Timeout); return err }); err != nil {
-		return fmt.Errorf("connect: %w", err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	req, resp := make([]byte, cfg.Size), make([]byte, cfg.Size)
-	for i := 1; i <= cfg.Requests; i++ {
-		for j := range req {
-			req[j] = byte(i + j)
-		}
-		if err := conn.SetDeadline(time.Now().Add(cfg.Timeout)); err != nil {
-			return fmt.Errorf("request %d: %w", i, err)
-		}
-		t0 := time.Now()
-		if _, err := conn.Write(req); err != nil {
-			return fmt.Errorf("request %d: %w", i, ctxErr(ctx, err))
-		}
-		if _, err := io.ReadFull(conn, resp); err != nil {
-			return fmt.Errorf("request %d: read response: %w", i, ctxErr(ctx, err))
-		}
-		d := time.Since(t0)
-		if !bytes.Equal(req, resp) {
-			return fmt.Errorf("request %d: the response differs from the request", i)
-		}
+	}, func(i int, d time.Duration) {
 		emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i), "size": size}))
-	}
-	return nil
-}
-
-// Bound is the longest a Client run with cfg may take: every connect and exchange at its
-// timeout.
-func (c Config) Bound() time.Duration {
-	c = c.withDefaults()
-	return time.Duration(c.Connects+c.Requests+1) * c.Timeout
-}
-
-// ctxErr prefers the context's error over the deadline error it caused.
-func ctxErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
-
-// dial connects to addr and times the handshake. Call it inside a node's Do: the socket is
-// created on the calling (namespace-locked) thread.
-func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, time.Duration, error) {
-	d := net.Dialer{Timeout: timeout}
-	t0 := time.Now()
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	return conn, time.Since(t0), err
-}
 
 // echoServer echoes every TCP connection it accepts on its listeners; those of nodes that
 // serve their own (guests) it only closes.

@@ -13,8 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/probe/tcprtt"
-	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
 
 // The agent protocol: one JSON object per line each way over the guest's virtio-serial port
@@ -41,7 +40,7 @@ type request struct {
 	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
 	Net string `json:"net,omitempty"`
 	// TCPRTT is a tcprtt client run to Addr (echo.go).
-	TCPRTT *tcprtt.Config `json:"tcprtt,omitempty"`
+	TCPRTT *exchange.Config `json:"tcprtt,omitempty"`
 }
 
 // response is the guest's answer to one request.
@@ -53,8 +52,9 @@ type response struct {
 	Err    string `json:"err,omitempty"`
 	Boot   *Boot  `json:"boot,omitempty"`
 	PID    int    `json:"pid,omitempty"` // a daemon started, or 1 for a process that runs
-	// Samples are a probe's, taken in the guest (tcprtt).
-	Samples []results.Sample `json:"samples,omitempty"`
+	// Connects and Exchanges are a tcprtt run's durations, timed in the guest.
+	Connects  []time.Duration `json:"connects,omitempty"`
+	Exchanges []time.Duration `json:"exchanges,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

@@ -8,17 +8,18 @@ import (
 	"sync"
 	"time"
 
-	"github.com/sfclab/sfclab/probe"
-	"github.com/sfclab/sfclab/probe/tcprtt"
-	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
 
 // The tcprtt probe in a guest. On a namespace it runs Go code in the node's network stack
 // (Do), which a guest's own kernel does not allow; the agent runs the same code instead. In a
 // destination it serves the echo server: "echo-listen" opens the listener in the guest and
 // answers with its number, "echo-close" closes it and every connection it accepted (a guest
-// that dies takes its echo servers with it). In a source, "tcprtt" runs the probe's client
-// (tcprtt.Client) in the guest and answers with its samples, timed by the guest's clock.
+// that dies takes its echo servers with it). In a source, "tcprtt" runs the probe's measuring
+// loop (exchange.Run) in the guest and answers with its durations, timed by the guest's clock.
+// Only package exchange is linked for it: the probe and results packages (SQLite among
+// them) would add megabytes to sfclab-guest, which every guest's kernel unpacks at boot.
+// runtime/vm's tests check that Node is a probe.Echoer and a tcprtt.Guest.
 
 // echoes are the guest's open echo servers by number (the agent's side).
 var echoes = struct {
@@ -59,9 +60,9 @@ func handleEcho(req request, r *response) bool {
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), req.TCPRTT.Bound())
 		defer cancel()
-		err := tcprtt.Client(ctx, req.Addr, *req.TCPRTT, func(f func() error) error { return f() }, func(x results.Sample) {
-			r.Samples = append(r.Samples, x)
-		})
+		err := exchange.Run(ctx, req.Addr, *req.TCPRTT, func(f func() error) error { return f() },
+			func(_ int, d time.Duration) { r.Connects = append(r.Connects, d) },
+			func(_ int, d time.Duration) { r.Exchanges = append(r.Exchanges, d) })
 		if err != nil {
 			r.Err = err.Error()
 		}
@@ -136,29 +137,17 @@ func (c echoCloser) Close() error {
 	return nil
 }
 
-// TCPRTT runs the tcprtt probe's client to target in the guest (tcprtt.Guest) and returns its
-// samples, stamped with the host's time on their return (the guest's clock is its own).
-func (n *Node) TCPRTT(ctx context.Context, target string, cfg tcprtt.Config) ([]results.Sample, error) {
+// TCPRTT runs the tcprtt probe's measuring loop to target in the guest (tcprtt.Guest) and
+// returns the connects' and exchanges' durations (those before a failure too).
+func (n *Node) TCPRTT(ctx context.Context, target string, cfg exchange.Config) (connects, exchanges []time.Duration, err error) {
 	ctx, cancel := context.WithTimeout(ctx, cfg.Bound()+agentTimeout)
 	defer cancel()
 	r, err := n.call(ctx, request{Op: "tcprtt", Addr: target, TCPRTT: &cfg})
 	if r != nil {
-		now := time.Now()
-		for i := range r.Samples {
-			r.Samples[i].Time = now
-		}
+		connects, exchanges = r.Connects, r.Exchanges
 	}
 	if err != nil {
-		err = fmt.Errorf("run tcprtt in VM node %s: %w", n.Name, err)
-		if r != nil {
-			return r.Samples, err
-		}
-		return nil, err
+		return connects, exchanges, fmt.Errorf("run tcprtt in VM node %s: %w", n.Name, err)
 	}
-	return r.Samples, nil
+	return connects, exchanges, nil
 }
-
-var (
-	_ probe.Echoer = (*Node)(nil)
-	_ tcprtt.Guest = (*Node)(nil)
-)

@@ -296,3 +296,11 @@ func TestIperf3GuestServerStopped(t *testing.T) {
 	}
 	t.Logf("iperf3 server in the guest: pid %s during the run, none after", during)
 }
+
+// A VM node serves tcprtt's echo server and client in its guest (runtime/vm does not import
+// the probe packages: they would grow sfclab-guest).
+var (
+	_ probe.Echoer = (*vm.Node)(nil)
+	_ probe.Guest  = (*vm.Node)(nil)
+	_ tcprtt.Guest = (*vm.Node)(nil)
+)

@@ -1,7 +1,9 @@
 package vm_test
 
 import (
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/labtest"
@@ -64,6 +66,25 @@ func TestProbeProgramsInImage(t *testing.T) {
 	} {
 		if !slices.Contains(vm.BasePrograms, tt.argv[0]) {
 			t.Errorf("%s runs %s, which is not in the guest images' BasePrograms %v", tt.probe, tt.argv[0], vm.BasePrograms)
+		}
+	}
+}
+
+// TestGuestAgentDeps: sfclab-guest, which every guest's kernel unpacks at boot, does not link
+// the probes' and results' packages (SQLite among them: 4 MB more when runtime/vm imported
+// package probe); runtime/vm uses the dependency-free tcprtt/exchange for tcprtt in a guest.
+func TestGuestAgentDeps(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("SKIPPED LOUDLY: no go toolchain to list sfclab-guest's packages: %v", err)
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/sfclab/sfclab/cmd/sfclab-guest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := strings.Fields(string(out))
+	for _, bad := range []string{"github.com/sfclab/sfclab/probe", "github.com/sfclab/sfclab/results", "modernc.org/sqlite"} {
+		if slices.Contains(deps, bad) {
+			t.Errorf("sfclab-guest links %s", bad)
 		}
 	}
 }
