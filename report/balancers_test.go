@@ -135,3 +135,23 @@ func TestOtherTCGMark(t *testing.T) {
 		t.Errorf("scenario cells %q, %q; want the TCG one marked, the netns one not", rows[0][2], rows[1][2])
 	}
 }
+
+// TestRatioTCGMark checks that a paired ratio of a TCG scenario (against another TCG one, which
+// may be compared) carries the mark in the ratios table.
+func TestRatioTCGMark(t *testing.T) {
+	r := &Report{
+		Run:       results.Run{Env: map[string]string{EnvVMAccel: "tcg: no KVM"}},
+		Runtimes:  map[string]string{"vm-server": "vm", "vm-client": "vm"},
+		Scenarios: []string{"vm-server", "vm-client"},
+		Baseline:  "vm-server",
+		ThroughputPart: ThroughputPart{Throughput: []ThroughputRow{{Scenario: "vm-server", Trials: []int{1, 2}, Gbits: []float64{1, 1.2}},
+			{Scenario: "vm-client", Trials: []int{1, 2}, Gbits: []float64{2, 2.2}}}},
+	}
+	sec, ok := r.ratioSection()
+	if !ok {
+		t.Fatal("no ratios section")
+	}
+	if got := sec.blocks[0].table.rows[0][0]; got != "vm-client ("+EmulatedMark+")" {
+		t.Errorf("scenario cell %q; want it marked", got)
+	}
+}
