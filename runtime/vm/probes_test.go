@@ -184,53 +184,73 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	}
 }
 
-// TestBenchIperf3DeadVMServer kills the QEMU of the guest that runs the iperf3 server while
-// the transfer runs: the trial fails naming the dead node, and nothing of the lab is left.
-func TestBenchIperf3DeadVMServer(t *testing.T) {
+// TestBenchIperf3DeadVMEnd kills the QEMU of the guest at one end of an iperf3 transfer while
+// it runs (the server's guest; the client's guest): the trial fails naming the dead node, and
+// nothing of the lab is left.
+func TestBenchIperf3DeadVMEnd(t *testing.T) {
 	requireVM(t)
 	labtest.Exclusive(t)
-	lab := strings.NewReplacer("vmprobe-srv", "vmprobe-dead", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab)
-	killed := make(chan bool, 1)
-	outcome, store, _ := runBench(t, []benchScenario{{"dead", lab}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
-		deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
-		for time.Now().Before(deadline) {
-			if st, err := j.ReadState("vmprobe-dead"); err == nil && st.Status == journal.StatusReady {
-				// Inside the transfer: the server listens (the client connected) before
-				// it is killed.
-				for time.Now().Before(deadline) && !transferring("vmprobe-dead") {
-					time.Sleep(50 * time.Millisecond)
+	for _, tt := range []struct {
+		name, lab, dead, watch string // watch: the namespace node whose iperf3 shows the transfer
+	}{
+		{"server", strings.NewReplacer("vmprobe-srv", "vmprobe-dsrv", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab), "server", "client"},
+		{"client", strings.Replace(vmClientLab, "vmprobe-cli", "vmprobe-dcli", 1), "client", "server"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := labtest.Plan(t, tt.lab).Lab
+			killed := make(chan bool, 1)
+			outcome, store, _ := runBench(t, []benchScenario{{"dead", tt.lab}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
+				deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
+				for time.Now().Before(deadline) {
+					if st, err := j.ReadState(lab); err == nil && st.Status == journal.StatusReady {
+						// Inside the transfer: the namespace end's iperf3 holds an
+						// established connection before the guest is killed.
+						for time.Now().Before(deadline) && !transferring(lab, tt.watch) {
+							time.Sleep(50 * time.Millisecond)
+						}
+						time.Sleep(time.Second)
+						pids := vm.QEMUPids(lab)
+						for _, pid := range pids {
+							_ = syscall.Kill(pid, syscall.SIGKILL)
+						}
+						killed <- len(pids) > 0
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
 				}
-				time.Sleep(time.Second)
-				pids := vm.QEMUPids("vmprobe-dead")
-				for _, pid := range pids {
-					_ = syscall.Kill(pid, syscall.SIGKILL)
-				}
-				killed <- len(pids) > 0
-				return
+				killed <- false
+			})
+			if !<-killed {
+				t.Fatalf("test setup: the %s guest's QEMU was never killed", tt.dead)
 			}
-			time.Sleep(20 * time.Millisecond)
-		}
-		killed <- false
-	})
-	if !<-killed {
-		t.Fatal("test setup: the server guest's QEMU was never killed")
+			trials, _ := store.Trials()
+			want := "node " + tt.dead + " is down: its QEMU process is not running"
+			if outcome.Failed != 1 || len(trials) != 1 || !strings.Contains(trials[0].Error, want) {
+				t.Fatalf("outcome %+v, trials %+v; want the trial failed with %q", outcome, trials, want)
+			}
+			t.Logf("failed trial recorded: %s", trials[0].Error)
+		})
 	}
-	trials, _ := store.Trials()
-	if outcome.Failed != 1 || len(trials) != 1 || !strings.Contains(trials[0].Error, "node server is down: its QEMU process is not running") {
-		t.Fatalf("outcome %+v, trials %+v; want the trial failed because server's QEMU is gone", outcome, trials)
-	}
-	t.Logf("failed trial recorded: %s", trials[0].Error)
 }
 
-// transferring reports whether an iperf3 client runs in lab's client namespace (on the host).
-func transferring(lab string) bool {
-	out, err := exec.Command("ip", "netns", "pids", plan.NetnsName(lab, "client")).Output()
+// transferring reports whether an iperf3 in node's namespace of lab (on the host) holds an
+// established TCP connection.
+func transferring(lab, node string) bool {
+	out, err := exec.Command("ip", "netns", "pids", plan.NetnsName(lab, node)).Output()
 	if err != nil {
 		return false
 	}
 	for _, pid := range strings.Fields(string(out)) {
-		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err == nil && strings.TrimSpace(string(comm)) == "iperf3" {
-			return true
+		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "iperf3" {
+			continue
+		}
+		for _, f := range []string{"tcp", "tcp6"} {
+			tab, _ := os.ReadFile("/proc/" + pid + "/net/" + f)
+			for _, l := range strings.Split(string(tab), "\n")[1:] {
+				if fs := strings.Fields(l); len(fs) > 3 && fs[3] == "01" {
+					return true
+				}
+			}
 		}
 	}
 	return false
