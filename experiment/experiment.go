@@ -690,23 +690,20 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 			bad(s.Line, "scenario %q: %v", s.Name, err)
 		}
 	}
-	// A VM endpoint: the probes' clients open sockets in the source's network stack from the
-	// host, which a guest's own kernel does not allow; a server a probe starts in the
-	// destination (iperf3, tcprtt, ndr, rtt, flows) is tracked by its host PID and sockets.
-	// ping and http only answer from the destination (its kernel, its http-server).
+	// A VM endpoint. iperf3 runs in a guest at either end (its client through the guest's
+	// agent, its server a daemon there, found listening and stopped through the agent); ping
+	// runs in a guest source and is answered by a guest's kernel; http is answered by an
+	// http-server in a guest; tcprtt's echo server and client run in a guest's agent. The others run Go code in the source's network stack from the
+	// host (Do: the guest has its own kernel) or start a server in the destination that they
+	// track by its host PID and sockets.
 	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
-		bad(s.Line, "scenario %q: source %s is a VM, and the probes cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0])
+		if probes := notFromGuest(pr); len(probes) > 0 {
+			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, ping and tcprtt run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
+		}
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
-		var srv []string
-		for name, on := range map[string]bool{"iperf3": pr.Iperf3 != nil, "tcprtt": pr.TCPRTT != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
-			if on {
-				srv = append(srv, name)
-			}
-		}
-		if len(srv) > 0 {
-			slices.Sort(srv)
-			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; ping and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
+		if srv := serverNotInGuest(pr); len(srv) > 0 {
+			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; iperf3, ping, tcprtt and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
 		}
 	}
 	if h := pr.HTTP; h != nil {
@@ -729,6 +726,37 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	if b := e.Background; b != nil && b.Node != "" && BackgroundNode(p, b.Node) == "" {
 		bad(s.Line, "scenario %q: background node %q is not a node or group of lab %s", s.Name, b.Node, p.Lab)
 	}
+}
+
+// notFromGuest names the probes of pr that cannot run from a VM source, sorted: all but
+// iperf3 (the client runs in the guest through its agent), ping (ping runs there) and tcprtt
+// (the guest's agent runs its client).
+func notFromGuest(pr *Probes) []string {
+	var out []string
+	for name, on := range map[string]bool{"http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+		if on {
+			out = append(out, name)
+		}
+	}
+	for name := range pr.More {
+		out = append(out, name)
+	}
+	slices.Sort(out)
+	return out
+}
+
+// serverNotInGuest names the probes of pr that start a server in the destination which
+// cannot be one in a VM guest yet, sorted. iperf3's can (a daemon through the guest's agent),
+// and tcprtt's (an echo server the agent serves).
+func serverNotInGuest(pr *Probes) []string {
+	var out []string
+	for name, on := range map[string]bool{"ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+		if on {
+			out = append(out, name)
+		}
+	}
+	slices.Sort(out)
+	return out
 }
 
 // BackgroundNode resolves a node or group name to a node of the plan ("" when there is none).

@@ -280,14 +280,20 @@ func TestRequestsFor(t *testing.T) {
 	}
 }
 
-// TestLoadVMEndpoint refuses probes from a VM source, and those that start a server in a VM
-// destination, naming the scenario, the endpoint and why; ping to a VM destination and VM
-// functions between namespace endpoints load.
+// TestLoadVMEndpoint refuses the probes that cannot run from a VM source, and those that
+// start a server they cannot run in a VM destination, naming the scenario, the endpoint, the
+// probes and why; iperf3 and ping from and to VM endpoints and VM functions between namespace
+// endpoints load.
 func TestLoadVMEndpoint(t *testing.T) {
 	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
-		{"vm client", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}", `scenario "s": source client is a VM, and the probes cannot measure from a guest yet`},
-		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", `scenario "s": destination server is a VM, and iperf3 start a server there`},
+		{"vm client, ping and iperf3", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
+		{"vm client, tcprtt", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
+		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}\n  tcprtt: {connects: 5}", `scenario "s": source client is a VM, and ndr, rtt cannot measure from a guest yet: they open their sockets in the source's network stack from the host`},
+		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
+		{"vm server, tcprtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
+		{"vm server, ndr and rtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ndr: {}\n  rtt: {}\n  tcprtt: {connects: 5}", `scenario "s": destination server is a VM, and ndr, rtt start a server there, which the probes track by its host PID and sockets`},
 		{"vm server, ping", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}", ""},
+		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {

@@ -9,6 +9,7 @@ package probe
 import (
 	"context"
 	"fmt"
+	"io"
 	"net/netip"
 	"time"
 
@@ -33,6 +34,36 @@ type Node interface {
 	Do(fn func() error) error
 	// CPU returns the CPU time the node's processes used so far.
 	CPU() (cgroup.Usage, error)
+}
+
+// Guest is a node with a kernel of its own (a VM guest, runtime/vm.Node): the number its
+// Daemon returns is the guest's PID, its sockets are not in any host namespace, and Do fails.
+// A probe that starts a server there asks the node whether it runs and has the node stop it,
+// and looks at its sockets with a command run in the guest (Output), never with the host's
+// /proc or kill.
+type Guest interface {
+	Node
+	// GroupRuns reports whether process group pgid (a daemon's PID: it leads a session of
+	// its own) has a live member whose command line contains marker; false when the guest
+	// does not answer.
+	GroupRuns(pgid int, marker string) bool
+	// StopGroup stops process group pgid: SIGTERM, after grace SIGKILL (SIGKILL at once
+	// when grace is 0).
+	StopGroup(pgid int, grace time.Duration) error
+}
+
+// Echoer is a node that serves a TCP echo server itself where Go code cannot enter its
+// network stack (a VM guest: its agent serves it). The tcprtt probe's destinations.
+type Echoer interface {
+	// ListenEcho opens a TCP echo server at addr (network "tcp4" or "tcp6") in the node;
+	// closing it closes its connections too.
+	ListenEcho(ctx context.Context, network, addr string) (io.Closer, error)
+}
+
+// InGuest returns n as a Guest when it is one.
+func InGuest(n Node) (Guest, bool) {
+	g, ok := n.(Guest)
+	return g, ok
 }
 
 // Env is one chain of one deployed lab, as a probe sees it.

@@ -116,3 +116,42 @@ func TestCPUFindingTCGMark(t *testing.T) {
 		t.Errorf("netns finding = %q", f)
 	}
 }
+
+// TestOtherTCGMark checks that the Other measurements table marks a scenario that ran VMs
+// under TCG (iperf3's process_cpu measured in a guest, say) and not one on a real CPU.
+func TestOtherTCGMark(t *testing.T) {
+	r := &Report{
+		Run:      results.Run{Env: map[string]string{EnvVMAccel: "tcg: no KVM"}},
+		Runtimes: map[string]string{"netns": "netns", "vm-server": "vm"},
+		OtherPart: OtherPart{Other: []OtherRow{{Probe: "iperf3", Metric: "process_cpu", Unit: "%", Scenario: "vm-server", Summary: stats.Summary{N: 1, Mean: 50}},
+			{Probe: "iperf3", Metric: "process_cpu", Unit: "%", Scenario: "netns", Summary: stats.Summary{N: 1, Mean: 10}}}},
+	}
+	sec, ok := r.otherSection()
+	if !ok {
+		t.Fatal("no Other measurements section")
+	}
+	rows := sec.blocks[0].table.rows
+	if rows[0][2] != "vm-server ("+EmulatedMark+")" || rows[1][2] != "netns" {
+		t.Errorf("scenario cells %q, %q; want the TCG one marked, the netns one not", rows[0][2], rows[1][2])
+	}
+}
+
+// TestRatioTCGMark checks that a paired ratio of a TCG scenario (against another TCG one, which
+// may be compared) carries the mark in the ratios table.
+func TestRatioTCGMark(t *testing.T) {
+	r := &Report{
+		Run:       results.Run{Env: map[string]string{EnvVMAccel: "tcg: no KVM"}},
+		Runtimes:  map[string]string{"vm-server": "vm", "vm-client": "vm"},
+		Scenarios: []string{"vm-server", "vm-client"},
+		Baseline:  "vm-server",
+		ThroughputPart: ThroughputPart{Throughput: []ThroughputRow{{Scenario: "vm-server", Trials: []int{1, 2}, Gbits: []float64{1, 1.2}},
+			{Scenario: "vm-client", Trials: []int{1, 2}, Gbits: []float64{2, 2.2}}}},
+	}
+	sec, ok := r.ratioSection()
+	if !ok {
+		t.Fatal("no ratios section")
+	}
+	if got := sec.blocks[0].table.rows[0][0]; got != "vm-client ("+EmulatedMark+")" {
+		t.Errorf("scenario cell %q; want it marked", got)
+	}
+}

@@ -97,7 +97,7 @@ func (r *Report) otherSection() (section, bool) {
 		right: []bool{false, false, false, false, true, true, true, true}}
 	for _, row := range r.Other {
 		s := row.Summary
-		t.rows = append(t.rows, []string{row.Probe + "/" + row.Metric, row.Unit, row.Scenario, orDash(row.Labels),
+		t.rows = append(t.rows, []string{row.Probe + "/" + row.Metric, row.Unit, r.ScenarioLabel(row.Scenario), orDash(row.Labels),
 			strconv.Itoa(s.N), strconv.Itoa(row.Samples), fixed(s.Mean, 3), ciRange(s.CI95Low, s.CI95High, 3)})
 	}
 	return section{id: "other", title: "Other measurements", level: 2, blocks: []block{{table: t}, {para: fmt.Sprint(

@@ -1,5 +1,10 @@
 // Package iperf3 is the throughput probe: one-off iperf3 servers on every destination
 // instance, the iperf3 client in the chain's source, its -J report turned into samples.
+//
+// Either end may be a VM guest (probe.Guest): the client then runs in the guest through its
+// agent (Output), and a server there is started by the agent (Daemon), found listening by
+// busybox netstat in the guest and stopped by the agent (probe.Guest), never by the host's
+// /proc or kill (the number is the guest's PID).
 package iperf3
 
 import (
@@ -30,6 +35,14 @@ const (
 	RetryFor = 2 * time.Second
 	// StopTimeout bounds the wait for each server to exit once the client is done.
 	StopTimeout = 2 * time.Second
+	// GuestReadyFor bounds the wait for a server in a VM guest to listen. Unlike a
+	// namespace's (best effort, RetryFor), it is a check: a guest's server that does not
+	// listen in time fails the run with its log. Under TCG on a loaded host an emulated
+	// iperf3 takes a second or more to start.
+	GuestReadyFor = 30 * time.Second
+	// guestPoll is the interval between checks of a guest's server (each is a command in the
+	// guest through its agent).
+	guestPoll = 200 * time.Millisecond
 )
 
 // ErrSplitFlows means iperf3's control and data connections reached different servers: a
@@ -160,6 +173,9 @@ func (p *prober) WithAround(around func(client func() (probe.Window, bool)) erro
 type server struct {
 	node, log string
 	pid       int
+	// guest is the VM node the server runs in (pid is then the guest's), nil on a host
+	// namespace or container.
+	guest probe.Guest
 }
 
 // Run starts a one-off server on every destination instance (log in env.LogDir, or in a
@@ -210,9 +226,13 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		servers = append(servers, server{node: name, log: log, pid: pid})
+		g, _ := probe.InGuest(n)
+		servers = append(servers, server{node: name, log: log, pid: pid, guest: g})
 	}
 	waitListening(ctx, servers, port, RetryFor)
+	if err := guestsListening(ctx, servers, port, GuestReadyFor); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
 
 	timeout := cfg.Timeout()
 	runCtx, cancel := context.WithTimeout(ctx, timeout)
@@ -225,6 +245,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	}
 
 	args := cfg.ClientArgs(c.Target.String(), probe.TargetPort(env.Plan, c))
+	_, inGuest := probe.InGuest(src)
 	retryUntil := time.Now().Add(RetryFor)
 	var res Result
 	var perr, rerr, aerr error
@@ -236,6 +257,10 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			out, rerr = src.Output(runCtx, nil, args...)
 			exited = time.Now()
 			res, perr = Parse(out)
+			if inGuest {
+				// The report's start time is the guest's clock, not the host's.
+				res.Timesecs = 0
+			}
 			if perr == nil || runCtx.Err() != nil || time.Now().After(retryUntil) || !refused(perr, rerr) {
 				break
 			}
@@ -317,13 +342,18 @@ func controlLost(msg string) bool {
 	return false
 }
 
-// waitListening waits until every server has a listening TCP socket on port, or until max
-// passed. It is best effort: the client retries refused connections anyway.
+// waitListening waits until every server on the host has a listening TCP socket on port,
+// or until max passed. It is best effort: the client retries refused connections anyway.
+// Servers in guests are left to guestsListening.
 func waitListening(ctx context.Context, servers []server, port uint16, max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		ready := 0
 		for _, s := range servers {
+			if s.guest != nil {
+				ready++
+				continue
+			}
 			listen, _, err := sockets(s.pid, port)
 			if err != nil || listen > 0 {
 				ready++ // unreadable: do not wait for it
@@ -337,14 +367,22 @@ func waitListening(ctx context.Context, servers []server, port uint16, max time.
 }
 
 // watchSplit polls the servers' sockets until ctx ends; when two or more servers hold
-// established connections on port it calls stop and returns their node names.
+// established connections on port it calls stop and returns their node names. With a
+// server in a guest it polls every guestPoll (each look is a command in the guest, whose
+// emulated CPU also forwards the test's traffic).
 func watchSplit(ctx context.Context, servers []server, port uint16, stop func()) []string {
-	t := time.NewTicker(50 * time.Millisecond)
+	every := 50 * time.Millisecond
+	for _, s := range servers {
+		if s.guest != nil {
+			every = guestPoll
+		}
+	}
+	t := time.NewTicker(every)
 	defer t.Stop()
 	for {
 		var busy []string
 		for _, s := range servers {
-			if _, est, err := sockets(s.pid, port); err == nil && est > 0 {
+			if _, est, err := s.sockets(ctx, port); err == nil && est > 0 {
 				busy = append(busy, s.node)
 			}
 		}
@@ -398,6 +436,101 @@ func sockets(pid int, port uint16) (listen, established int, err error) {
 	return listen, established, nil
 }
 
+// sockets counts the server's listening and established TCP sockets on port: in its guest
+// (busybox netstat, through the agent) or in its host namespace (/proc).
+func (s server) sockets(ctx context.Context, port uint16) (listen, established int, err error) {
+	if s.guest == nil {
+		return sockets(s.pid, port)
+	}
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	out, err := s.guest.Output(ctx, nil, "netstat", "-tan")
+	if err != nil {
+		return 0, 0, fmt.Errorf("read sockets in VM node %s: %w", s.node, err)
+	}
+	listen, established = netstatSockets(out, port)
+	return listen, established, nil
+}
+
+// netstatSockets counts the TCP sockets on local port port in busybox netstat -tan's output
+// (Proto Recv-Q Send-Q Local-Address Foreign-Address State): listening and established ones.
+func netstatSockets(out []byte, port uint16) (listen, established int) {
+	suffix := ":" + strconv.Itoa(int(port))
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 6 || !strings.HasPrefix(f[0], "tcp") || !strings.HasSuffix(f[3], suffix) {
+			continue
+		}
+		switch f[5] {
+		case "LISTEN":
+			listen++
+		case "ESTABLISHED":
+			established++
+		}
+	}
+	return listen, established
+}
+
+// guestsListening waits until every server in a guest listens on port, for at most max: a
+// server that exits or does not listen in time is an error with its log's last lines (read
+// in the guest). Servers on the host are waitListening's.
+func guestsListening(ctx context.Context, servers []server, port uint16, max time.Duration) error {
+	var errs []error
+	for _, s := range servers {
+		if s.guest == nil {
+			continue
+		}
+		deadline := time.Now().Add(max)
+		for {
+			listen, _, err := s.sockets(ctx, port)
+			if err == nil && listen > 0 {
+				break
+			}
+			if !s.guest.GroupRuns(s.pid, "iperf3") {
+				errs = append(errs, fmt.Errorf("iperf3 server in VM node %s exited before it listened on port %d%s", s.node, port, s.logTail(ctx)))
+				break
+			}
+			if ctx.Err() != nil {
+				return ctx.Err()
+			}
+			if time.Now().After(deadline) {
+				why := "no listening socket"
+				if err != nil {
+					why = err.Error()
+				}
+				errs = append(errs, fmt.Errorf("iperf3 server in VM node %s does not listen on port %d after %s (%s)%s", s.node, port, max, why, s.logTail(ctx)))
+				break
+			}
+			select {
+			case <-ctx.Done():
+				return ctx.Err()
+			case <-time.After(guestPoll):
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// logTail is ": LAST LINES" of a guest server's log, read in the guest ("" when empty or
+// unreadable).
+func (s server) logTail(ctx context.Context) string {
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	out, err := s.guest.Output(ctx, nil, "tail", "-n", "5", s.log)
+	if t := strings.TrimSpace(string(out)); err == nil && t != "" {
+		return ": " + t
+	}
+	return ""
+}
+
+// running reports whether the server still runs: in its guest, or as a host process.
+func (s server) running() bool {
+	if s.guest != nil {
+		return s.guest.GroupRuns(s.pid, "iperf3")
+	}
+	return alive(s.pid)
+}
+
 // alive reports whether pid is still a running iperf3 (not gone, not a zombie, not reused).
 func alive(pid int) bool {
 	b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
@@ -413,35 +546,48 @@ func alive(pid int) bool {
 	return s[open+1:end] == "iperf3" && s[end+2] != 'Z'
 }
 
-// waitGone waits until pid is no longer a running iperf3 or d passed.
-func waitGone(pid int, d time.Duration) bool {
+// waitGone waits until the server is no longer a running iperf3 or d passed.
+func (s server) waitGone(d time.Duration) bool {
+	every := 10 * time.Millisecond
+	if s.guest != nil {
+		every = guestPoll / 4
+	}
 	deadline := time.Now().Add(d)
-	for alive(pid) {
+	for s.running() {
 		if time.Now().After(deadline) {
 			return false
 		}
-		time.Sleep(10 * time.Millisecond)
+		time.Sleep(every)
 	}
 	return true
 }
 
 // stopServers lets the one-off servers finish (they exit after their test), then terminates
-// those still running: SIGTERM, then SIGKILL.
+// those still running: SIGTERM, then SIGKILL; a guest's server by its node (StopGroup in the
+// guest: it leads a session of its own there).
 func stopServers(servers []server) error {
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex
 	for _, s := range servers {
 		wg.Go(func() {
-			if waitGone(s.pid, StopTimeout/4) {
+			if s.waitGone(StopTimeout / 4) {
+				return
+			}
+			if s.guest != nil {
+				if err := s.guest.StopGroup(s.pid, StopTimeout/2); err != nil {
+					mu.Lock()
+					errs = append(errs, fmt.Errorf("stop iperf3 server %d in VM node %s: %w", s.pid, s.node, err))
+					mu.Unlock()
+				}
 				return
 			}
 			_ = syscall.Kill(s.pid, syscall.SIGTERM)
-			if waitGone(s.pid, StopTimeout/2) {
+			if s.waitGone(StopTimeout / 2) {
 				return
 			}
 			_ = syscall.Kill(s.pid, syscall.SIGKILL)
-			if !waitGone(s.pid, StopTimeout/4) {
+			if !s.waitGone(StopTimeout / 4) {
 				mu.Lock()
 				errs = append(errs, fmt.Errorf("stop iperf3 server %d in node %s: still running after SIGKILL", s.pid, s.node))
 				mu.Unlock()

@@ -1,12 +1,13 @@
 // Package tcprtt measures latency at the TCP level, where ping cannot go: through L4 and L7
 // proxies. It runs in-process, with no external tool: a TCP echo server inside every
-// destination instance's namespace, and connects and request/response exchanges from inside
-// the chain's source namespace to the chain's target (the proxy's service address when there
-// is one).
+// destination instance's namespace, and connects and request/response exchanges
+// (exchange.Run) from inside the chain's source namespace to the chain's target (the proxy's
+// service address when there is one). In a VM guest, whose network stack Go code on the host
+// cannot enter, the guest's agent serves the echo server (probe.Echoer) and runs the
+// exchanges (Guest).
 package tcprtt
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
 )
@@ -24,34 +26,8 @@ import (
 // Name is the probe's name in samples.
 const Name = "tcprtt"
 
-// Config is one tcprtt run.
-type Config struct {
-	// Connects is the number of connection set-ups timed (dial, then close); 0 means 10.
-	Connects int
-	// Requests is the number of request/response exchanges timed over one connection;
-	// 0 means 100.
-	Requests int
-	// Size is the request (and echoed response) size in bytes; 0 means 64.
-	Size int
-	// Timeout bounds each connect and each exchange; 0 means 1 s.
-	Timeout time.Duration
-}
-
-func (c Config) withDefaults() Config {
-	if c.Connects <= 0 {
-		c.Connects = 10
-	}
-	if c.Requests <= 0 {
-		c.Requests = 100
-	}
-	if c.Size <= 0 {
-		c.Size = 64
-	}
-	if c.Timeout <= 0 {
-		c.Timeout = time.Second
-	}
-	return c
-}
+// Config is one tcprtt run (exchange.Config: connects, requests, size, timeout).
+type Config = exchange.Config
 
 type prober struct{ cfg Config }
 
@@ -70,7 +46,7 @@ func (*prober) Name() string { return Name }
 // step is bounded by Timeout. The echo servers are closed before Run returns; they use the
 // port iperf3's servers use, so the two probes must not run at the same time.
 func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) error {
-	cfg := p.cfg.withDefaults()
+	cfg := p.cfg.WithDefaults()
 	c := env.Chain
 	dests := probe.DestinationNodes(env.Plan, c)
 	if len(dests) == 0 || len(c.Path) == 0 {
@@ -91,7 +67,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		if err := echo.Listen(n, name, network, port); err != nil {
+		if err := echo.Listen(ctx, n, name, network, port); err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
 	}
@@ -100,87 +76,76 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		return fmt.Errorf("%s: %w", what, err)
 	}
 
-	size := strconv.Itoa(cfg.Size)
-	for i := 1; i <= cfg.Connects; i++ {
-		var d time.Duration
-		err := src.Do(func() error {
-			conn, dur, err := dial(ctx, target, cfg.Timeout)
-			if err != nil {
-				return err
-			}
-			d = dur
-			return conn.Close()
-		})
+	if g, ok := src.(Guest); ok {
+		// Timed by the guest's clock; the samples are stamped with the host's time now.
+		connects, exchanges, err := g.TCPRTT(ctx, target, cfg)
+		size := strconv.Itoa(cfg.Size)
+		for i, d := range connects {
+			emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i + 1)}))
+		}
+		for i, d := range exchanges {
+			emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i + 1), "size": size}))
+		}
 		if err != nil {
-			return fmt.Errorf("%s: connect %d: %w", what, i, err)
+			return fmt.Errorf("%s: %w", what, err)
 		}
-		emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i)}))
+		return nil
 	}
-
-	var conn net.Conn
-	if err := src.Do(func() (err error) { conn, _, err = dial(ctx, target, cfg.Timeout); return err }); err != nil {
-		return fmt.Errorf("%s: connect: %w", what, err)
-	}
-	defer conn.Close()
-	stop := context.AfterFunc(ctx, func() { conn.SetDeadline(time.Unix(1, 0)) })
-	defer stop()
-	req, resp := make([]byte, cfg.Size), make([]byte, cfg.Size)
-	for i := 1; i <= cfg.Requests; i++ {
-		for j := range req {
-			req[j] = byte(i + j)
-		}
-		if err := conn.SetDeadline(time.Now().Add(cfg.Timeout)); err != nil {
-			return fmt.Errorf("%s: request %d: %w", what, i, err)
-		}
-		t0 := time.Now()
-		if _, err := conn.Write(req); err != nil {
-			return fmt.Errorf("%s: request %d: %w", what, i, ctxErr(ctx, err))
-		}
-		if _, err := io.ReadFull(conn, resp); err != nil {
-			return fmt.Errorf("%s: request %d: read response: %w", what, i, ctxErr(ctx, err))
-		}
-		d := time.Since(t0)
-		if !bytes.Equal(req, resp) {
-			return fmt.Errorf("%s: request %d: the response differs from the request", what, i)
-		}
-		emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i), "size": size}))
+	if err := Client(ctx, target, cfg, src.Do, emit); err != nil {
+		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil
 }
 
-// ctxErr prefers the context's error over the deadline error it caused.
-func ctxErr(ctx context.Context, err error) error {
-	if ctx.Err() != nil {
-		return ctx.Err()
-	}
-	return err
+// Guest is a source node whose network stack Go code cannot enter (a VM guest): it runs
+// exchange.Run itself (its agent does) and returns the durations.
+type Guest interface {
+	// TCPRTT runs exchange.Run against target with cfg in the node and returns the connects'
+	// and the exchanges' durations, in order (those taken before a failure too), and its error.
+	TCPRTT(ctx context.Context, target string, cfg Config) (connects, exchanges []time.Duration, err error)
+}
+
+// Client is tcprtt's client side: exchange.Run, each connect and exchange emitted as a sample
+// ("connect", "rtt", ms) with label seq ("size" too on "rtt"). Its sockets are created inside
+// do.
+func Client(ctx context.Context, target string, cfg Config, do func(func() error) error, emit func(results.Sample)) error {
+	size := strconv.Itoa(cfg.WithDefaults().Size)
+	return exchange.Run(ctx, target, cfg, do, func(i int, d time.Duration) {
+		emit(metric.TCPConnect.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i)}))
+	}, func(i int, d time.Duration) {
+		emit(metric.TCPRoundTr.Sample(ms(d), map[string]string{"seq": strconv.Itoa(i), "size": size}))
+	})
 }
 
 func ms(d time.Duration) float64 { return float64(d.Nanoseconds()) / 1e6 }
 
-// dial connects to addr and times the handshake. Call it inside a node's Do: the socket is
-// created on the calling (namespace-locked) thread.
-func dial(ctx context.Context, addr string, timeout time.Duration) (net.Conn, time.Duration, error) {
-	d := net.Dialer{Timeout: timeout}
-	t0 := time.Now()
-	conn, err := d.DialContext(ctx, "tcp", addr)
-	return conn, time.Since(t0), err
-}
-
-// echoServer echoes every TCP connection it accepts on its listeners.
+// echoServer echoes every TCP connection it accepts on its listeners; those of nodes that
+// serve their own (guests) it only closes.
 type echoServer struct {
 	mu        sync.Mutex
 	listeners []net.Listener
+	served    []io.Closer
 	conns     map[net.Conn]struct{}
 	closed    bool
 	wg        sync.WaitGroup
 }
 
 // Listen opens a listener on all addresses of node n (of network "tcp4" or "tcp6") at port,
-// inside its namespace, and serves it in the background.
-func (e *echoServer) Listen(n probe.Node, name, network string, port uint16) error {
+// inside its namespace, and serves it in the background; a node that serves its own echo
+// server (probe.Echoer: a VM guest) opens it there.
+func (e *echoServer) Listen(ctx context.Context, n probe.Node, name, network string, port uint16) error {
 	var l net.Listener
 	addr := net.JoinHostPort("", strconv.Itoa(int(port)))
+	if g, ok := n.(probe.Echoer); ok {
+		c, err := g.ListenEcho(ctx, network, addr)
+		if err != nil {
+			return fmt.Errorf("listen on %s in node %s: %w", addr, name, err)
+		}
+		e.mu.Lock()
+		e.served = append(e.served, c)
+		e.mu.Unlock()
+		return nil
+	}
 	if err := n.Do(func() (err error) { l, err = net.Listen(network, addr); return err }); err != nil {
 		return fmt.Errorf("listen on %s in node %s: %w", addr, name, err)
 	}
@@ -230,6 +195,11 @@ func (e *echoServer) Close() error {
 	}
 	for c := range e.conns {
 		c.Close()
+	}
+	for _, c := range e.served {
+		if err := c.Close(); err != nil {
+			errs = append(errs, err)
+		}
 	}
 	e.mu.Unlock()
 	e.wg.Wait()

@@ -2,6 +2,8 @@ package tcprtt
 
 import (
 	"context"
+	"errors"
+	"io"
 	"net"
 	"net/netip"
 	"strconv"
@@ -10,6 +12,7 @@ import (
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/vnf/l4lb"
 )
@@ -96,3 +99,73 @@ func TestRunBounded(t *testing.T) {
 }
 
 func itoa(p uint16) string { return strconv.Itoa(int(p)) }
+
+// guestNode is a VM guest as the probe sees it: Do fails, its agent serves the echo server
+// (here on the host's loopback) and runs the exchanges (here exchange.Run in this process).
+type guestNode struct {
+	probe.Node
+	closed *int
+	fail   error // returned by TCPRTT after its durations
+}
+
+func (guestNode) Do(func() error) error { return errors.New("not in a guest") }
+
+func (g guestNode) ListenEcho(ctx context.Context, network, addr string) (io.Closer, error) {
+	e := &echoServer{}
+	if err := e.Listen(ctx, hostNode{}, "guest", network, uint16(mustAtoi(addr[1:]))); err != nil {
+		return nil, err
+	}
+	return closerFunc(func() error { *g.closed++; return e.Close() }), nil
+}
+
+func (g guestNode) TCPRTT(ctx context.Context, target string, cfg Config) (connects, exchanges []time.Duration, err error) {
+	err = exchange.Run(ctx, target, cfg, func(f func() error) error { return f() },
+		func(_ int, d time.Duration) { connects = append(connects, d) },
+		func(_ int, d time.Duration) { exchanges = append(exchanges, d) })
+	if err == nil {
+		err = g.fail
+	}
+	return connects, exchanges, err
+}
+
+type closerFunc func() error
+
+func (f closerFunc) Close() error { return f() }
+
+func mustAtoi(s string) int {
+	n, err := strconv.Atoi(s)
+	if err != nil {
+		panic(err)
+	}
+	return n
+}
+
+// TestRunGuestEnds: with both ends guests, the echo server is the guest's (closed when the
+// run ends) and the exchanges are run by the guest; their durations become the same samples
+// as on a namespace, and a guest's error keeps the samples taken before it.
+func TestRunGuestEnds(t *testing.T) {
+	for _, tt := range []struct {
+		name string
+		fail error
+	}{{"ok", nil}, {"guest fails", errors.New("guest agent: connection closed")}} {
+		t.Run(tt.name, func(t *testing.T) {
+			env := loopbackEnv(freePort(t))
+			closed := 0
+			g := guestNode{closed: &closed, fail: tt.fail}
+			env.Node = func(string) (probe.Node, error) { return g, nil }
+			counts := map[string]int{}
+			err := New(Config{Connects: 4, Requests: 7, Size: 100, Timeout: time.Second}).Run(context.Background(), env, func(s results.Sample) {
+				if s.Probe != Name || s.Unit != "ms" || s.Value <= 0 || s.Labels["seq"] != strconv.Itoa(counts[s.Metric]+1) {
+					t.Errorf("sample %+v", s)
+				}
+				counts[s.Metric]++
+			})
+			if tt.fail == nil && err != nil || tt.fail != nil && !errors.Is(err, tt.fail) {
+				t.Errorf("err = %v; want %v", err, tt.fail)
+			}
+			if counts["connect"] != 4 || counts["rtt"] != 7 || closed != 1 {
+				t.Errorf("%v samples, echo closed %d times; want 4 connects, 7 rtts, closed once", counts, closed)
+			}
+		})
+	}
+}

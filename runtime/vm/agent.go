@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
 
 // The agent protocol: one JSON object per line each way over the guest's virtio-serial port
@@ -36,6 +37,10 @@ type request struct {
 	Mark  string        `json:"mark,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
 	Addr  string        `json:"addr,omitempty"`
+	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
+	Net string `json:"net,omitempty"`
+	// TCPRTT is a tcprtt client run to Addr (echo.go).
+	TCPRTT *exchange.Config `json:"tcprtt,omitempty"`
 }
 
 // response is the guest's answer to one request.
@@ -47,6 +52,9 @@ type response struct {
 	Err    string `json:"err,omitempty"`
 	Boot   *Boot  `json:"boot,omitempty"`
 	PID    int    `json:"pid,omitempty"` // a daemon started, or 1 for a process that runs
+	// Connects and Exchanges are a tcprtt run's durations, timed in the guest.
+	Connects  []time.Duration `json:"connects,omitempty"`
+	Exchanges []time.Duration `json:"exchanges,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

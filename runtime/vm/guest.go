@@ -186,7 +186,7 @@ func handle(req request, boot Boot) *response {
 			r.Err = err.Error()
 		}
 	default:
-		if !handleProcess(req, r) {
+		if !handleProcess(req, r) && !handleEcho(req, r) {
 			r.Err = fmt.Sprintf("unknown op %q", req.Op)
 		}
 	}

@@ -630,16 +630,20 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 		}
 		desc += "; boot " + b.Phases()
 	}
-	running := false
-	for _, pid := range QEMUPids(p.Lab) {
-		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+p.Lab+"."+node+",") {
-			running = true
-		}
-	}
-	if !running {
+	if !qemuRunning(p.Lab, node) {
 		down = "its QEMU process is not running (the VM is gone)"
 	}
 	return desc, down
+}
+
+// qemuRunning reports whether the QEMU of VM node node of lab runs.
+func qemuRunning(lab, node string) bool {
+	for _, pid := range QEMUPids(lab) {
+		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+lab+"."+node+",") {
+			return true
+		}
+	}
+	return false
 }
 
 var _ runtime.Runtime = Runtime{}

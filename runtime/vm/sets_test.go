@@ -1,10 +1,14 @@
 package vm_test
 
 import (
+	"os/exec"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/ping"
 	"github.com/sfclab/sfclab/runtime/vm"
 )
 
@@ -46,5 +50,41 @@ chains:
 	}
 	if !slices.Equal(byNode["f1"], byNode["f2"]) {
 		t.Errorf("the forwarders' programs differ: %v, %v", byNode["f1"], byNode["f2"])
+	}
+}
+
+// TestProbeProgramsInImage: the programs the probes run in a guest (iperf3's server and
+// client, ping) are in every guest image, whatever the lab's kinds need.
+func TestProbeProgramsInImage(t *testing.T) {
+	for _, tt := range []struct {
+		probe string
+		argv  []string
+	}{
+		{"iperf3 server", iperf3.ServerArgs(5201)},
+		{"iperf3 client", iperf3.Config{}.ClientArgs("198.18.0.1", 5201)},
+		{"ping", ping.Config{}.Args("198.18.0.1")},
+	} {
+		if !slices.Contains(vm.BasePrograms, tt.argv[0]) {
+			t.Errorf("%s runs %s, which is not in the guest images' BasePrograms %v", tt.probe, tt.argv[0], vm.BasePrograms)
+		}
+	}
+}
+
+// TestGuestAgentDeps: sfclab-guest, which every guest's kernel unpacks at boot, does not link
+// the probes' and results' packages (SQLite among them: 4 MB more when runtime/vm imported
+// package probe); runtime/vm uses the dependency-free tcprtt/exchange for tcprtt in a guest.
+func TestGuestAgentDeps(t *testing.T) {
+	if _, err := exec.LookPath("go"); err != nil {
+		t.Skipf("SKIPPED LOUDLY: no go toolchain to list sfclab-guest's packages: %v", err)
+	}
+	out, err := exec.Command("go", "list", "-deps", "github.com/sfclab/sfclab/cmd/sfclab-guest").Output()
+	if err != nil {
+		t.Fatal(err)
+	}
+	deps := strings.Fields(string(out))
+	for _, bad := range []string{"github.com/sfclab/sfclab/probe", "github.com/sfclab/sfclab/results", "modernc.org/sqlite"} {
+		if slices.Contains(deps, bad) {
+			t.Errorf("sfclab-guest links %s", bad)
+		}
 	}
 }

@@ -1,0 +1,326 @@
+package vm_test
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/bench"
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/tcprtt"
+	"github.com/sfclab/sfclab/report"
+	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/results/metric"
+	"github.com/sfclab/sfclab/runtime/vm"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+)
+
+// Labs whose chain ends are VMs: the iperf3 server in a guest (behind a VM forwarder), and
+// the iperf3 client (and ping) in a guest (in front of a namespace forwarder).
+const (
+	vmServerLab = `
+name: vmprobe-srv
+endpoints:
+  client: {kind: client}
+  server: {kind: server, vm: {cpus: 1, memory: 512}}
+functions:
+  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
+	vmClientLab = `
+name: vmprobe-cli
+endpoints:
+  client: {kind: client, vm: {cpus: 1, memory: 512}}
+  server: {kind: server}
+functions:
+  fwd: {kind: forwarder}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
+)
+
+// benchScenario is a scenario of runBench's experiment and its lab file.
+type benchScenario struct{ name, lab string }
+
+// runBench writes the labs and an experiment of one scenario per lab into a directory, loads
+// it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
+// destroy per trial); it returns the run's results and report. during, when set, runs beside
+// the run with the journal, to act on a trial once its lab is ready.
+func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal)) (*bench.Outcome, *results.Store, *report.Report) {
+	t.Helper()
+	dir := t.TempDir()
+	exp := "name: vmprobe\nrepetitions: 1\nscenarios:\n"
+	for _, s := range scenarios {
+		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.lab), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml}\n"
+	}
+	exp += "probes:\n" + probes
+	if err := os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte(exp), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	e, err := experiment.Load(filepath.Join(dir, "exp.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	j := journal.Journal{Root: t.TempDir()}
+	r := &bench.Runner{Deployer: &deploy.Deployer{Journal: j}, Version: "test", Log: t.Logf}
+	done := make(chan struct{})
+	if during != nil {
+		go func() { defer close(done); during(j) }()
+	} else {
+		close(done)
+	}
+	out := filepath.Join(t.TempDir(), "run")
+	outcome, err := r.Run(context.Background(), e, out, nil)
+	<-done
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range scenarios {
+		assertNoVMLeft(t, labtest.Plan(t, s.lab))
+	}
+	store, err := results.Open(filepath.Join(out, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	run, err := store.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	trials, err := store.Trials()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := store.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	rep, err := report.Build(report.Input{Run: run, Trials: trials, Samples: samples})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return outcome, store, rep
+}
+
+// TestBenchIperf3VMEnds runs iperf3 with a chain end in a guest through the bench runner:
+// the server in a VM destination behind a VM forwarder (started, found listening and stopped
+// through the guest's agent) with tcprtt's echo server there too (served by the agent), and
+// the client, ping and tcprtt's client (run by the agent) in a VM source; the figures come
+// from the existing -J parser, and every one of them is marked TCG under TCG.
+func TestBenchIperf3VMEnds(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	outcome, store, rep := runBench(t, []benchScenario{
+		{"vm-server", vmServerLab}, {"vm-client", vmClientLab}},
+		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n  tcprtt: {connects: 5, requests: 20}\n", nil)
+	trials, _ := store.Trials()
+	for _, tr := range trials {
+		if tr.Status != results.TrialOK {
+			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
+		}
+	}
+	if outcome.Failed != 0 || len(trials) != 2 {
+		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
+	}
+	samples, _ := store.Samples()
+	for _, s := range []string{"vm-server", "vm-client"} {
+		var gbps, pingSum, rttSum float64
+		pings, rtts := 0, 0
+		for _, x := range samples {
+			switch {
+			case x.Scenario != s:
+			case x.Probe == iperf3.Name && x.Metric == "throughput" && x.Labels["side"] == "receiver":
+				gbps = x.Value / 1e9
+			case x.Probe == "ping" && x.Metric == "rtt":
+				pings++
+				pingSum += x.Value
+			case x.Probe == tcprtt.Name && x.Metric == metric.TCPRoundTr.Metric:
+				rtts++
+				rttSum += x.Value
+			}
+		}
+		if rtts != 20 {
+			t.Errorf("%s: %d tcprtt request/response samples; want 20", s, rtts)
+		}
+		if gbps <= 0 {
+			t.Errorf("%s: no iperf3 receiver throughput", s)
+		}
+		if pings == 0 {
+			t.Errorf("%s: no ping rtt sample", s)
+		}
+		mark := ""
+		if rep.Emulated(s) {
+			mark = " (" + report.EmulatedMark + ")"
+		}
+		t.Logf("%s: iperf3 TCP %.2f Gbit/s; ping %d rtts, mean %.3f ms; tcprtt %d exchanges, mean %.3f ms%s",
+			s, gbps, pings, pingSum/max(1, float64(pings)), rtts, rttSum/max(1, float64(rtts)), mark)
+		if accel.Host().Emulated() && !rep.Emulated(s) {
+			t.Errorf("%s ran VMs under TCG, but the report does not mark it %q", s, report.EmulatedMark)
+		}
+	}
+	var md bytes.Buffer
+	if err := rep.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if accel.Host().Emulated() && !strings.Contains(md.String(), report.EmulatedMark) {
+		t.Errorf("the report does not carry %q", report.EmulatedMark)
+	}
+}
+
+// TestBenchIperf3DeadVMEnd kills the QEMU of the guest at one end of an iperf3 transfer while
+// it runs (the server's guest; the client's guest): the trial fails naming the dead node, and
+// nothing of the lab is left.
+func TestBenchIperf3DeadVMEnd(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	for _, tt := range []struct {
+		name, lab, dead, watch string // watch: the namespace node whose iperf3 shows the transfer
+	}{
+		{"server", strings.NewReplacer("vmprobe-srv", "vmprobe-dsrv", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab), "server", "client"},
+		{"client", strings.Replace(vmClientLab, "vmprobe-cli", "vmprobe-dcli", 1), "client", "server"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			lab := labtest.Plan(t, tt.lab).Lab
+			killed := make(chan bool, 1)
+			outcome, store, _ := runBench(t, []benchScenario{{"dead", tt.lab}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
+				deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
+				for time.Now().Before(deadline) {
+					if st, err := j.ReadState(lab); err == nil && st.Status == journal.StatusReady {
+						// Inside the transfer: the namespace end's iperf3 holds an
+						// established connection before the guest is killed.
+						for time.Now().Before(deadline) && !transferring(lab, tt.watch) {
+							time.Sleep(50 * time.Millisecond)
+						}
+						time.Sleep(time.Second)
+						pids := vm.QEMUPids(lab)
+						for _, pid := range pids {
+							_ = syscall.Kill(pid, syscall.SIGKILL)
+						}
+						killed <- len(pids) > 0
+						return
+					}
+					time.Sleep(20 * time.Millisecond)
+				}
+				killed <- false
+			})
+			if !<-killed {
+				t.Fatalf("test setup: the %s guest's QEMU was never killed", tt.dead)
+			}
+			trials, _ := store.Trials()
+			want := "node " + tt.dead + " is down: its QEMU process is not running"
+			if outcome.Failed != 1 || len(trials) != 1 || !strings.Contains(trials[0].Error, want) {
+				t.Fatalf("outcome %+v, trials %+v; want the trial failed with %q", outcome, trials, want)
+			}
+			t.Logf("failed trial recorded: %s", trials[0].Error)
+		})
+	}
+}
+
+// transferring reports whether an iperf3 in node's namespace of lab (on the host) holds an
+// established TCP connection.
+func transferring(lab, node string) bool {
+	out, err := exec.Command("ip", "netns", "pids", plan.NetnsName(lab, node)).Output()
+	if err != nil {
+		return false
+	}
+	for _, pid := range strings.Fields(string(out)) {
+		if comm, err := os.ReadFile("/proc/" + pid + "/comm"); err != nil || strings.TrimSpace(string(comm)) != "iperf3" {
+			continue
+		}
+		for _, f := range []string{"tcp", "tcp6"} {
+			tab, _ := os.ReadFile("/proc/" + pid + "/net/" + f)
+			for _, l := range strings.Split(string(tab), "\n")[1:] {
+				if fs := strings.Fields(l); len(fs) > 3 && fs[3] == "01" {
+					return true
+				}
+			}
+		}
+	}
+	return false
+}
+
+// TestIperf3GuestServerStopped runs the iperf3 probe against a server in a VM destination
+// and leaves the run before the client starts (its Around fails): the one-off server, which
+// would wait for a client for ever, is found listening in the guest and then stopped there by
+// the probe, and the guest's netstat lines are what the probe's parser reads.
+func TestIperf3GuestServerStopped(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	lab := strings.NewReplacer("vmprobe-srv", "vmprobe-stop", "  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  fwd: {kind: forwarder}").Replace(vmServerLab)
+	p := labtest.Plan(t, lab)
+	d := &deploy.Deployer{Journal: journal.Journal{Root: t.TempDir()}, Log: t.Logf}
+	t.Cleanup(func() {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
+			t.Errorf("destroy %s: %v", p.Lab, err)
+		}
+		assertNoVMLeft(t, p)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := d.Deploy(ctx, p, ""); err != nil {
+		t.Fatal(err)
+	}
+	server, err := d.Node(p, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestIperf3 := func() string {
+		out, err := server.Output(ctx, nil, "sh", "-c", "pidof iperf3 || true")
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	chain, err := p.ProbeChain("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	env := probe.Env{Plan: p, Chain: chain, LogDir: t.TempDir(),
+		Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+	refused := errors.New("around: the client is not run")
+	var during string
+	pr := iperf3.New(iperf3.Config{Duration: 2 * time.Second}).(probe.Timed).WithAround(func(func() (probe.Window, bool)) error {
+		out, err := server.Output(ctx, nil, "netstat", "-tan")
+		if err != nil {
+			return err
+		}
+		t.Logf("netstat -tan in the guest:\n%s", out)
+		during = guestIperf3()
+		return refused
+	})
+	if err := pr.Run(ctx, env, func(results.Sample) {}); !errors.Is(err, refused) {
+		t.Fatalf("run: %v; want the Around's error", err)
+	}
+	if during == "" {
+		t.Error("no iperf3 ran in the guest while the probe ran")
+	}
+	if after := guestIperf3(); after != "" {
+		t.Errorf("iperf3 still runs in the guest after the probe returned: pid %s (it was %s during the run)", after, during)
+	}
+	t.Logf("iperf3 server in the guest: pid %s during the run, none after", during)
+}
+
+// A VM node serves tcprtt's echo server and client in its guest (runtime/vm does not import
+// the probe packages: they would grow sfclab-guest).
+var (
+	_ probe.Echoer = (*vm.Node)(nil)
+	_ probe.Guest  = (*vm.Node)(nil)
+	_ tcprtt.Guest = (*vm.Node)(nil)
+)
