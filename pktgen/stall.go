@@ -15,8 +15,8 @@ import (
 )
 
 // StallWatch measures how long watched kernel threads (the chain's NAPI threads) wait for
-// their CPU after being woken: from the sched_wakeup of a watched thread to the sched_switch
-// that runs it. Only waits behind another task count; a wait behind another watched thread
+// their CPU after being woken or preempted: from the sched_wakeup of a watched thread, or the
+// sched_switch that took its CPU while it could run, to the sched_switch that runs it. Only waits behind another task count; a wait behind another watched thread
 // (the forwarder's other NAPI thread, the chain's own work) does not. The longest such wait
 // since Reset is kept with the task that ran last before the thread got its CPU, and the
 // waits longer than a threshold are counted.
@@ -61,6 +61,10 @@ const (
 	wakeupPid     = 24 // sched_wakeup: pid
 	switchPrevPid = 24 // sched_switch: prev_pid
 	switchNextPid = 56 // sched_switch: next_pid
+	// sched_switch's prev_state (a long at 32) is 0 for a task switched out runnable and
+	// TASK_REPORT_MAX (0x100) for one preempted; any other value is a task going to sleep.
+	switchPrevState = 32
+	taskReportMax   = 0x100
 )
 
 // NewStallWatch watches the threads tids (kernel thread ids). It fails when tracepoint
@@ -131,7 +135,22 @@ func (w *StallWatch) wakeupProg() asm.Instructions {
 func (w *StallWatch) switchProg() asm.Instructions {
 	return asm.Instructions{
 		asm.Mov.Reg(asm.R6, asm.R1),
-		asm.LoadMem(asm.R2, asm.R6, switchNextPid, asm.Word),
+		// A watched thread switched out still runnable (preempted) waits from now.
+		asm.LoadMem(asm.R2, asm.R6, switchPrevPid, asm.Word),
+		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
+		asm.LoadMapPtr(asm.R1, w.wake.FD()),
+		asm.Mov.Reg(asm.R2, asm.RFP),
+		asm.Add.Imm(asm.R2, -4),
+		asm.FnMapLookupElem.Call(),
+		asm.JEq.Imm(asm.R0, 0, "next"),
+		asm.Mov.Reg(asm.R7, asm.R0),
+		asm.LoadMem(asm.R2, asm.R6, switchPrevState, asm.DWord),
+		asm.JEq.Imm(asm.R2, 0, "runnable"),
+		asm.And.Imm(asm.R2, taskReportMax),
+		asm.JEq.Imm(asm.R2, 0, "next"),
+		asm.FnKtimeGetNs.Call().WithSymbol("runnable"),
+		asm.StoreMem(asm.R7, 0, asm.R0, asm.DWord),
+		asm.LoadMem(asm.R2, asm.R6, switchNextPid, asm.Word).WithSymbol("next"),
 		asm.StoreMem(asm.RFP, -4, asm.R2, asm.Word),
 		asm.LoadMapPtr(asm.R1, w.wake.FD()),
 		asm.Mov.Reg(asm.R2, asm.RFP),
