@@ -215,8 +215,9 @@ func BenchmarkForwarderLossVsRate(b *testing.B) {
 			if lost > 0 {
 				lossy[pps]++
 			}
-			b.Logf("trial at %6.0f kpps: offered %7.1f kpps, sent %6d, lost %4d (%.3f %%), f1/ingress rx_dropped %4d, refused at sender %4d, skipped %d, largest call %d, mono %.3f-%.3f",
-				pps/1e3, o.Offered/1e3, o.Sent, lost, float64(lost)/float64(max(o.Sent, 1))*100, d, o.Refused, o.Skipped, x.gen.LastMaxBurst, t0, t1)
+			b.Logf("trial at %6.0f kpps: offered %7.1f kpps, sent %6d, lost %4d (%.3f %%), f1/ingress rx_dropped %4d, refused at sender %4d, skipped %d, largest call %d, NAPI wait %d µs by %s (disturbed %v), mono %.3f-%.3f",
+				pps/1e3, o.Offered/1e3, o.Sent, lost, float64(lost)/float64(max(o.Sent, 1))*100, d, o.Refused, o.Skipped, x.gen.LastMaxBurst,
+				o.Stall.Microseconds(), o.StallBy, o.Disturbed, t0, t1)
 		}
 	}
 	for _, pps := range lossRates {
