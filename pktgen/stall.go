@@ -34,7 +34,6 @@ type StallWatch struct {
 	wake, worst *ebpf.Map
 	progs       []*ebpf.Program
 	links       []link.Link
-	tids        map[int]bool
 }
 
 // Stall is what a StallWatch saw since its last Reset.
@@ -73,7 +72,7 @@ func NewStallWatch(tids []int) (_ *StallWatch, err error) {
 	if len(tids) == 0 {
 		return nil, errors.New("watch stalls: no thread given")
 	}
-	w := &StallWatch{tids: map[int]bool{}}
+	w := &StallWatch{}
 	defer func() {
 		if err != nil {
 			_ = w.Close()
@@ -83,7 +82,6 @@ func NewStallWatch(tids []int) (_ *StallWatch, err error) {
 		return nil, fmt.Errorf("create stall map: %w", err)
 	}
 	for _, t := range tids {
-		w.tids[t] = true
 		if err := w.wake.Put(uint32(t), uint64(0)); err != nil {
 			return nil, fmt.Errorf("watch thread %d: %w", t, err)
 		}
