@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/vishvananda/netlink"
+	"golang.org/x/sys/unix"
 
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/pktgen"
@@ -137,3 +138,92 @@ func BenchmarkForwarderLossTimeline(b *testing.B) {
 		x.Close()
 	}
 }
+
+// BenchmarkForwarderLossVsRate measures the one-forwarder chain's loss per trial against the
+// offered rate, placed as the search places it (sender on CPU 0 at SCHED_FIFO, the forwarder's
+// threaded NAPI on CPU 1 at SCHED_FIFO 50, 1 ms calls of at most 128 frames): one round per
+// iteration, a 0.5 s trial of 64-byte frames at each rate of lossRates. Each trial logs what
+// the search sees (sent, counted, loss), where the frames were dropped (the forwarder's
+// ingress veth's rx_dropped: its ring full; the sender's tx_dropped: the same frames refused
+// at the sender), what the generator did (skipped, largest call) and the trial's start and
+// end on CLOCK_MONOTONIC, to match the trial with a scheduler trace (perf sched record -k
+// CLOCK_MONOTONIC).
+func BenchmarkForwarderLossVsRate(b *testing.B) {
+	labtest.Exclusive(b)
+	l := labtest.Deploy(b, fwdLab)
+	env := l.ProbeEnv(b, "c")
+	src, dst, _, err := probe.Ends(env, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	next, err := env.Node(env.Chain.Path[1])
+	if err != nil {
+		b.Fatal(err)
+	}
+	port := probe.ServicePort(env.Plan, env.Chain)
+	target := netip.AddrPortFrom(env.Chain.Target, probe.TargetPort(env.Plan, env.Chain))
+	var sfd int
+	if err := src.Do(func() (err error) { sfd, err = udpSocket(netip.AddrPort{}, target); return err }); err != nil {
+		b.Fatal(err)
+	}
+	defer closeFD(sfd)
+	snd := NewSender(sfd, []int{64})
+	for deadline := time.Now().Add(3 * time.Second); time.Now().Before(deadline); {
+		_, _, _ = snd.Send(1, 1000, 100*time.Millisecond)
+		if src.Do(func() error { _, _, err := pktgen.FlowFrom(sfd, target); return err }) == nil {
+			break
+		}
+	}
+	ingressDrops := func() uint64 {
+		var n uint64
+		_ = next.Do(func() error {
+			ln, err := netlink.LinkByName("ingress")
+			if err == nil && ln.Attrs().Statistics != nil {
+				n = ln.Attrs().Statistics.RxDropped
+			}
+			return err
+		})
+		return n
+	}
+	x, err := newXDPGen(context.Background(), src, next, dst, sfd, target, port, []int{64}, true)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer x.Close()
+	b.Logf("placement: %s", x.placement)
+	mono := func() float64 {
+		var ts unix.Timespec
+		_ = unix.ClockGettime(unix.CLOCK_MONOTONIC, &ts)
+		return float64(ts.Nano()) / 1e9
+	}
+	id := uint32(100)
+	lossy := map[float64]int{}
+	trials := map[float64]int{}
+	for i := 0; i < b.N; i++ {
+		for _, pps := range lossRates {
+			id++
+			d0 := ingressDrops()
+			t0 := mono()
+			o, err := x.trial(id, pps, 500*time.Millisecond, 100*time.Millisecond)
+			t1 := mono()
+			if err != nil {
+				b.Fatal(err)
+			}
+			d := ingressDrops() - d0
+			lost := o.Sent - min(o.Sent, o.Received)
+			trials[pps]++
+			if lost > 0 {
+				lossy[pps]++
+			}
+			b.Logf("trial at %6.0f kpps: offered %7.1f kpps, sent %6d, lost %4d (%.3f %%), f1/ingress rx_dropped %4d, refused at sender %4d, skipped %d, largest call %d, NAPI wait %d µs by %s (disturbed %v), mono %.3f-%.3f",
+				pps/1e3, o.Offered/1e3, o.Sent, lost, float64(lost)/float64(max(o.Sent, 1))*100, d, o.Refused, o.Skipped, x.gen.LastMaxBurst,
+				o.Stall.Microseconds(), o.StallBy, o.Disturbed, t0, t1)
+		}
+	}
+	for _, pps := range lossRates {
+		b.Logf("%6.0f kpps: %d of %d trials lost frames", pps/1e3, lossy[pps], trials[pps])
+	}
+}
+
+// lossRates are BenchmarkForwarderLossVsRate's rates (pps), low to high.
+var lossRates = []float64{50e3, 100e3, 200e3, 300e3, 400e3}

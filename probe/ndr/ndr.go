@@ -251,6 +251,11 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 			// The XDP generator's shortfall is its own (held off its CPU, frames skipped), not
 			// the chain's back-pressure: such a trial is not a trial at its rate.
 			s.ShortRepeats = ShortRepeats
+			if x.stall != nil {
+				// A loss while another task held the chain's receiving side off its CPU
+				// may be the host's: run again (docs/packet-rate.md).
+				s.DisturbedRepeats = DisturbedRepeats
+			}
 		}
 		res, err := s.Run(ctx, trial)
 		if x != nil {
@@ -292,6 +297,11 @@ func emitResult(emit func(results.Sample), frame string, cycle []int, cfg Config
 			"generator_short": strconv.FormatBool(st.GeneratorShort), "generator_skipped": strconv.FormatUint(st.Skipped, 10),
 			"inconsistent": strconv.FormatBool(st.Inconsistent), "confirming": strconv.FormatBool(st.Confirming),
 			"invalid": strconv.FormatBool(st.Invalid), "refused_at_source": strconv.FormatUint(st.Refused, 10)}
+		if st.Stall > 0 || st.Disturbed {
+			l["stall_us"] = strconv.FormatInt(st.Stall.Microseconds(), 10)
+			l["stall_by"] = st.StallBy
+			l["disturbed"] = strconv.FormatBool(st.Disturbed)
+		}
 		emit(probe.NewSample(Name, "trial_offered_pps", "pps", st.Offered, l))
 		emit(probe.NewSample(Name, "trial_received_pps", "pps", st.Offered*(1-st.Loss()), l))
 		emit(probe.NewSample(Name, "trial_loss", "%", st.Loss()*100, l))
@@ -350,6 +360,11 @@ func emitResult(emit func(results.Sample), frame string, cycle []int, cfg Config
 	l["pdr_hi_pps"] = strconv.FormatFloat(res.PDRHi, 'f', 0, 64)
 	l["inconsistent_trials"] = strconv.Itoa(res.Inconsistent)
 	l["receiver_drops"] = strconv.FormatUint(res.ReceiverDrops, 10)
+	if gi.x != nil && gi.x.stall != nil {
+		// Trials that lost frames while the receiving side was held off its CPU: run again,
+		// and those whose loss counted after every repetition.
+		l["disturbed_trials"] = fmt.Sprintf("%d, %d kept as loss", res.Disturbed, res.DisturbedKept)
+	}
 	l["confirm"] = strconv.Itoa(cfg.Confirm)
 	emit(probe.NewSample(Name, "ndr_pps", "pps", res.NDR, l))
 	emit(probe.NewSample(Name, "ndr_bps", "bit/s", res.NDR*bits, l))

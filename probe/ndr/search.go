@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"time"
 )
 
 // ErrGeneratorLimited means the load generator could not offer more than the chain took: the
@@ -39,6 +40,14 @@ type Outcome struct {
 	// unpaced trial outruns any first hop, so the generator's ceiling is the rate of the
 	// frames that left (Sent less Refused), never Offered.
 	Refused uint64
+	// Disturbed says the chain's receiving side was held off its CPU by another task during
+	// the trial for longer than the chain's first veth ring takes to half fill at the trial's
+	// rate (pktgen.StallWatch; XDP generator placed on two CPUs only): a loss in such a trial
+	// may be the host's, not the chain's. Stall is the longest such wait and StallBy the task
+	// that ran before the thread got its CPU.
+	Disturbed bool
+	Stall     time.Duration
+	StallBy   string
 }
 
 // Loss is the fraction of sent packets the chain lost (0..1): neither received nor dropped by
@@ -84,6 +93,11 @@ type Search struct {
 	// counts against MaxTrials. 0 keeps every trial and bounds the search with the offered
 	// rate.
 	ShortRepeats int
+	// DisturbedRepeats, when above 0, makes a trial that lost frames while it was Disturbed
+	// invalid: it moves no bound and is run again, up to DisturbedRepeats times. A trial that
+	// passed counts whatever happened beside it, and a loss still disturbed after every
+	// repetition counts as a loss (the search never takes a lossy rate as passing).
+	DisturbedRepeats int
 	// Confirm is how many times a converged NDR is tried again before it is reported (RFC
 	// 8219 section 7 repeats trials because one lossless trial near the drop point may be
 	// luck): a loss in any repetition counts as a failure at that rate and the search goes on
@@ -104,8 +118,8 @@ type Step struct {
 	Inconsistent bool
 	// Confirming says the trial repeated a converged NDR (Search.Confirm).
 	Confirming bool
-	// Invalid says the generator fell short and the trial was run again (Search.ShortRepeats):
-	// it moved no bound.
+	// Invalid says the generator fell short, or the trial lost frames while Disturbed, and the
+	// trial was run again (Search.ShortRepeats, Search.DisturbedRepeats): it moved no bound.
 	Invalid bool
 }
 
@@ -140,6 +154,10 @@ type Result struct {
 	// ReceiverDropTrials how many trials had any.
 	ReceiverDrops      uint64
 	ReceiverDropTrials int
+	// Disturbed counts the trials that lost frames while Disturbed (Outcome.Disturbed), those
+	// run again included; DisturbedKept those of them whose loss counted (still disturbed
+	// after every repetition).
+	Disturbed, DisturbedKept int
 	// Limited is set when the generator could not offer more than the chain took;
 	// GeneratorMax is then the highest rate it reached, a lower bound of the NDR.
 	Limited      bool
@@ -162,9 +180,9 @@ type Result struct {
 // is always a rate that passed with no loss measured at or below it; a pass at or above the
 // lowest failing rate moves nothing. Both count as Inconsistent.
 func (s Search) Run(ctx context.Context, trial Trial) (*Result, error) {
-	if s.MaxTrials < 1 || s.Precision <= 0 || s.Precision >= 1 || s.PDRLoss < s.NDRLoss || s.Confirm < 0 || s.ShortRepeats < 0 {
-		return nil, fmt.Errorf("configure search: max trials %d, precision %v (0-1), pdr loss %v >= ndr loss %v, confirm %d >= 0, short repeats %d >= 0",
-			s.MaxTrials, s.Precision, s.PDRLoss, s.NDRLoss, s.Confirm, s.ShortRepeats)
+	if s.MaxTrials < 1 || s.Precision <= 0 || s.Precision >= 1 || s.PDRLoss < s.NDRLoss || s.Confirm < 0 || s.ShortRepeats < 0 || s.DisturbedRepeats < 0 {
+		return nil, fmt.Errorf("configure search: max trials %d, precision %v (0-1), pdr loss %v >= ndr loss %v, confirm %d >= 0, short repeats %d and disturbed repeats %d >= 0",
+			s.MaxTrials, s.Precision, s.PDRLoss, s.NDRLoss, s.Confirm, s.ShortRepeats, s.DisturbedRepeats)
 	}
 	res := &Result{}
 	// valid counts the trials that count against MaxTrials (all but the Invalid ones).
@@ -172,7 +190,7 @@ func (s Search) Run(ctx context.Context, trial Trial) (*Result, error) {
 	// step runs a trial at pps; with ShortRepeats, a short one is marked Invalid and run
 	// again. It returns the last trial and whether it is still short after every repetition.
 	step := func(pps float64) (Step, bool, error) {
-		for rep := 0; ; rep++ {
+		for rep, drep := 0, 0; ; {
 			o, err := trial(ctx, pps)
 			if err != nil {
 				return Step{}, false, fmt.Errorf("trial %d at %.0f pps: %w", len(res.Steps)+1, pps, err)
@@ -186,7 +204,20 @@ func (s Search) Run(ctx context.Context, trial Trial) (*Result, error) {
 			if st.GeneratorShort && s.ShortRepeats > 0 && rep < s.ShortRepeats {
 				st.Invalid = true
 				res.Steps = append(res.Steps, st)
+				rep++
 				continue
+			}
+			if o.Disturbed && !st.PassNDR {
+				res.Disturbed++
+				if drep < s.DisturbedRepeats {
+					st.Invalid = true
+					res.Steps = append(res.Steps, st)
+					drep++
+					continue
+				}
+				if s.DisturbedRepeats > 0 {
+					res.DisturbedKept++
+				}
 			}
 			res.Steps = append(res.Steps, st)
 			valid++

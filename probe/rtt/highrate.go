@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/vishvananda/netlink"
 	"golang.org/x/sys/unix"
 
 	"github.com/sfclab/sfclab/pktgen"
@@ -115,11 +116,20 @@ func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(resul
 		n := env.Plan.Node(name)
 		return n != nil && n.Driver != nil && n.Driver.Type == spec.DriverEBPFRedirect
 	}
+	// Frames sent with XDP_TX leave below the qdisc layer, at the source (the generator) and at
+	// the destination (the reflector's echoes): a shaper on either end's own link would never
+	// see them, and the run would measure an unshaped link. The socket path goes through it.
+	// The destination's are checked here, the source's once its interface is known.
 	var refl *pktgen.Far
 	if err := dst.Do(func() error {
 		idx, err := pktgen.InterfaceIndexes(false)
 		if err != nil {
 			return err
+		}
+		for _, ix := range idx {
+			if err := bypassed("destination", ix); err != nil {
+				return err
+			}
 		}
 		if redirected(dstName) {
 			refl, err = pktgen.NewFarGeneric(idx, h.Port, pktgen.Reflect)
@@ -169,6 +179,9 @@ func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(resul
 			return fmt.Errorf("%w: %v", pktgen.ErrUnsupported, err)
 		}
 		ifindex = ix
+		if err := bypassed("source", ix); err != nil {
+			return err
+		}
 		if gen, err = pktgen.NewGenerator(ifindex, flow, []int{pktgen.MinFrame}, h.SampleEvery); err != nil {
 			return err
 		}
@@ -313,4 +326,24 @@ func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(resul
 	emit(probe.NewSample(Name, "reordered", "count", float64(back.Reordered), with()))
 	emit(probe.NewSample(Name, "sampled", "%", 100/float64(h.SampleEvery), with()))
 	return nil
+}
+
+// bypassed fails, wrapping pktgen.ErrUnsupported (the probe then falls back to the socket path
+// with the reason), when interface ifindex (in the calling thread's namespace) has a root
+// qdisc that shapes or alters traffic (pktgen.BypassedQdisc): the generator's frames and the
+// reflector's echoes leave with XDP_TX, below the qdisc layer, and would never meet it.
+func bypassed(end string, ifindex int) error {
+	q, err := pktgen.BypassedQdisc(ifindex)
+	if err != nil {
+		return fmt.Errorf("%w: %v", pktgen.ErrUnsupported, err)
+	}
+	if q == "" {
+		return nil
+	}
+	name := strconv.Itoa(ifindex)
+	if l, err := netlink.LinkByIndex(ifindex); err == nil {
+		name = l.Attrs().Name
+	}
+	return fmt.Errorf("%w: the %s's interface %s is shaped by qdisc %s, which XDP_TX frames bypass (they leave below the qdisc layer)",
+		pktgen.ErrUnsupported, end, name, q)
 }

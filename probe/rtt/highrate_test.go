@@ -195,3 +195,59 @@ func TestMethodOnTwoHosts(t *testing.T) {
 		})
 	}
 }
+
+// TestHighRateOnAShapedLink: the XDP generator's frames and the reflector's echoes leave
+// with XDP_TX, below the qdisc layer, so a tbf on an end's own link would never see them. With
+// the source's link shaped (segment 0) or the destination's (segment 1, the forwarder's
+// egress and the server's link) to 10 Mbit/s, the default method at 100 kpps falls back to the
+// socket path with the reason naming tbf and the end, and what came back is held to the
+// shaper's rate (10e6/(60*8) = 20.8 kpps of minimum frames, 30 % margin for its 16 kB burst);
+// asked for xdp explicitly, the run is refused with that reason. No sfc_ program is left.
+func TestHighRateOnAShapedLink(t *testing.T) {
+	labtest.Exclusive(t)
+	const shaperPPS = 10e6 / (60 * 8)
+	for _, tc := range []struct{ segment, end string }{{"0", "source"}, {"1", "destination"}} {
+		t.Run(tc.end, func(t *testing.T) {
+			l := labtest.Deploy(t, `
+name: t-rtt-shp`+tc.segment+`
+endpoints: {client: {}, server: {}}
+functions: {f1: {kind: forwarder}}
+chains: [{name: c, from: client, to: server, hops: [f1], shaping: [{segment: `+tc.segment+`, rate: 10mbit}]}]
+`)
+			env := l.ProbeEnv(t, "c")
+			before, err := pktgen.Loaded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := map[string][]results.Sample{}
+			cfg := Config{Protocol: ProtoUDP, Rate: 100e3, Duration: time.Second}
+			if err := New(cfg).Run(context.Background(), env, func(s results.Sample) { got[s.Metric] = append(got[s.Metric], s) }); err != nil {
+				t.Fatal(err)
+			}
+			if len(got["rate_achieved"]) != 1 || len(got["loss"]) != 1 {
+				t.Fatalf("rate_achieved %d samples, loss %d", len(got["rate_achieved"]), len(got["loss"]))
+			}
+			a := got["rate_achieved"][0]
+			back := a.Value * (1 - got["loss"][0].Value/100)
+			t.Logf("method %s, fallback %q, achieved %.0f pps, came back %.0f pps, %d rtts", a.Labels["method"], a.Labels["fallback_reason"], a.Value, back, len(got["rtt"]))
+			if a.Labels["method"] != MethodSocket || !strings.Contains(a.Labels["fallback_reason"], "tbf") || !strings.Contains(a.Labels["fallback_reason"], tc.end) {
+				t.Errorf("labels %v: want the socket method, the reason naming tbf on the %s", a.Labels, tc.end)
+			}
+			if back > 1.3*shaperPPS {
+				t.Errorf("%.0f pps came back through a %.0f pps shaper", back, shaperPPS)
+			}
+			cfg.Method = MethodXDP
+			err = New(cfg).Run(context.Background(), env, func(results.Sample) {})
+			if !errors.Is(err, pktgen.ErrUnsupported) || !strings.Contains(err.Error(), "tbf") {
+				t.Errorf("method xdp on a shaped %s: %v, want refused naming tbf", tc.end, err)
+			}
+			after, err := pktgen.Loaded()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(after) > len(before) {
+				t.Errorf("%d sfc_ programs loaded after the runs, %d before", len(after), len(before))
+			}
+		})
+	}
+}
