@@ -47,6 +47,43 @@ func TestVMGood(t *testing.T) {
 	if lab.Functions["fwd"].VM == nil {
 		t.Error("a VM on an emulated host lost its vm: settings")
 	}
+	// A VM function in a routed docker lab (its host side the node's container), and a VM
+	// endpoint there.
+	docker := strings.Replace(vmBase, "name: vmlab\n", "name: vmlab\nruntime: docker\n", 1)
+	for _, src := range []string{docker, strings.Replace(docker, "server: {kind: server}", "server: {kind: server, vm: {}}", 1)} {
+		if lab, err = spec.Decode([]byte(src), "v.yaml", kinds.Spec()); err != nil {
+			t.Fatalf("a VM in a routed docker lab: %v", err)
+		}
+		if lab.Functions["fwd"].VM == nil || lab.Runtime != spec.RuntimeDocker {
+			t.Errorf("a VM in a docker lab: vm %+v, runtime %q", lab.Functions["fwd"].VM, lab.Runtime)
+		}
+	}
+}
+
+// TestVMDockerRefused: what a docker lab's VM nodes cannot do yet is refused at the vm:
+// settings' place, saying what to use instead.
+func TestVMDockerRefused(t *testing.T) {
+	docker := strings.Replace(vmBase, "name: vmlab\n", "name: vmlab\nruntime: docker\n", 1)
+	transparent := strings.NewReplacer("hosts: [h1, h2]", "runtime: docker\nhosts: [h1]\nnetworks: [net, net2]",
+		"a: {kind: forwarder, ports: {in: net, out: net}}", "a: {kind: forwarder, vm: {}, ports: {in: net, out: net2}}").Replace(transparentBase)
+	for _, tc := range []struct{ name, src, want string }{
+		{"transparent", transparent, `t.yaml:10:28: function "a": vm: not in a transparent docker lab yet`},
+		{"hosts", strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), `t.yaml:10:9: function "fwd": vm: not in a docker lab on emulated hosts (hosts:) yet`},
+		{"nat", strings.Replace(docker, "runtime: docker\n", "runtime: docker\ndocker: {attach: nat}\n", 1), `t.yaml:10:9: function "fwd": vm: not with docker attach nat yet`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := spec.Decode([]byte(tc.src), "t.yaml", kinds.Spec())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
+			}
+		})
+	}
+	// Without vm: the same labs decode.
+	for _, src := range []string{strings.Replace(transparent, "vm: {}, ", "", 1), strings.Replace(strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), "    vm: {cpus: 2}\n", "", 1)} {
+		if _, err := spec.Decode([]byte(src), "t.yaml", kinds.Spec()); err != nil {
+			t.Errorf("the lab without vm: refused: %v\n%s", err, src)
+		}
+	}
 }
 
 // TestVMBad: what a lab file cannot ask of a VM is refused at its place.
@@ -55,7 +92,6 @@ func TestVMBad(t *testing.T) {
 		{"memory too small", "vm: {cpus: 2}", "vm: {memory: 64}", `v.yaml:8:9: function "fwd": vm memory 64 MiB: a guest needs at least 128 MiB`},
 		{"negative cpus", "vm: {cpus: 2}", "vm: {cpus: -1}", `v.yaml:8:9: function "fwd": vm cpus -1`},
 		{"nic", "vm: {cpus: 2}", "vm: {nic: e1000}", `vm nic "e1000" is not one of virtio`},
-		{"docker", "name: vmlab\n", "name: vmlab\nruntime: docker\n", `vm: needs runtime netns or vm`},
 		{"unknown field", "vm: {cpus: 2}", "vm: {vcpus: 2}", `unknown field "vcpus"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

@@ -38,6 +38,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/pool"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -66,6 +67,9 @@ type Runtime struct {
 	// Trace, when set, receives how long each engine request and stage of a deploy or destroy
 	// took (Step* and Stage* names); benchmarks set it to find where the time goes.
 	Trace func(step string, took time.Duration)
+	// Machines boots the lab's VM nodes (vm: on a node) in their containers' namespaces: see
+	// machines.go. The zero value builds guest images under vm.DefaultImageRoot.
+	Machines vm.Runtime
 }
 
 var _ runtime.Runtime = Runtime{}
@@ -129,6 +133,9 @@ func published(p *plan.Plan, s *plan.Segment) bool {
 // to r.Progress), another one is pulled.
 func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if err := runtime.CheckHostCPUs(p, cgroup.CheckCPUs); err != nil { // the engine would refuse each container later
+		return err
+	}
+	if err := r.Machines.CheckMachines(ctx, p); err != nil { // QEMU, a kernel, the VMs' sizes
 		return err
 	}
 	cli, err := r.client(ctx)
@@ -383,6 +390,10 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		if len(n.Interfaces) == 0 && !p.HostPorts() {
 			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
 		}
+	}
+	// The VMs' guest images are built (or found) before any container exists.
+	if err := r.Machines.PrepareMachines(p, u); err != nil {
+		return nil, err
 	}
 	var order []any
 	if p.HostPorts() {
@@ -641,6 +652,12 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		}
 		return netdev.OpenNS(n.Netns)
 	}
+	if n.VM != nil {
+		// The container is the VM's host side: QEMU runs in its namespace (machines.go).
+		if err := vm.HostSide(p, n, nsPath, u); err != nil {
+			return nil, fmt.Errorf("create container %s: %w", name, err)
+		}
+	}
 	return netdev.OpenNSPath(nsPath, name)
 }
 
@@ -713,8 +730,7 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 		return nil // package hosts gives the containers their ports
 	}
 	start := time.Now()
-	defer r.trace(StageLink, start)
-	return r.parallel(ctx, len(p.Nodes), func(i int) error {
+	err := r.parallel(ctx, len(p.Nodes), func(i int) error {
 		n := p.Nodes[i]
 		h := ns[n.Name]
 		if h == nil {
@@ -727,6 +743,12 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 		}
 		return h.DelDefaultRoutes()
 	})
+	r.trace(StageLink, start)
+	if err != nil {
+		return err
+	}
+	// The VMs boot once their containers' interfaces have the plan's names (machines.go).
+	return r.Machines.BootMachines(ctx, p, ns)
 }
 
 // nameInterfaces renames a container's interfaces to the plan's names, finding each by its
@@ -806,8 +828,12 @@ func renames(current map[string]bool, moves []move) ([]move, error) {
 
 // Node returns the running container of a deployed lab's node.
 func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
-	if p.Node(name) == nil {
+	pn := p.Node(name)
+	if pn == nil {
 		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	if pn.VM != nil {
+		return r.Machines.Node(ctx, p, name) // its guest, through the agent
 	}
 	cli, err := r.client(ctx)
 	if err != nil {
@@ -938,7 +964,8 @@ func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err e
 			out = append(out, "network "+n.Name)
 		}
 	}
-	return out, nil
+	vms, _ := r.Machines.Leftovers(ctx, lab) // the VMs' run directory
+	return append(out, vms...), nil
 }
 
 // Destroy removes the lab's containers (with everything running in them), then its networks,

@@ -1,0 +1,200 @@
+package vm_test
+
+import (
+	"context"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/vm"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"github.com/sfclab/sfclab/spec"
+)
+
+// dockerLab is a docker lab with a VM forwarder between two containers. Its pool keeps clear
+// of other labs' Docker networks (labtest plans without asking the engine what is taken).
+const dockerLab = `
+name: t-vmdock-fwd
+runtime: docker
+addressing: {pool: 198.19.248.0/21}
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd:
+    kind: forwarder
+    vm: {cpus: 1, memory: 512}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
+
+// requireDocker skips loudly when the engine does not answer or sfclab's node image is not
+// built (a build is minutes: `sfclab images build`).
+func requireDocker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := (docker.Runtime{}).Reachable(ctx); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if ok, err := (docker.Runtime{}).ImageExists(ctx, docker.DefaultImage()); err != nil || !ok {
+		t.Skipf("SKIPPED LOUDLY: node image %s is not built (%v): sfclab images build", docker.DefaultImage(), err)
+	}
+}
+
+// TestDockerVMForwarder deploys a docker lab whose forwarder is a VM (its host side the node's
+// container) between two containers: ping crosses the guest (TTL one lower than the server
+// sent, and no answer once QEMU is gone), iperf3 carries traffic, inspect calls the node a
+// machine (with the TCG mark under TCG) and reads its CPU; destroy leaves no container,
+// network, QEMU, namespace, run directory or cgroup.
+func TestDockerVMForwarder(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	p := labtest.Plan(t, dockerLab)
+	// Registered before Deploy's cleanup, so it runs after the destroy.
+	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+	l := labtest.Deploy(t, dockerLab)
+	if l.P.Runtime != spec.RuntimeDocker {
+		t.Fatalf("plan runtime %q, want docker", l.P.Runtime)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot: %s", rec.Phases())
+
+	fwd := l.Node(t, "fwd")
+	if _, ok := fwd.(*vm.Node); !ok {
+		t.Fatalf("node fwd is a %T, want the guest (*vm.Node)", fwd)
+	}
+	if _, ok := l.Node(t, "client").(*docker.Node); !ok {
+		t.Fatalf("node client is a %T, want a container", l.Node(t, "client"))
+	}
+	out, err := fwd.Output(ctx, nil, "ip", "-o", "addr", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range l.P.Node("fwd").Interfaces {
+		if !strings.Contains(string(out), i.Name) || !strings.Contains(string(out), i.Address.String()) {
+			t.Errorf("guest has no %s with %s:\n%s", i.Name, i.Address, out)
+		}
+	}
+
+	client, server := l.Node(t, "client"), l.Node(t, "server")
+	dst := l.P.Node("server").Interfaces[0].Address.Addr().String()
+	ping, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst)
+	if err != nil {
+		t.Fatalf("ping through the VM forwarder: %v\n%s", err, ping)
+	}
+	// The server answers with TTL 64; one router (the guest) on the way back.
+	if m := regexp.MustCompile(`ttl=(\d+)`).FindStringSubmatch(string(ping)); m == nil || m[1] != "63" {
+		t.Errorf("ping through one forwarder: want ttl=63 (one hop):\n%s", ping)
+	} else {
+		t.Logf("ping through the VM forwarder (%s): %s", accel.TCGMark, lastLine(ping))
+	}
+
+	logPath := t.TempDir() + "/iperf3.log"
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				Bytes         int64   `json:"bytes"`
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	var iperfOut []byte
+	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
+		iperfOut, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
+		if err == nil || i == 19 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through the VM forwarder: %v\n%s", err, iperfOut)
+	}
+	if err := json.Unmarshal(iperfOut, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.End.SumReceived.Bytes == 0 {
+		t.Fatalf("iperf3 through the VM forwarder moved nothing:\n%s", iperfOut)
+	}
+	t.Logf("iperf3 TCP client container -> VM forwarder -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+
+	if cpu, err := fwd.CPU(); err != nil || cpu.User+cpu.System == 0 {
+		t.Errorf("CPU of the VM node (QEMU in its cgroup) = %+v, %v; want some time", cpu, err)
+	}
+	info, err := l.D.Inspect(ctx, l.P.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ni := range info.Nodes {
+		if ni.Error != "" {
+			t.Errorf("inspect of node %s: %s", ni.Name, ni.Error)
+		}
+		switch {
+		case ni.Name == "fwd" && (!strings.Contains(ni.Machine, "1 vCPU, 512 MiB") || ni.Down != ""):
+			t.Errorf("inspect of the VM node: machine %q, down %q", ni.Machine, ni.Down)
+		case ni.Name == "fwd" && rec.Accel.Emulated() && !strings.Contains(ni.Machine, accel.TCGMark):
+			t.Errorf("inspect of a TCG VM lacks the mark %q: %q", accel.TCGMark, ni.Machine)
+		case ni.Name != "fwd" && ni.Machine != "":
+			t.Errorf("inspect calls container node %s a machine: %q", ni.Name, ni.Machine)
+		}
+	}
+
+	// The path is the guest's: without QEMU nothing crosses (the container that is its host
+	// side forwards nothing), and inspect says the node is down.
+	for _, pid := range vm.QEMUPids(l.P.Lab) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(vm.QEMUPids(l.P.Lab)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := client.Output(ctx, nil, "ping", "-c", "2", "-i", "0.2", "-W", "1", dst); err == nil {
+		t.Errorf("ping crossed the lab with the VM's QEMU killed:\n%s", out)
+	}
+	if info, err = l.D.Inspect(ctx, l.P.Lab); err != nil {
+		t.Fatal(err)
+	}
+	for _, ni := range info.Nodes {
+		if ni.Name == "fwd" && !strings.Contains(ni.Down, "QEMU") {
+			t.Errorf("inspect after QEMU was killed: down %q", ni.Down)
+		}
+	}
+}
+
+// lastLine is the last non-empty line of a command's output.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// assertNoDockerVMLeft fails when anything of a docker lab with VMs is left: containers,
+// networks, host rules or the VMs' run directory (the docker runtime's leftovers), QEMU, the
+// VMs' named namespaces (and the taps in them), cgroups.
+func assertNoDockerVMLeft(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	left, err := (docker.Runtime{}).Leftovers(ctx, p.Lab)
+	if err != nil {
+		t.Errorf("list what lab %s left: %v", p.Lab, err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab %s left %v", p.Lab, left)
+	}
+	assertNoVMLeft(t, p)
+}
