@@ -3,18 +3,27 @@ package vm_test
 import (
 	"context"
 	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
 	"regexp"
+	"slices"
 	"strings"
 	"syscall"
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // dockerLab is a docker lab with a VM forwarder between two containers. Its pool keeps clear
@@ -197,4 +206,94 @@ func assertNoDockerVMLeft(t *testing.T, p *plan.Plan) {
 		t.Errorf("lab %s left %v", p.Lab, left)
 	}
 	assertNoVMLeft(t, p)
+}
+
+// deployChildEnv makes this test binary deploy a lab and wait to be killed: "ROOT FILE" (the
+// journal root and the lab file).
+const deployChildEnv = "SFCLAB_VM_TEST_DEPLOY"
+
+// deployChild deploys the lab of deployChildEnv, then waits to be killed; a failed deploy
+// exits 1.
+func deployChild() {
+	root, file, _ := strings.Cut(os.Getenv(deployChildEnv), " ")
+	data, err := os.ReadFile(file)
+	if err == nil {
+		var lab *spec.Lab
+		if lab, err = spec.Decode(data, file, kinds.Spec()); err == nil {
+			var p *plan.Plan
+			if p, err = plan.Build(lab); err == nil {
+				d := &deploy.Deployer{Journal: journal.Journal{Root: root}}
+				_, err = d.Deploy(context.Background(), p, file)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deploy:", err)
+		os.Exit(1)
+	}
+	select {}
+}
+
+// After kill -9 of a docker lab's deploy while its VM boots (containers and networks made,
+// QEMU running in the VM node's container namespace, the guest not up yet), the lab is found
+// as destroy --all finds it (its journal, and the engine's labels) and destroy leaves no
+// container, network, QEMU, named namespace (with the taps), run directory or cgroup.
+func TestDockerVMKill9ThenDestroy(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	const lab = "t-vmdock-k9"
+	src := strings.Replace(dockerLab, "t-vmdock-fwd", lab, 1)
+	p := labtest.Plan(t, src)
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf}
+	t.Cleanup(func() {
+		_ = d.Destroy(context.Background(), lab)
+		assertNoDockerVMLeft(t, p)
+	})
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), deployChildEnv+"="+root+" "+file)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(120 * time.Second) // the guest image is built first
+	for len(vm.QEMUPids(lab)) == 0 {
+		select {
+		case err := <-exited:
+			t.Fatalf("the deploy ended before QEMU started: %v\n%s", err, stderr.String())
+		case <-deadline:
+			_ = child.Process.Kill()
+			t.Fatal("the deploy never started QEMU")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_ = child.Process.Signal(syscall.SIGKILL)
+	<-exited
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if left, _ := (docker.Runtime{}).Leftovers(ctx, lab); !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "container ") }) {
+		t.Fatalf("test setup: the killed deploy left no container to clean: %v", left)
+	}
+	if ns, _ := netdev.ListNetns(plan.NetnsName(lab, "fwd")); len(ns) == 0 {
+		t.Fatal("test setup: the killed deploy left no VM host-side namespace")
+	}
+	// destroy --all finds the lab by its journal, and by the engine's labels were the journal lost.
+	if labs, _ := d.Journal.Labs(); !slices.Contains(labs, lab) {
+		t.Errorf("the journal does not list the killed lab: %v", labs)
+	}
+	if labs, _ := (docker.Runtime{StateRoot: root}).Labs(ctx); !slices.Contains(labs, lab) {
+		t.Errorf("the engine's labels do not give the killed lab: %v", labs)
+	}
+	if err := d.Destroy(ctx, lab); err != nil {
+		t.Fatalf("destroy after kill -9: %v", err)
+	}
+	assertNoDockerVMLeft(t, p)
 }
