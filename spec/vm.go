@@ -74,18 +74,18 @@ func (v *validator) vm(what string, m *VM) {
 	}
 }
 
-// dockerVM refuses what a VM node of a docker lab cannot be yet. What works: a routed lab on
-// the machine itself (no hosts:), its VM nodes' host sides their containers (runtime docker
-// boots the guests in the containers' namespaces, spliced to the Docker networks' interfaces:
-// docs/vm.md, "VMs in docker labs").
+// dockerVM refuses what a VM node of a docker lab cannot be yet. What works: a routed lab, or
+// a transparent one, on the machine itself (no hosts:, or one host), its VM nodes' host sides
+// their containers (runtime docker boots the guests in the containers' namespaces, spliced to
+// the Docker networks' interfaces: docs/vm.md, "VMs in docker labs").
 func (v *validator) dockerVM(what string, m *VM) {
-	const how = "a docker lab's VM boots in its node's container, spliced to the interfaces Docker gave it (docs/vm.md)"
+	const how = "a docker lab's VM boots in its node's container, spliced to the interfaces Docker gave it, which was built and tested on the machine itself (docs/vm.md)"
 	switch {
-	case v.lab.Steering == SteeringTransparent:
-		v.bad(m.Pos, "%s: vm: not in a transparent docker lab yet: %s, which was built and tested for routed labs only; use runtime: netns (or vm) for a transparent lab with VMs", what, how)
-	case len(v.lab.Hosts) > 0:
-		v.bad(m.Pos, "%s: vm: not in a docker lab on emulated hosts (hosts:) yet: %s on the machine itself, and the ports of containers on emulated hosts are made by package hosts; remove hosts: or use runtime: netns", what, how)
+	case v.lab.Steering == SteeringTransparent && len(v.lab.Hosts) > 1:
+		v.bad(m.Pos, "%s: vm: not in a docker lab on several emulated hosts yet: %s; there the containers' ports come from package hosts; use one host, or runtime: netns (or vm)", what, how)
+	case v.lab.Steering != SteeringTransparent && len(v.lab.Hosts) > 0:
+		v.bad(m.Pos, "%s: vm: not in a routed docker lab on emulated hosts (hosts:) yet: %s; there the containers' ports come from package hosts; remove hosts: or use runtime: netns (or vm)", what, how)
 	case v.lab.Docker.Attach == AttachNAT:
-		v.bad(m.Pos, "%s: vm: not with docker attach nat yet: %s, and the published port's DNAT into a guest was not tested; use attach: routed", what, how)
+		v.bad(m.Pos, "%s: vm: not with docker attach nat yet: %s, with attach routed; the published port's DNAT into a guest was not tested; use attach: routed", what, how)
 	}
 }

@@ -66,9 +66,13 @@ func TestVMDockerRefused(t *testing.T) {
 	docker := strings.Replace(vmBase, "name: vmlab\n", "name: vmlab\nruntime: docker\n", 1)
 	transparent := strings.NewReplacer("hosts: [h1, h2]", "runtime: docker\nhosts: [h1]\nnetworks: [net, net2]",
 		"a: {kind: forwarder, ports: {in: net, out: net}}", "a: {kind: forwarder, vm: {}, ports: {in: net, out: net2}}").Replace(transparentBase)
+	// A transparent docker lab on the machine itself (one host) takes them.
+	if _, err := spec.Decode([]byte(transparent), "t.yaml", kinds.Spec()); err != nil {
+		t.Errorf("a VM in a one-host transparent docker lab: %v", err)
+	}
 	for _, tc := range []struct{ name, src, want string }{
-		{"transparent", transparent, `t.yaml:10:28: function "a": vm: not in a transparent docker lab yet`},
-		{"hosts", strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), `t.yaml:10:9: function "fwd": vm: not in a docker lab on emulated hosts (hosts:) yet`},
+		{"transparent on hosts", strings.Replace(transparent, "hosts: [h1]", "hosts: [h1, h2]", 1), `t.yaml:10:28: function "a": vm: not in a docker lab on several emulated hosts yet`},
+		{"routed on hosts", strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), `t.yaml:10:9: function "fwd": vm: not in a routed docker lab on emulated hosts (hosts:) yet`},
 		{"nat", strings.Replace(docker, "runtime: docker\n", "runtime: docker\ndocker: {attach: nat}\n", 1), `t.yaml:10:9: function "fwd": vm: not with docker attach nat yet`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -79,7 +83,7 @@ func TestVMDockerRefused(t *testing.T) {
 		})
 	}
 	// Without vm: the same labs decode.
-	for _, src := range []string{strings.Replace(transparent, "vm: {}, ", "", 1), strings.Replace(strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), "    vm: {cpus: 2}\n", "", 1)} {
+	for _, src := range []string{strings.Replace(strings.Replace(transparent, "hosts: [h1]", "hosts: [h1, h2]", 1), "vm: {}, ", "", 1), strings.Replace(strings.Replace(docker, "runtime: docker\n", "runtime: docker\nhosts: [h1]\n", 1), "    vm: {cpus: 2}\n", "", 1)} {
 		if _, err := spec.Decode([]byte(src), "t.yaml", kinds.Spec()); err != nil {
 			t.Errorf("the lab without vm: refused: %v\n%s", err, src)
 		}

@@ -644,19 +644,23 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 	t0 = time.Now()
 	defer r.trace(StepOpenNS, t0)
 	nsPath := fmt.Sprintf("/proc/%d/ns/net", st.Pid)
-	if p.HostPorts() {
-		// Package hosts and steering find a node's namespace by its name, as a netns node's.
+	if p.HostPorts() || n.VM != nil {
+		// Package hosts and steering find a node's namespace by its name, as a netns node's;
+		// so does runtime vm, which starts a VM node's QEMU in it (machines.go).
 		u.Push("netns "+n.Netns, func() error { return netdev.DeleteNetns(n.Netns) })
 		if err := netdev.BindNetns(n.Netns, nsPath); err != nil {
 			return nil, fmt.Errorf("name the namespace of container %s: %w", name, err)
 		}
-		return netdev.OpenNS(n.Netns)
 	}
 	if n.VM != nil {
-		// The container is the VM's host side: QEMU runs in its namespace (machines.go).
-		if err := vm.HostSide(p, n, nsPath, u); err != nil {
+		// The container is the VM's host side: QEMU's threads are accounted in the node's
+		// cgroup (machines.go).
+		if err := vm.HostSide(p, n, u); err != nil {
 			return nil, fmt.Errorf("create container %s: %w", name, err)
 		}
+	}
+	if p.HostPorts() {
+		return netdev.OpenNS(n.Netns)
 	}
 	return netdev.OpenNSPath(nsPath, name)
 }
@@ -746,6 +750,9 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 	r.trace(StageLink, start)
 	if err != nil {
 		return err
+	}
+	if p.Transparent != nil {
+		return nil // its VMs boot in the steering step (BootOnPorts)
 	}
 	// The VMs boot once their containers' interfaces have the plan's names (machines.go).
 	return r.Machines.BootMachines(ctx, p, ns)
