@@ -690,7 +690,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id, name string) e
 }
 
 // checkPrograms verifies that a lab's own image has every program the functions and run
-// commands need, before anything runs in it.
+// commands of its containers need (a VM node's run in its guest), before anything runs in it.
 func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.Plan) error {
 	needs, err := kinds.Needs(p)
 	if err != nil {
@@ -702,8 +702,19 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 	progs := make([]string, 0, len(needs))
 	who := map[string][]string{}
 	for _, n := range needs {
+		// A VM node's programs come from the host, into its guest image (runtime vm).
+		nodes := slices.DeleteFunc(slices.Clone(n.Nodes), func(name string) bool {
+			pn := p.Node(name)
+			return pn != nil && pn.VM != nil
+		})
+		if len(nodes) == 0 {
+			continue
+		}
 		progs = append(progs, n.Program)
-		who[n.Program] = n.Nodes
+		who[n.Program] = nodes
+	}
+	if len(progs) == 0 {
+		return nil
 	}
 	node, err := r.openNode(ctx, cli, p.Lab, p.Nodes[0].Name)
 	if err != nil {
