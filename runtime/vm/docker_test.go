@@ -440,3 +440,36 @@ func TestDockerTransparentVMFunction(t *testing.T) {
 		t.Errorf("ping crossed the lab with the VM's QEMU killed:\n%s", out)
 	}
 }
+
+// TestDockerVMProgramsChecked: a program a docker lab's VM node starts must be on the host, its
+// guest image's source (the containers' image is no help to a guest): Preflight says which,
+// for which VM, before anything is created; a container node's programs are not asked of the
+// host.
+func TestDockerVMProgramsChecked(t *testing.T) {
+	labtest.RequireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	const missing = "sfclab-no-such-program-7f3a"
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"vm node", "  server: {kind: server}\n", "  server: {kind: server, vm: {}, run: [\"" + missing + " --x\"]}\n",
+			"not installed: " + missing + " (needed by VM server)"},
+		{"container node", "  server: {kind: server}\n", "  server: {kind: server, run: [\"" + missing + " --x\"]}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := labtest.Plan(t, strings.Replace(dockerLab, tc.old, tc.new, 1))
+			err := (vm.Runtime{}).CheckMachines(context.Background(), p)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckMachines = %v, want nil (a container's program is its image's)", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("CheckMachines = %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}

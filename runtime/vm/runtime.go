@@ -99,11 +99,49 @@ func (r Runtime) CheckMachines(ctx context.Context, p *plan.Plan) error {
 	if _, err := exec.LookPath("busybox"); err != nil {
 		return errors.New("busybox is not installed: apt-get install busybox-static")
 	}
+	if err := checkGuestPrograms(p); err != nil {
+		return err
+	}
 	memMiB, err := hostMemMiB()
 	if err != nil {
 		return err
 	}
 	return checkLimits(p, goruntime.NumCPU(), memMiB)
+}
+
+// checkGuestPrograms checks that every program the VM nodes' kinds and run commands start is
+// installed on the host, which their guest images copy it from (in a docker lab the
+// containers' image may have it and the host not).
+func checkGuestPrograms(p *plan.Plan) error {
+	sets, err := ProgramSets(p)
+	if err != nil {
+		return err
+	}
+	who := map[string][]string{}
+	var progs []string
+	for _, set := range sets {
+		for _, prog := range set.Programs {
+			if _, err := exec.LookPath(prog); err != nil {
+				if who[prog] == nil {
+					progs = append(progs, prog)
+				}
+				who[prog] = append(who[prog], set.Nodes...)
+			}
+		}
+	}
+	if len(progs) == 0 {
+		return nil
+	}
+	slices.Sort(progs)
+	var missing []string
+	for _, prog := range progs {
+		hint := ""
+		if pkg, ok := netns.Packages[prog]; ok {
+			hint = "; install it: apt-get install " + pkg
+		}
+		missing = append(missing, fmt.Sprintf("%s (needed by VM %s)%s", prog, strings.Join(who[prog], ", "), hint))
+	}
+	return fmt.Errorf("check programs of the VMs' guest images (copied from this host): not installed: %s", strings.Join(missing, "; "))
 }
 
 // checkLimits refuses a VM with more vCPUs than host cores, more memory than the host has,
