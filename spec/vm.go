@@ -74,18 +74,12 @@ func (v *validator) vm(what string, m *VM) {
 	}
 }
 
-// dockerVM refuses what a VM node of a docker lab cannot be yet. What works: a routed lab, or
-// a transparent one, on the machine itself (no hosts:, or one host), its VM nodes' host sides
+// dockerVM refuses what a VM node of a docker lab cannot be yet. What works: routed and
+// transparent labs, on the machine itself or on emulated hosts, their VM nodes' host sides
 // their containers (runtime docker boots the guests in the containers' namespaces, spliced to
-// the Docker networks' interfaces: docs/vm.md, "VMs in docker labs").
+// their interfaces: docs/vm.md, "VMs in docker labs").
 func (v *validator) dockerVM(what string, m *VM) {
-	const how = "a docker lab's VM boots in its node's container, spliced to the interfaces Docker gave it, which was built and tested on the machine itself (docs/vm.md)"
-	switch {
-	case v.lab.Steering == SteeringTransparent && len(v.lab.Hosts) > 1:
-		v.bad(m.Pos, "%s: vm: not in a docker lab on several emulated hosts yet: %s; there the containers' ports come from package hosts; use one host, or runtime: netns (or vm)", what, how)
-	case v.lab.Steering != SteeringTransparent && len(v.lab.Hosts) > 0:
-		v.bad(m.Pos, "%s: vm: not in a routed docker lab on emulated hosts (hosts:) yet: %s; there the containers' ports come from package hosts; remove hosts: or use runtime: netns (or vm)", what, how)
-	case v.lab.Docker.Attach == AttachNAT:
-		v.bad(m.Pos, "%s: vm: not with docker attach nat yet: %s, with attach routed; the published port's DNAT into a guest was not tested; use attach: routed", what, how)
+	if v.lab.Docker.Attach == AttachNAT {
+		v.bad(m.Pos, "%s: vm: not with docker attach nat yet: a docker lab's VM boots in its node's container, spliced to the interfaces Docker gave it, which was built and tested with attach routed; the published port's DNAT into a guest was not tested; use attach: routed", what)
 	}
 }

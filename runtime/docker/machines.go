@@ -18,7 +18,8 @@ import (
 // interfaces have the plan's names, splices a tap to each and boots QEMU in that namespace and
 // cgroup, the guest's NICs taking the interfaces' MACs and the guest the node's addresses and
 // routes (vm.Runtime.BootMachines). A transparent lab's VMs boot in deploy's steering step
-// instead (BootOnPorts), their guests the bumps in the wire. So the Docker bridge sees the same endpoint, MAC and address it
+// instead, their guests the bumps in the wire, and a lab on emulated hosts boots them once
+// package hosts has given the containers their ports (BootOnPorts). So the Docker bridge sees the same endpoint, MAC and address it
 // made; the container's own stack keeps the address but gets no frame (tc redirects every one
 // to the tap). Node gives the guest agent. Destroy is shared: runtime vm's kills QEMU and
 // removes the run directory, runtime netns's kills what is in the lab's cgroups and deletes the

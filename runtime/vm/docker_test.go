@@ -473,3 +473,107 @@ func TestDockerVMProgramsChecked(t *testing.T) {
 		})
 	}
 }
+
+// TestDockerVMOnHosts deploys docker labs on two emulated hosts (the containers' ports made by
+// package hosts, VXLAN between the hosts) whose forwarder is a VM on the other host than its
+// endpoints: routed, and transparent. Ping crosses the guest (TTL 63: one kernel forwarding
+// each way, the guest's) and the guest's NICs counted the pings. Destroy leaves nothing.
+func TestDockerVMOnHosts(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	for _, tc := range []struct{ name, lab string }{
+		{"routed", `
+name: t-vmdock-hr
+runtime: docker
+addressing: {pool: 198.19.248.0/21}
+hosts: [h1, h2]
+endpoints:
+  client: {kind: client, host: h1}
+  server: {kind: server, host: h1}
+functions:
+  fwd: {kind: forwarder, host: h2, vm: {}}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`},
+		{"transparent", `
+name: t-vmdock-ht
+runtime: docker
+steering: transparent
+addressing: {pool: 198.19.248.0/21}
+hosts: [h1, h2]
+endpoints:
+  client: {kind: client, host: h1}
+  server: {kind: server, host: h1}
+functions:
+  fwd: {kind: forwarder, host: h2, vm: {}}
+port_pairs:
+  pp: {ingress: fwd.eth0, egress: fwd.eth0}
+port_pair_groups:
+  g-fwd: {port_pairs: [pp]}
+flow_classifiers:
+  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+port_chains:
+  c: {flow_classifiers: [ping], port_pair_groups: [g-fwd], chain_parameters: {symmetric: true}}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := labtest.Plan(t, tc.lab)
+			t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+			l := labtest.Deploy(t, tc.lab)
+			if l.P.Runtime != spec.RuntimeDocker || !l.P.HostPorts() {
+				t.Fatalf("plan runtime %q, host ports %v: want docker with ports from package hosts", l.P.Runtime, l.P.HostPorts())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			fwd, client := l.Node(t, "fwd"), l.Node(t, "client")
+			var ifs []string
+			var dst string
+			if l.P.Transparent != nil {
+				for _, pt := range l.P.Transparent.Node("fwd").Ports {
+					ifs = append(ifs, pt.Ifname)
+				}
+				dst = l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
+			} else {
+				for _, i := range l.P.Node("fwd").Interfaces {
+					ifs = append(ifs, i.Name)
+				}
+				dst = l.P.Node("server").Interfaces[0].Address.Addr().String()
+			}
+			counts := func() map[string]int {
+				m := map[string]int{}
+				for _, i := range ifs {
+					for _, c := range []string{"rx_packets", "tx_packets"} {
+						out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i+"/statistics/"+c)
+						if err != nil {
+							t.Fatalf("read the guest's %s counter of %s: %v", c, i, err)
+						}
+						m[i+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
+					}
+				}
+				return m
+			}
+			before := counts()
+			out, err := client.Output(ctx, nil, "ping", "-c", "5", "-i", "0.2", "-W", "2", dst)
+			if err != nil {
+				t.Fatalf("ping through the VM forwarder on the other host: %v\n%s", err, out)
+			}
+			ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
+			if len(ttls) == 0 {
+				t.Fatalf("no reply TTL in ping's output:\n%s", out)
+			}
+			for _, m := range ttls {
+				if m[1] != "63" {
+					t.Errorf("ping reply with ttl=%s, want 63 (one forwarding hop, the guest):\n%s", m[1], out)
+					break
+				}
+			}
+			for k, v := range counts() {
+				if v-before[k] < 5 {
+					t.Errorf("guest counter %s went from %d to %d over 5 pings", k, before[k], v)
+				}
+			}
+			t.Logf("ping through the VM forwarder on h2 (%s): %s", accel.TCGMark, lastLine(out))
+		})
+	}
+}
