@@ -227,7 +227,7 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			err = cerr
 		}
 	}()
-	deployLabels := map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": p.Runtime}
+	deployLabels := map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": runtimeLabel(p)}
 	if p.Transparent != nil {
 		deployLabels["steering"], deployLabels["hosts"] = "transparent", strconv.Itoa(len(p.Transparent.Hosts))
 	}

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
 
@@ -32,5 +33,26 @@ func TestKVMStatusPVMNotUsable(t *testing.T) {
 	kvm := accel.Facts{DevKVM: true, CPUFlags: "fpu pni vmx"}
 	if s := kvmStatus(kvm, "ok"); !strings.HasPrefix(s, "usable: ") || !strings.Contains(s, "vmx flag present") {
 		t.Errorf("KVM host: %q", s)
+	}
+}
+
+// TestRuntimeLabel: a docker lab with a VM node is labelled docker+vm (the report marks its
+// figures under TCG as runtime vm's); other plans keep their runtime.
+func TestRuntimeLabel(t *testing.T) {
+	vmNode := &plan.Node{Name: "fwd", VM: &plan.VM{CPUs: 1, Memory: 512}}
+	ct := &plan.Node{Name: "client"}
+	for _, tc := range []struct {
+		runtime string
+		nodes   []*plan.Node
+		want    string
+	}{
+		{"docker", []*plan.Node{ct, vmNode}, "docker+vm"},
+		{"docker", []*plan.Node{ct}, "docker"},
+		{"vm", []*plan.Node{ct, vmNode}, "vm"},
+		{"netns", []*plan.Node{ct}, "netns"},
+	} {
+		if got := runtimeLabel(&plan.Plan{Runtime: tc.runtime, Nodes: tc.nodes}); got != tc.want {
+			t.Errorf("runtime %s, %d nodes: label %q, want %q", tc.runtime, len(tc.nodes), got, tc.want)
+		}
 	}
 }

@@ -1,7 +1,10 @@
 package bench
 
 import (
+	"slices"
+
 	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 	"github.com/sfclab/sfclab/spec"
@@ -26,13 +29,20 @@ func addVMEnv(env map[string]string, e *experiment.Experiment) {
 	}
 }
 
+// hasVMNode reports whether a scenario's lab has a VM node, whichever runtime it is on (runtime
+// vm, or a docker lab whose VMs runtime docker boots).
 func hasVMNode(s *experiment.Scenario) bool {
-	if s.Plan.Runtime == spec.RuntimeVM {
-		for _, n := range s.Plan.Nodes {
-			if n.VM != nil {
-				return true
-			}
-		}
+	return slices.ContainsFunc(s.Plan.Nodes, func(n *plan.Node) bool { return n.VM != nil })
+}
+
+// runtimeLabel is the runtime a plan's samples are labelled with: its runtime, and "+vm" after
+// it when the runtime is not vm but some node is a VM (a docker lab with a VM function:
+// "docker+vm"), so that the report marks its figures as it marks runtime vm's under TCG
+// (report.Report.Emulated) and does not set them against the containers' baseline as plain
+// docker.
+func runtimeLabel(p *plan.Plan) string {
+	if p.Runtime != spec.RuntimeVM && slices.ContainsFunc(p.Nodes, func(n *plan.Node) bool { return n.VM != nil }) {
+		return p.Runtime + "+" + spec.RuntimeVM
 	}
-	return false
+	return p.Runtime
 }

@@ -59,7 +59,7 @@ func (b *build) steering(ctx context.Context) error {
 	case p.HostPorts():
 		ports, err = b.hostPorts(ctx)
 	default:
-		ports, err = b.dockerPorts()
+		ports, err = b.dockerPorts(ctx)
 	}
 	if err != nil {
 		return err
@@ -163,26 +163,33 @@ func (b *build) hostPorts(ctx context.Context) ([]steeringPort, error) {
 // dockerPorts makes the functions' containers bumps in the wire and returns where each port's
 // program goes: the host-side end of the container interface's veth, which the engine put on
 // the network's bridge in the machine's own namespace (the lab's one emulated host). The
-// runtime has created the containers on their networks and named their interfaces.
-func (b *build) dockerPorts() ([]steeringPort, error) {
+// runtime has created the containers on their networks and named their interfaces. A VM
+// node's container is its host side: the runtime boots the guest on the container's
+// interfaces first (bootOnPorts), and the guest, given the port's IPv6 address, is the bump.
+func (b *build) dockerPorts(ctx context.Context) ([]steeringPort, error) {
 	t := b.p.Transparent
+	if err := b.bootOnPorts(ctx); err != nil {
+		return nil, err
+	}
 	var ports []steeringPort
 	for _, n := range t.Nodes {
 		ns := b.ns[n.Name]
 		if ns == nil {
 			return nil, fmt.Errorf("node %s: no namespace handle", n.Name)
 		}
-		// The engine's networks are IPv4 (the Docker daemon needs IPv6 configured to give
-		// containers IPv6 addresses): the IPv6 addresses are added here, as on netns.
-		for _, pt := range n.Ports {
-			if pt.Address6.IsValid() {
-				if err := hosts.AddAddr6(ns, pt.Ifname, pt.Address6); err != nil {
-					return nil, fmt.Errorf("node %s: %w", n.Name, err)
+		if !isMachine(b.p, n.Name) {
+			// The engine's networks are IPv4 (the Docker daemon needs IPv6 configured to give
+			// containers IPv6 addresses): the IPv6 addresses are added here, as on netns.
+			for _, pt := range n.Ports {
+				if pt.Address6.IsValid() {
+					if err := hosts.AddAddr6(ns, pt.Ifname, pt.Address6); err != nil {
+						return nil, fmt.Errorf("node %s: %w", n.Name, err)
+					}
 				}
 			}
-		}
-		if err := bumpInTheWire(ns, n); err != nil {
-			return nil, err
+			if err := bumpInTheWire(ns, n); err != nil {
+				return nil, err
+			}
 		}
 		for _, pt := range n.Ports {
 			idx, mac, err := hosts.PeerOf(ns, pt.Ifname)

@@ -171,7 +171,11 @@ func (b *builder) groupNodes(name string) []*Node {
 			if vm != nil {
 				n.VM = &VM{CPUs: vm.CPUs, Memory: vm.Memory, Pin: vm.Pin, NIC: vm.NIC,
 					Where: (&spec.Error{File: lab.File, Pos: vm.Pos}).Where()}
-				b.plan.Runtime = spec.RuntimeVM
+				if !lab.Traits().Containers {
+					// a namespace lab with a VM: runtime vm builds on netns; a docker lab
+					// stays docker, its runtime boots the VMs in their containers
+					b.plan.Runtime = spec.RuntimeVM
+				}
 			}
 			b.nodes[nn] = n
 			b.plan.Nodes = append(b.plan.Nodes, n)

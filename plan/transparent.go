@@ -228,7 +228,9 @@ func (b *builder) transparent() {
 			Weight: weight, Netns: n.Netns, Run: run, Host: host}
 		if vm != nil {
 			pn.VM = planVM(lab, vm)
-			b.plan.Runtime = spec.RuntimeVM
+			if !lab.Traits().Containers { // a docker lab's runtime boots its VMs
+				b.plan.Runtime = spec.RuntimeVM
+			}
 		}
 		if docker {
 			for _, pt := range n.Ports {

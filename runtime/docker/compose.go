@@ -153,8 +153,8 @@ var ErrNeedsDir = errors.New("its nodes read files written beside the compose fi
 // commands in each member's script (egress, as deploy shapes it), and a lab on one emulated
 // host as this machine with the host's cores as every container's cpuset. What it cannot is
 // refused with an error naming it, never dropped: several emulated hosts (ErrComposeHosts),
-// an attachment driver other than veth (ErrComposeDriver), transparent steering
-// (ErrTransparentExport).
+// an attachment driver other than veth (ErrComposeDriver), a VM node (ErrComposeVM),
+// transparent steering (ErrTransparentExport).
 // Equivalent to: sfclab export --format compose -o compose.yaml LAB.yaml; docker-compose -f compose.yaml up -d
 func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	if p.Transparent != nil {
@@ -167,6 +167,9 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 	for _, n := range p.Nodes {
 		if n.Driver != nil && n.Driver.Type != "" && n.Driver.Type != spec.DriverVeth {
 			return nil, fmt.Errorf("export lab %s: node %s: %w: driver %s; export it with the default driver (veth), or deploy it with sfclab deploy", p.Lab, n.Name, ErrComposeDriver, n.Driver.Type)
+		}
+		if n.VM != nil {
+			return nil, fmt.Errorf("export lab %s: node %s: %w; remove its vm: to export it as a container, or deploy it with sfclab deploy", p.Lab, n.Name, ErrComposeVM)
 		}
 	}
 	f := composeFile{Version: ComposeVersion, Services: map[string]composeService{}, Networks: map[string]composeNetwork{}}
@@ -439,6 +442,10 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 // ErrComposeDriver says a node's attachment driver has no compose form: sfclab attaches a
 // macvlan, moved device, SR-IOV VF or eBPF redirect itself, after the container starts.
 var ErrComposeDriver = errors.New("a compose file cannot attach an interface by another driver than veth (sfclab attaches it after the container starts)")
+
+// ErrComposeVM says a VM node (vm:) has no compose form: sfclab boots its QEMU in the node's
+// container namespace after the container starts (machines.go).
+var ErrComposeVM = errors.New("a compose file cannot boot a VM (sfclab starts QEMU in the node's container namespace, spliced to its interfaces, after the container starts)")
 
 // ErrComposeHosts says a lab on several emulated hosts has no compose form.
 var ErrComposeHosts = errors.New("emulated hosts are namespaces of their own joined by VXLAN over an underlay bridge, which a compose file cannot make")

@@ -44,6 +44,7 @@ func TestComposeExportRefuses(t *testing.T) {
 	}{
 		{"two hosts", "../../examples/hosts.yaml", docker.ErrComposeHosts, []string{"2 emulated hosts (h1, h2)", "VXLAN"}},
 		{"macvlan", strings.Replace(oneHostShaped, "client: {kind: client, host: h1}", "client: {kind: client, host: h1, driver: macvlan}", 1), docker.ErrComposeDriver, []string{"node client", "driver macvlan"}},
+		{"vm", "name: t-dk-cmpvm\nruntime: docker\nendpoints: {client: {}, server: {}}\nfunctions: {fwd: {kind: forwarder, vm: {}}}\nchains: [{from: client, to: server, hops: [fwd]}]\n", docker.ErrComposeVM, []string{"node fwd", "remove its vm:"}},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			var p *plan.Plan

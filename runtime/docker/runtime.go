@@ -38,6 +38,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/pool"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -66,6 +67,9 @@ type Runtime struct {
 	// Trace, when set, receives how long each engine request and stage of a deploy or destroy
 	// took (Step* and Stage* names); benchmarks set it to find where the time goes.
 	Trace func(step string, took time.Duration)
+	// Machines boots the lab's VM nodes (vm: on a node) in their containers' namespaces: see
+	// machines.go. The zero value builds guest images under vm.DefaultImageRoot.
+	Machines vm.Runtime
 }
 
 var _ runtime.Runtime = Runtime{}
@@ -129,6 +133,9 @@ func published(p *plan.Plan, s *plan.Segment) bool {
 // to r.Progress), another one is pulled.
 func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if err := runtime.CheckHostCPUs(p, cgroup.CheckCPUs); err != nil { // the engine would refuse each container later
+		return err
+	}
+	if err := r.Machines.CheckMachines(ctx, p); err != nil { // QEMU, a kernel, the VMs' sizes
 		return err
 	}
 	cli, err := r.client(ctx)
@@ -384,6 +391,10 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			return nil, fmt.Errorf("create container %s: node %s has no interface", ContainerName(p.Lab, n.Name), n.Name)
 		}
 	}
+	// The VMs' guest images are built (or found) before any container exists.
+	if err := r.Machines.PrepareMachines(p, u); err != nil {
+		return nil, err
+	}
 	var order []any
 	if p.HostPorts() {
 		// Package hosts gives the containers their ports: no Docker network, no bridge rules.
@@ -633,12 +644,22 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 	t0 = time.Now()
 	defer r.trace(StepOpenNS, t0)
 	nsPath := fmt.Sprintf("/proc/%d/ns/net", st.Pid)
-	if p.HostPorts() {
-		// Package hosts and steering find a node's namespace by its name, as a netns node's.
+	if p.HostPorts() || n.VM != nil {
+		// Package hosts and steering find a node's namespace by its name, as a netns node's;
+		// so does runtime vm, which starts a VM node's QEMU in it (machines.go).
 		u.Push("netns "+n.Netns, func() error { return netdev.DeleteNetns(n.Netns) })
 		if err := netdev.BindNetns(n.Netns, nsPath); err != nil {
 			return nil, fmt.Errorf("name the namespace of container %s: %w", name, err)
 		}
+	}
+	if n.VM != nil {
+		// The container is the VM's host side: QEMU's threads are accounted in the node's
+		// cgroup (machines.go).
+		if err := vm.HostSide(p, n, u); err != nil {
+			return nil, fmt.Errorf("create container %s: %w", name, err)
+		}
+	}
+	if p.HostPorts() {
 		return netdev.OpenNS(n.Netns)
 	}
 	return netdev.OpenNSPath(nsPath, name)
@@ -669,7 +690,7 @@ func removeContainer(ctx context.Context, cli *client.Client, id, name string) e
 }
 
 // checkPrograms verifies that a lab's own image has every program the functions and run
-// commands need, before anything runs in it.
+// commands of its containers need (a VM node's run in its guest), before anything runs in it.
 func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.Plan) error {
 	needs, err := kinds.Needs(p)
 	if err != nil {
@@ -681,8 +702,19 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 	progs := make([]string, 0, len(needs))
 	who := map[string][]string{}
 	for _, n := range needs {
+		// A VM node's programs come from the host, into its guest image (runtime vm).
+		nodes := slices.DeleteFunc(slices.Clone(n.Nodes), func(name string) bool {
+			pn := p.Node(name)
+			return pn != nil && pn.VM != nil
+		})
+		if len(nodes) == 0 {
+			continue
+		}
 		progs = append(progs, n.Program)
-		who[n.Program] = n.Nodes
+		who[n.Program] = nodes
+	}
+	if len(progs) == 0 {
+		return nil
 	}
 	node, err := r.openNode(ctx, cli, p.Lab, p.Nodes[0].Name)
 	if err != nil {
@@ -713,8 +745,7 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 		return nil // package hosts gives the containers their ports
 	}
 	start := time.Now()
-	defer r.trace(StageLink, start)
-	return r.parallel(ctx, len(p.Nodes), func(i int) error {
+	err := r.parallel(ctx, len(p.Nodes), func(i int) error {
 		n := p.Nodes[i]
 		h := ns[n.Name]
 		if h == nil {
@@ -727,6 +758,15 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 		}
 		return h.DelDefaultRoutes()
 	})
+	r.trace(StageLink, start)
+	if err != nil {
+		return err
+	}
+	if p.Transparent != nil {
+		return nil // its VMs boot in the steering step (BootOnPorts)
+	}
+	// The VMs boot once their containers' interfaces have the plan's names (machines.go).
+	return r.Machines.BootMachines(ctx, p, ns)
 }
 
 // nameInterfaces renames a container's interfaces to the plan's names, finding each by its
@@ -806,8 +846,12 @@ func renames(current map[string]bool, moves []move) ([]move, error) {
 
 // Node returns the running container of a deployed lab's node.
 func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
-	if p.Node(name) == nil {
+	pn := p.Node(name)
+	if pn == nil {
 		return nil, fmt.Errorf("find node %q in lab %q: no such node", name, p.Lab)
+	}
+	if pn.VM != nil {
+		return r.Machines.Node(ctx, p, name) // its guest, through the agent
 	}
 	cli, err := r.client(ctx)
 	if err != nil {
@@ -938,7 +982,8 @@ func (r Runtime) Leftovers(ctx context.Context, lab string) (out []string, err e
 			out = append(out, "network "+n.Name)
 		}
 	}
-	return out, nil
+	vms, _ := r.Machines.Leftovers(ctx, lab) // the VMs' run directory
+	return append(out, vms...), nil
 }
 
 // Destroy removes the lab's containers (with everything running in them), then its networks,

@@ -123,7 +123,7 @@ func (Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo)
 			ns.Close()
 		}
 	}
-	undo.Push("lab cgroup", func() error { return removeLabCgroup(p.Lab) })
+	undo.Push("lab cgroup", func() error { return RemoveLabCgroup(p.Lab) })
 	// Two workers: creating a namespace is mostly waiting in the kernel (mount and netns
 	// setup), so a second one overlaps that wait; more did not help on 2 cores.
 	err := pool.Run(ctx, len(keys), createWorkers, func(i int) error {
@@ -307,7 +307,7 @@ func (Runtime) Node(_ context.Context, p *plan.Plan, name string) (runtime.Node,
 // once.
 func (Runtime) Destroy(ctx context.Context, lab string) error {
 	var errs []error
-	if err := removeLabCgroup(lab); err != nil {
+	if err := RemoveLabCgroup(lab); err != nil {
 		errs = append(errs, err)
 	}
 	nsNames, err := labNamespaces(lab)
@@ -332,9 +332,9 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 // destroyWorkers is how many namespaces Destroy deletes at once.
 var destroyWorkers = goruntime.NumCPU()
 
-// removeLabCgroup removes the lab's parent cgroup once its nodes' groups are gone, and the
+// RemoveLabCgroup removes the lab's parent cgroup once its nodes' groups are gone, and the
 // sfclab groups above it when they are empty.
-func removeLabCgroup(lab string) error {
+func RemoveLabCgroup(lab string) error {
 	g, err := cgroup.Open("labs/" + lab)
 	if errors.Is(err, cgroup.ErrNotFound) {
 		return nil

@@ -26,10 +26,12 @@ type Options struct {
 
 // All returns the built-in runtimes by name.
 func All(o Options) map[string]runtime.Runtime {
+	// A docker lab's VM nodes are booted by the same vm runtime (docker.Runtime.Machines).
+	machines := vm.Runtime{Images: vm.Builder{Log: o.VMLog}, StateRoot: o.StateRoot}
 	return map[string]runtime.Runtime{
 		spec.RuntimeNetns:      netns.Runtime{},
-		spec.RuntimeDocker:     docker.Runtime{StateRoot: o.StateRoot, Progress: o.ImageProgress},
+		spec.RuntimeDocker:     docker.Runtime{StateRoot: o.StateRoot, Progress: o.ImageProgress, Machines: machines},
 		spec.RuntimeKubernetes: kubernetes.Runtime{StateRoot: o.StateRoot, Kubeconfig: o.Kubeconfig},
-		spec.RuntimeVM:         vm.Runtime{Images: vm.Builder{Log: o.VMLog}, StateRoot: o.StateRoot},
+		spec.RuntimeVM:         machines,
 	}
 }

@@ -80,6 +80,13 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if err := (netns.Runtime{}).Preflight(ctx, p); err != nil {
 		return err
 	}
+	return r.CheckMachines(ctx, p)
+}
+
+// CheckMachines is the VM nodes' part of Preflight, for any runtime that makes their host
+// side (this one, or runtime docker): QEMU, a kernel and busybox installed, and no VM asking
+// for more vCPUs or memory than the host has. A plan without VM nodes passes.
+func (r Runtime) CheckMachines(ctx context.Context, p *plan.Plan) error {
 	if !hasVM(p) {
 		return nil
 	}
@@ -92,11 +99,49 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if _, err := exec.LookPath("busybox"); err != nil {
 		return errors.New("busybox is not installed: apt-get install busybox-static")
 	}
+	if err := checkGuestPrograms(p); err != nil {
+		return err
+	}
 	memMiB, err := hostMemMiB()
 	if err != nil {
 		return err
 	}
 	return checkLimits(p, goruntime.NumCPU(), memMiB)
+}
+
+// checkGuestPrograms checks that every program the VM nodes' kinds and run commands start is
+// installed on the host, which their guest images copy it from (in a docker lab the
+// containers' image may have it and the host not).
+func checkGuestPrograms(p *plan.Plan) error {
+	sets, err := ProgramSets(p)
+	if err != nil {
+		return err
+	}
+	who := map[string][]string{}
+	var progs []string
+	for _, set := range sets {
+		for _, prog := range set.Programs {
+			if _, err := exec.LookPath(prog); err != nil {
+				if who[prog] == nil {
+					progs = append(progs, prog)
+				}
+				who[prog] = append(who[prog], set.Nodes...)
+			}
+		}
+	}
+	if len(progs) == 0 {
+		return nil
+	}
+	slices.Sort(progs)
+	var missing []string
+	for _, prog := range progs {
+		hint := ""
+		if pkg, ok := netns.Packages[prog]; ok {
+			hint = "; install it: apt-get install " + pkg
+		}
+		missing = append(missing, fmt.Sprintf("%s (needed by VM %s)%s", prog, strings.Join(who[prog], ", "), hint))
+	}
+	return fmt.Errorf("check programs of the VMs' guest images (copied from this host): not installed: %s", strings.Join(missing, "; "))
 }
 
 // checkLimits refuses a VM with more vCPUs than host cores, more memory than the host has,
@@ -189,21 +234,33 @@ func (Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 // CreateNodes builds (or finds) the guest images, then creates every node as netns does: VM
 // nodes get their host-side namespace and cgroup there.
 func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
-	if hasVM(p) {
-		ims, err := r.images(p)
-		if err != nil {
-			return nil, err
-		}
-		if err := checkMemory(p, ims); err != nil {
-			return nil, err
-		}
-		if err := os.MkdirAll(filepath.Join(RunRoot, p.Lab), 0o700); err != nil {
-			return nil, fmt.Errorf("create VM run directory: %w", err)
-		}
-		lab := p.Lab
-		undo.Push("VM run directory", func() error { return os.RemoveAll(filepath.Join(RunRoot, lab)) })
+	if err := r.PrepareMachines(p, undo); err != nil {
+		return nil, err
 	}
 	return (netns.Runtime{}).CreateNodes(ctx, p, undo)
+}
+
+// PrepareMachines builds (or finds) the guest images of the plan's VM nodes, refuses a VM whose
+// memory its image does not fit in, and makes the lab's VM run directory (undone by undo),
+// before any node exists: CreateNodes' first step here and runtime docker's. A plan without VM
+// nodes needs nothing.
+func (r Runtime) PrepareMachines(p *plan.Plan, undo runtime.Undo) error {
+	if !hasVM(p) {
+		return nil
+	}
+	ims, err := r.images(p)
+	if err != nil {
+		return err
+	}
+	if err := checkMemory(p, ims); err != nil {
+		return err
+	}
+	if err := os.MkdirAll(filepath.Join(RunRoot, p.Lab), 0o700); err != nil {
+		return fmt.Errorf("create VM run directory: %w", err)
+	}
+	lab := p.Lab
+	undo.Push("VM run directory", func() error { return os.RemoveAll(filepath.Join(RunRoot, lab)) })
+	return nil
 }
 
 // lastImages are the images the last plan's VM nodes were given: a deploy asks for them in
@@ -297,7 +354,21 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.N
 	if err := (netns.Runtime{}).Link(ctx, p, ns, undo); err != nil {
 		return err
 	}
-	if !hasVM(p) || p.Transparent != nil {
+	if p.Transparent != nil {
+		return nil
+	}
+	return r.BootMachines(ctx, p, ns)
+}
+
+// BootMachines boots every VM node of a routed plan at once on its host-side namespace
+// (ns[node], which holds the node's interfaces with the plan's names: veth ends of the netns
+// runtime's, or a container's Docker-made interfaces) and waits for them all; each guest is
+// given the node's addresses, routes, rules and sysctls. The namespace must also be reachable
+// by its name (plan.Node.Netns): QEMU starts in it by that name, and the node's cgroup
+// (labs/LAB/NODE) must exist for QEMU's CPU to be accounted. A plan without VM nodes boots
+// nothing.
+func (r Runtime) BootMachines(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS) error {
+	if !hasVM(p) {
 		return nil
 	}
 	return r.bootAll(ctx, p, ns, guestConfig)

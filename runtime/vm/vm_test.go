@@ -33,6 +33,9 @@ func TestMain(m *testing.M) {
 		}
 		os.Exit(0)
 	}
+	if os.Getenv(deployChildEnv) != "" {
+		deployChild() // a deploy for a kill -9 test (docker_test.go); does not return
+	}
 	code := m.Run()
 	if agentDir != "" {
 		os.RemoveAll(agentDir)

@@ -1,0 +1,579 @@
+package vm_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/vm"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+// dockerLab is a docker lab with a VM forwarder between two containers. Its pool keeps clear
+// of other labs' Docker networks (labtest plans without asking the engine what is taken).
+const dockerLab = `
+name: t-vmdock-fwd
+runtime: docker
+addressing: {pool: 198.19.248.0/21}
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd:
+    kind: forwarder
+    vm: {cpus: 1, memory: 512}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
+
+// requireDocker skips loudly when the engine does not answer or sfclab's node image is not
+// built (a build is minutes: `sfclab images build`).
+func requireDocker(t *testing.T) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	if err := (docker.Runtime{}).Reachable(ctx); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if ok, err := (docker.Runtime{}).ImageExists(ctx, docker.DefaultImage()); err != nil || !ok {
+		t.Skipf("SKIPPED LOUDLY: node image %s is not built (%v): sfclab images build", docker.DefaultImage(), err)
+	}
+}
+
+// TestDockerVMForwarder deploys a docker lab whose forwarder is a VM (its host side the node's
+// container) between two containers: ping crosses the guest (TTL one lower than the server
+// sent, and no answer once QEMU is gone), iperf3 carries traffic, inspect calls the node a
+// machine (with the TCG mark under TCG) and reads its CPU; destroy leaves no container,
+// network, QEMU, namespace, run directory or cgroup.
+func TestDockerVMForwarder(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	p := labtest.Plan(t, dockerLab)
+	// Registered before Deploy's cleanup, so it runs after the destroy.
+	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+	l := labtest.Deploy(t, dockerLab)
+	if l.P.Runtime != spec.RuntimeDocker {
+		t.Fatalf("plan runtime %q, want docker", l.P.Runtime)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot: %s", rec.Phases())
+
+	fwd := l.Node(t, "fwd")
+	if _, ok := fwd.(*vm.Node); !ok {
+		t.Fatalf("node fwd is a %T, want the guest (*vm.Node)", fwd)
+	}
+	if _, ok := l.Node(t, "client").(*docker.Node); !ok {
+		t.Fatalf("node client is a %T, want a container", l.Node(t, "client"))
+	}
+	out, err := fwd.Output(ctx, nil, "ip", "-o", "addr", "show")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range l.P.Node("fwd").Interfaces {
+		if !strings.Contains(string(out), i.Name) || !strings.Contains(string(out), i.Address.String()) {
+			t.Errorf("guest has no %s with %s:\n%s", i.Name, i.Address, out)
+		}
+	}
+
+	client, server := l.Node(t, "client"), l.Node(t, "server")
+	dst := l.P.Node("server").Interfaces[0].Address.Addr().String()
+	ping, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst)
+	if err != nil {
+		t.Fatalf("ping through the VM forwarder: %v\n%s", err, ping)
+	}
+	// The server answers with TTL 64; one router (the guest) on the way back.
+	if m := regexp.MustCompile(`ttl=(\d+)`).FindStringSubmatch(string(ping)); m == nil || m[1] != "63" {
+		t.Errorf("ping through one forwarder: want ttl=63 (one hop):\n%s", ping)
+	} else {
+		t.Logf("ping through the VM forwarder (%s): %s", accel.TCGMark, lastLine(ping))
+	}
+
+	logPath := t.TempDir() + "/iperf3.log"
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
+		t.Fatal(err)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				Bytes         int64   `json:"bytes"`
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	var iperfOut []byte
+	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
+		iperfOut, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
+		if err == nil || i == 19 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through the VM forwarder: %v\n%s", err, iperfOut)
+	}
+	if err := json.Unmarshal(iperfOut, &res); err != nil {
+		t.Fatal(err)
+	}
+	if res.End.SumReceived.Bytes == 0 {
+		t.Fatalf("iperf3 through the VM forwarder moved nothing:\n%s", iperfOut)
+	}
+	t.Logf("iperf3 TCP client container -> VM forwarder -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+
+	if cpu, err := fwd.CPU(); err != nil || cpu.User+cpu.System == 0 {
+		t.Errorf("CPU of the VM node (QEMU in its cgroup) = %+v, %v; want some time", cpu, err)
+	}
+	info, err := l.D.Inspect(ctx, l.P.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, ni := range info.Nodes {
+		if ni.Error != "" {
+			t.Errorf("inspect of node %s: %s", ni.Name, ni.Error)
+		}
+		switch {
+		case ni.Name == "fwd" && (!strings.Contains(ni.Machine, "1 vCPU, 512 MiB") || ni.Down != ""):
+			t.Errorf("inspect of the VM node: machine %q, down %q", ni.Machine, ni.Down)
+		case ni.Name == "fwd" && rec.Accel.Emulated() && !strings.Contains(ni.Machine, accel.TCGMark):
+			t.Errorf("inspect of a TCG VM lacks the mark %q: %q", accel.TCGMark, ni.Machine)
+		case ni.Name != "fwd" && ni.Machine != "":
+			t.Errorf("inspect calls container node %s a machine: %q", ni.Name, ni.Machine)
+		}
+	}
+
+	// The path is the guest's: without QEMU nothing crosses (the container that is its host
+	// side forwards nothing), and inspect says the node is down.
+	for _, pid := range vm.QEMUPids(l.P.Lab) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(vm.QEMUPids(l.P.Lab)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := client.Output(ctx, nil, "ping", "-c", "2", "-i", "0.2", "-W", "1", dst); err == nil {
+		t.Errorf("ping crossed the lab with the VM's QEMU killed:\n%s", out)
+	}
+	if info, err = l.D.Inspect(ctx, l.P.Lab); err != nil {
+		t.Fatal(err)
+	}
+	for _, ni := range info.Nodes {
+		if ni.Name == "fwd" && !strings.Contains(ni.Down, "QEMU") {
+			t.Errorf("inspect after QEMU was killed: down %q", ni.Down)
+		}
+	}
+}
+
+// lastLine is the last non-empty line of a command's output.
+func lastLine(b []byte) string {
+	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
+	return lines[len(lines)-1]
+}
+
+// assertNoDockerVMLeft fails when anything of a docker lab with VMs is left: containers,
+// networks, host rules or the VMs' run directory (the docker runtime's leftovers), QEMU, the
+// VMs' named namespaces (and the taps in them), cgroups.
+func assertNoDockerVMLeft(t *testing.T, p *plan.Plan) {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	left, err := (docker.Runtime{}).Leftovers(ctx, p.Lab)
+	if err != nil {
+		t.Errorf("list what lab %s left: %v", p.Lab, err)
+	}
+	if len(left) > 0 {
+		t.Errorf("lab %s left %v", p.Lab, left)
+	}
+	assertNoVMLeft(t, p)
+}
+
+// deployChildEnv makes this test binary deploy a lab and wait to be killed: "ROOT FILE" (the
+// journal root and the lab file).
+const deployChildEnv = "SFCLAB_VM_TEST_DEPLOY"
+
+// deployChild deploys the lab of deployChildEnv, then waits to be killed; a failed deploy
+// exits 1.
+func deployChild() {
+	root, file, _ := strings.Cut(os.Getenv(deployChildEnv), " ")
+	data, err := os.ReadFile(file)
+	if err == nil {
+		var lab *spec.Lab
+		if lab, err = spec.Decode(data, file, kinds.Spec()); err == nil {
+			var p *plan.Plan
+			if p, err = plan.Build(lab); err == nil {
+				d := &deploy.Deployer{Journal: journal.Journal{Root: root}}
+				_, err = d.Deploy(context.Background(), p, file)
+			}
+		}
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "deploy:", err)
+		os.Exit(1)
+	}
+	select {}
+}
+
+// After kill -9 of a docker lab's deploy while its VM boots (containers and networks made,
+// QEMU running in the VM node's container namespace, the guest not up yet), the lab is found
+// as destroy --all finds it (its journal, and the engine's labels) and destroy leaves no
+// container, network, QEMU, named namespace (with the taps), run directory or cgroup.
+func TestDockerVMKill9ThenDestroy(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	const lab = "t-vmdock-k9"
+	src := strings.Replace(dockerLab, "t-vmdock-fwd", lab, 1)
+	p := labtest.Plan(t, src)
+	root := t.TempDir()
+	file := filepath.Join(t.TempDir(), "lab.yaml")
+	if err := os.WriteFile(file, []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf}
+	t.Cleanup(func() {
+		_ = d.Destroy(context.Background(), lab)
+		assertNoDockerVMLeft(t, p)
+	})
+	child := exec.Command(os.Args[0], "-test.run=^$")
+	child.Env = append(os.Environ(), deployChildEnv+"="+root+" "+file)
+	var stderr strings.Builder
+	child.Stderr = &stderr
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- child.Wait() }()
+	deadline := time.After(120 * time.Second) // the guest image is built first
+	for len(vm.QEMUPids(lab)) == 0 {
+		select {
+		case err := <-exited:
+			t.Fatalf("the deploy ended before QEMU started: %v\n%s", err, stderr.String())
+		case <-deadline:
+			_ = child.Process.Kill()
+			t.Fatal("the deploy never started QEMU")
+		case <-time.After(10 * time.Millisecond):
+		}
+	}
+	_ = child.Process.Signal(syscall.SIGKILL)
+	<-exited
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	if left, _ := (docker.Runtime{}).Leftovers(ctx, lab); !slices.ContainsFunc(left, func(s string) bool { return strings.HasPrefix(s, "container ") }) {
+		t.Fatalf("test setup: the killed deploy left no container to clean: %v", left)
+	}
+	if ns, _ := netdev.ListNetns(plan.NetnsName(lab, "fwd")); len(ns) == 0 {
+		t.Fatal("test setup: the killed deploy left no VM host-side namespace")
+	}
+	// destroy --all finds the lab by its journal, and by the engine's labels were the journal lost.
+	if labs, _ := d.Journal.Labs(); !slices.Contains(labs, lab) {
+		t.Errorf("the journal does not list the killed lab: %v", labs)
+	}
+	if labs, _ := (docker.Runtime{StateRoot: root}).Labs(ctx); !slices.Contains(labs, lab) {
+		t.Errorf("the engine's labels do not give the killed lab: %v", labs)
+	}
+	if err := d.Destroy(ctx, lab); err != nil {
+		t.Fatalf("destroy after kill -9: %v", err)
+	}
+	assertNoDockerVMLeft(t, p)
+}
+
+// dockerTransparentLab is a transparent docker lab (one host: the machine itself) whose one
+// function, one-armed as Docker's networks make it, is a VM between two containers on one
+// network: without steering they would reach each other directly.
+const dockerTransparentLab = `
+name: t-vmdock-tr
+runtime: docker
+steering: transparent
+addressing: {pool: 198.19.248.0/21}
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd: {kind: forwarder, vm: {}}
+port_pairs:
+  pp: {ingress: fwd.eth0, egress: fwd.eth0}
+port_pair_groups:
+  g-fwd: {port_pairs: [pp]}
+flow_classifiers:
+  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+  web: {protocol: tcp, destination_port_range_min: 5201, destination_port_range_max: 5201, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+port_chains:
+  c: {flow_classifiers: [ping, web], port_pair_groups: [g-fwd], chain_parameters: {symmetric: true}}
+`
+
+// TestDockerTransparentVMFunction deploys a transparent docker lab whose function is a VM and
+// checks that traffic is steered through the guest: ping's replies come back with TTL 63 (the
+// guest forwarded each way once; the containers share a network and would see 64), the guest's
+// port received and sent them, iperf3 carries a transfer, inspect counts both directions into
+// and out of the hop; with QEMU killed nothing crosses. Destroy leaves nothing (as above).
+func TestDockerTransparentVMFunction(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	p := labtest.Plan(t, dockerTransparentLab)
+	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+	l := labtest.Deploy(t, dockerTransparentLab)
+	if l.P.Runtime != spec.RuntimeDocker || l.P.Node("fwd").VM == nil {
+		t.Fatalf("plan runtime %q, fwd vm %v: want docker with the forwarder a VM", l.P.Runtime, l.P.Node("fwd").VM)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("boot: %s", rec.Phases())
+
+	fwd, client, server := l.Node(t, "fwd"), l.Node(t, "client"), l.Node(t, "server")
+	guestCount := func(dir string) uint64 {
+		t.Helper()
+		out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/eth0/statistics/"+dir+"_packets")
+		if err != nil {
+			t.Fatalf("read the guest's eth0 %s counter: %v", dir, err)
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	rx0, tx0 := guestCount("rx"), guestCount("tx")
+	dst := l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
+	out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "3", dst)
+	if err != nil {
+		t.Fatalf("ping through the VM function: %v\n%s", err, out)
+	}
+	ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
+	if len(ttls) == 0 {
+		t.Fatalf("no reply TTL in ping's output:\n%s", out)
+	}
+	for _, m := range ttls {
+		if m[1] != "63" {
+			t.Errorf("reply TTL %s, want 63 (one kernel forwarding each way: the guest's):\n%s", m[1], out)
+		}
+	}
+	t.Logf("ping through the transparent VM function (%s): %s", accel.TCGMark, lastLine(out))
+	// 3 requests and 3 replies, each in and out of the one-armed guest.
+	if rx, tx := guestCount("rx")-rx0, guestCount("tx")-tx0; rx < 6 || tx < 6 {
+		t.Errorf("the guest's port received %d and sent %d packets during 3 pings; want at least 6 each", rx, tx)
+	}
+
+	logPath := t.TempDir() + "/iperf3.log"
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
+		out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
+		if err == nil || i == 19 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	if err != nil {
+		t.Fatalf("iperf3 through the VM function: %v\n%s", err, out)
+	}
+	var res struct {
+		End struct {
+			SumReceived struct {
+				Bytes         int64   `json:"bytes"`
+				BitsPerSecond float64 `json:"bits_per_second"`
+			} `json:"sum_received"`
+		} `json:"end"`
+	}
+	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.Bytes == 0 {
+		t.Fatalf("iperf3 through the VM function moved nothing (%v):\n%s", err, out)
+	}
+	t.Logf("iperf3 TCP through the transparent VM function (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+
+	info, err := l.D.Inspect(ctx, l.P.Lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if info.Steering == nil || info.Steering.Error != "" || len(info.Steering.Paths) != 2 {
+		t.Fatalf("inspect steering: %+v", info.Steering)
+	}
+	for _, pa := range info.Steering.Paths {
+		if len(pa.Packets) != 2 || pa.Packets[0] == 0 || pa.Packets[1] == 0 {
+			t.Errorf("path %s %s: packets per hop %v, want some into g-fwd and out of it", pa.Chain, pa.Dir, pa.Packets)
+		}
+	}
+	for _, ni := range info.Nodes {
+		if ni.Error != "" || ni.Down != "" {
+			t.Errorf("inspect of node %s: error %q, down %q", ni.Name, ni.Error, ni.Down)
+		}
+		if ni.Name == "fwd" && (!strings.Contains(ni.Machine, "512 MiB") || rec.Accel.Emulated() && !strings.Contains(ni.Machine, accel.TCGMark)) {
+			t.Errorf("inspect of the VM function: machine %q", ni.Machine)
+		}
+	}
+
+	// Steered into a dead guest, nothing crosses.
+	for _, pid := range vm.QEMUPids(l.P.Lab) {
+		_ = syscall.Kill(pid, syscall.SIGKILL)
+	}
+	deadline := time.Now().Add(10 * time.Second)
+	for len(vm.QEMUPids(l.P.Lab)) > 0 && time.Now().Before(deadline) {
+		time.Sleep(50 * time.Millisecond)
+	}
+	if out, err := client.Output(ctx, nil, "ping", "-c", "2", "-i", "0.2", "-W", "1", dst); err == nil {
+		t.Errorf("ping crossed the lab with the VM's QEMU killed:\n%s", out)
+	}
+}
+
+// TestDockerVMProgramsChecked: a program a docker lab's VM node starts must be on the host, its
+// guest image's source (the containers' image is no help to a guest): Preflight says which,
+// for which VM, before anything is created; a container node's programs are not asked of the
+// host.
+func TestDockerVMProgramsChecked(t *testing.T) {
+	labtest.RequireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	const missing = "sfclab-no-such-program-7f3a"
+	for _, tc := range []struct {
+		name, old, new, want string
+	}{
+		{"vm node", "  server: {kind: server}\n", "  server: {kind: server, vm: {}, run: [\"" + missing + " --x\"]}\n",
+			"not installed: " + missing + " (needed by VM server)"},
+		{"container node", "  server: {kind: server}\n", "  server: {kind: server, run: [\"" + missing + " --x\"]}\n", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := labtest.Plan(t, strings.Replace(dockerLab, tc.old, tc.new, 1))
+			err := (vm.Runtime{}).CheckMachines(context.Background(), p)
+			switch {
+			case tc.want == "" && err != nil:
+				t.Errorf("CheckMachines = %v, want nil (a container's program is its image's)", err)
+			case tc.want != "" && (err == nil || !strings.Contains(err.Error(), tc.want)):
+				t.Errorf("CheckMachines = %v, want an error saying %q", err, tc.want)
+			}
+		})
+	}
+}
+
+// TestDockerVMOnHosts deploys docker labs on two emulated hosts (the containers' ports made by
+// package hosts, VXLAN between the hosts) whose forwarder is a VM on the other host than its
+// endpoints: routed, and transparent. Ping crosses the guest (TTL 63: one kernel forwarding
+// each way, the guest's) and the guest's NICs counted the pings. Destroy leaves nothing.
+func TestDockerVMOnHosts(t *testing.T) {
+	requireVM(t)
+	requireDocker(t)
+	labtest.Exclusive(t)
+	for _, tc := range []struct{ name, lab string }{
+		{"routed", `
+name: t-vmdock-hr
+runtime: docker
+addressing: {pool: 198.19.248.0/21}
+hosts: [h1, h2]
+endpoints:
+  client: {kind: client, host: h1}
+  server: {kind: server, host: h1}
+functions:
+  fwd: {kind: forwarder, host: h2, vm: {}}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`},
+		{"transparent", `
+name: t-vmdock-ht
+runtime: docker
+steering: transparent
+addressing: {pool: 198.19.248.0/21}
+hosts: [h1, h2]
+endpoints:
+  client: {kind: client, host: h1}
+  server: {kind: server, host: h1}
+functions:
+  fwd: {kind: forwarder, host: h2, vm: {}}
+port_pairs:
+  pp: {ingress: fwd.eth0, egress: fwd.eth0}
+port_pair_groups:
+  g-fwd: {port_pairs: [pp]}
+flow_classifiers:
+  ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
+port_chains:
+  c: {flow_classifiers: [ping], port_pair_groups: [g-fwd], chain_parameters: {symmetric: true}}
+`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := labtest.Plan(t, tc.lab)
+			t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+			l := labtest.Deploy(t, tc.lab)
+			if l.P.Runtime != spec.RuntimeDocker || !l.P.HostPorts() {
+				t.Fatalf("plan runtime %q, host ports %v: want docker with ports from package hosts", l.P.Runtime, l.P.HostPorts())
+			}
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			fwd, client := l.Node(t, "fwd"), l.Node(t, "client")
+			var ifs []string
+			var dst string
+			if l.P.Transparent != nil {
+				for _, pt := range l.P.Transparent.Node("fwd").Ports {
+					ifs = append(ifs, pt.Ifname)
+				}
+				dst = l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
+			} else {
+				for _, i := range l.P.Node("fwd").Interfaces {
+					ifs = append(ifs, i.Name)
+				}
+				dst = l.P.Node("server").Interfaces[0].Address.Addr().String()
+			}
+			counts := func() map[string]int {
+				m := map[string]int{}
+				for _, i := range ifs {
+					for _, c := range []string{"rx_packets", "tx_packets"} {
+						out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i+"/statistics/"+c)
+						if err != nil {
+							t.Fatalf("read the guest's %s counter of %s: %v", c, i, err)
+						}
+						m[i+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
+					}
+				}
+				return m
+			}
+			before := counts()
+			out, err := client.Output(ctx, nil, "ping", "-c", "5", "-i", "0.2", "-W", "2", dst)
+			if err != nil {
+				t.Fatalf("ping through the VM forwarder on the other host: %v\n%s", err, out)
+			}
+			ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
+			if len(ttls) == 0 {
+				t.Fatalf("no reply TTL in ping's output:\n%s", out)
+			}
+			for _, m := range ttls {
+				if m[1] != "63" {
+					t.Errorf("ping reply with ttl=%s, want 63 (one forwarding hop, the guest):\n%s", m[1], out)
+					break
+				}
+			}
+			for k, v := range counts() {
+				if v-before[k] < 5 {
+					t.Errorf("guest counter %s went from %d to %d over 5 pings", k, before[k], v)
+				}
+			}
+			t.Logf("ping through the VM forwarder on h2 (%s): %s", accel.TCGMark, lastLine(out))
+		})
+	}
+}
