@@ -37,14 +37,14 @@ var imagesRuntime string
 
 func newImagesBuild() *cobra.Command {
 	var force bool
-	var mirror, suite, labFile string
+	var mirror, suite, labFile, vmImage string
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (minutes; reused when it exists, --force rebuilds)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if imagesRuntime == "vm" {
-				return buildVMImage(cmd, labFile)
+				return buildVMImage(cmd, labFile, vmImage)
 			}
 			if err := deploy.CheckRoot(); err != nil {
 				return err
@@ -63,7 +63,8 @@ func newImagesBuild() *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even if the image exists")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "Debian mirror URL (default: the one in /etc/apt/sources.list*)")
 	cmd.Flags().StringVar(&suite, "suite", "", "Debian suite (default: the host's)")
-	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: also the programs this lab file's kinds need")
+	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: the images this lab file's VM nodes boot (their vm: image, the programs and packages their kinds need)")
+	cmd.Flags().StringVar(&vmImage, "image", "", "with --runtime vm and no --lab: busybox (default) or debian (a debootstrap root with the base packages)")
 	return cmd
 }
 
