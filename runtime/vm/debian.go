@@ -230,7 +230,7 @@ func (b Builder) debianBoot(im *Image) error {
 	if err != nil {
 		return err
 	}
-	h := sha256.Sum256([]byte(imageFormat + "\n" + d + "\n" + strings.Join(mods, "\n")))
+	h := sha256.Sum256([]byte(imageFormat + "\n" + d + "\n" + strings.Join(mods, "\n") + "\nlibs"))
 	path := filepath.Join(im.Dir, "boot-"+hex.EncodeToString(h[:])[:12]+".cpio")
 	if st, err := os.Stat(path); err == nil {
 		im.boot, im.Bytes = path, st.Size()
@@ -242,6 +242,15 @@ func (b Builder) debianBoot(im *Image) error {
 	}
 	defer os.RemoveAll(tmp)
 	entries := []cpioEntry{{Name: "init", Source: b.stripped(agent, filepath.Join(tmp, "init")), Mode: 0o755}}
+	// A dynamically linked agent (cgo) needs its loader and libraries in the initramfs; the
+	// Debian root has its own (the same suite as the host the agent was built on).
+	libs, err := sharedLibs([]string{agent})
+	if err != nil {
+		return err
+	}
+	for _, l := range libs {
+		entries = append(entries, cpioEntry{Name: l, Source: l, Mode: 0o755})
+	}
 	for _, dir := range []string{"proc", "sys", "dev", "tmp", "run", rootMount} {
 		entries = append(entries, cpioEntry{Name: dir, Mode: os.ModeDir | 0o755})
 	}

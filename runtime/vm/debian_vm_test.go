@@ -99,9 +99,9 @@ func TestDebianVMForwarder(t *testing.T) {
 		t.Errorf("the busybox image has %s too: the check proves nothing", debianProgram)
 	}
 	// Writes go to the guest's memory, not the shared disk.
-	if out, err := fwd.Output(ctx, nil, "sh", "-c", "echo x > /usr/local/written && cat /proc/mounts"); err != nil ||
-		!strings.Contains(string(out), "overlay / overlay") || !strings.Contains(string(out), "/dev/vda") {
-		t.Errorf("the guest's root is not the overlay on /dev/vda: %v\n%s", err, out)
+	if out, err := fwd.Output(ctx, nil, "sh", "-c", "echo x > /usr/local/written && stat -f -c %T / && cat /sys/block/vda/ro"); err != nil ||
+		!slices.Equal(strings.Fields(string(out)), []string{"overlayfs", "1"}) {
+		t.Errorf("the guest's root is not a writable overlay over the read-only /dev/vda (want overlayfs and 1): %v\n%s", err, out)
 	}
 
 	client, server := l.Node(t, "client"), l.Node(t, "server")
