@@ -2,6 +2,7 @@ package vm
 
 import (
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/sfclab/sfclab/plan"
@@ -90,5 +91,37 @@ func TestRootFromCmdline(t *testing.T) {
 	}
 	if got := rootFromCmdline("console=ttyS0 quiet"); got != "" {
 		t.Errorf("no root: got %q", got)
+	}
+}
+
+// TestMachineArgsDebian: a Debian image boots its own initramfs with the root disk attached
+// read-only and named on the kernel command line; a busybox image has no disk.
+func TestMachineArgsDebian(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		im   *Image
+		want []string
+		not  []string
+	}{
+		{"debian", &Image{Dir: "/img", Kind: spec.VMImageDebian, boot: "/img/boot-x.cpio"},
+			[]string{"-initrd /img/boot-x.cpio", "sfclab.root=/dev/vda",
+				"-drive file=/img/rootfs.ext4,if=none,id=root,format=raw,readonly=on -device virtio-blk-device,drive=root"}, nil},
+		{"busybox", &Image{Dir: "/img", Kind: spec.VMImageBusybox},
+			[]string{"-initrd /img/initramfs.cpio"}, []string{"sfclab.root", "virtio-blk", "-drive"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			m := machine{Name: "lab.fwd", VM: plan.VM{CPUs: 1, Memory: 512}, Image: tc.im, Socket: "/s", Console: "/c", PIDFile: "/p"}
+			a := strings.Join(m.args(), " ")
+			for _, w := range tc.want {
+				if !strings.Contains(a, w) {
+					t.Errorf("args lack %q:\n%s", w, a)
+				}
+			}
+			for _, w := range tc.not {
+				if strings.Contains(a, w) {
+					t.Errorf("args have %q:\n%s", w, a)
+				}
+			}
+		})
 	}
 }
