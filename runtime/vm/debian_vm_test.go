@@ -35,8 +35,9 @@ const debianProgram = "dpkg-query"
 
 // useDebianCache points the test's guest images at the shared image root, where
 // `sfclab images build --runtime vm --image debian` caches the Debian root: a cold build is
-// a debootstrap of bookworm with DebianBasePackages from deb.debian.org, which took 2-4
-// minutes on the development host (2 vCPU; docs/vm.md), too long to repeat at every run.
+// a debootstrap of bookworm with DebianBasePackages from deb.debian.org, which took 2 min
+// 41 s on the development host (2 vCPU, load ~5, 2026-11-27; docs/vm.md), too long to repeat
+// at every run. With the root cached the test takes two guest boots (seconds under TCG).
 // Under -short without a cached root the test is skipped, loudly; otherwise it builds it.
 func useDebianCache(t *testing.T) {
 	t.Helper()
