@@ -20,12 +20,17 @@ import (
 func newImages() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
-		Short: "Build, list and remove the container image the docker runtime runs",
+		Short: "Build, list and remove the docker runtime's node image and the vm runtime's guest images",
 		Long: `The docker runtime runs every node in sfclab's node image: a minimal Debian root file
 system with ` + strings.Join(docker.Packages(), ", ") + `,
 bootstrapped with debootstrap from the mirror in this host's APT sources and imported into the
 Docker Engine. No registry is needed. The tag is a hash of the suite and the package list, so an
-image is reused until the list changes; deploy builds it when it is missing.`,
+image is reused until the list changes; deploy builds it when it is missing.
+
+With --runtime vm: the guest images of VM nodes, under ` + vm.DefaultImageRoot + `: the
+default busybox initramfs, or (vm: {image: debian}, --image debian) a Debian root file system
+bootstrapped by the same debootstrap step with the packages the node's kind needs, on a
+read-only disk, cached by suite, kernel and package list.`,
 	}
 	cmd.AddCommand(newImagesBuild(), newImagesList(), newImagesRemove())
 	cmd.PersistentFlags().StringVar(&imagesRuntime, "runtime", "docker", "whose images: docker (the node image) or vm (guest kernel and initramfs, under "+vm.DefaultImageRoot+")")
