@@ -106,6 +106,9 @@ type VM struct {
 	Memory int    `json:"memory"`
 	Pin    string `json:"pin,omitempty"`
 	NIC    string `json:"nic"`
+	// Image is the guest image: spec.VMImageBusybox or spec.VMImageDebian ("" = busybox,
+	// as journals written before the field read).
+	Image string `json:"image,omitempty"`
 	// Where is the vm: settings' place in the lab file (file:line:col), for errors found
 	// once the host is looked at; not journaled.
 	Where string `json:"-"`

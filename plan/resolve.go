@@ -169,7 +169,7 @@ func (b *builder) groupNodes(name string) []*Node {
 				n.Function = &svc
 			}
 			if vm != nil {
-				n.VM = &VM{CPUs: vm.CPUs, Memory: vm.Memory, Pin: vm.Pin, NIC: vm.NIC,
+				n.VM = &VM{CPUs: vm.CPUs, Memory: vm.Memory, Pin: vm.Pin, NIC: vm.NIC, Image: vm.Image,
 					Where: (&spec.Error{File: lab.File, Pos: vm.Pos}).Where()}
 				if !lab.Traits().Containers {
 					// a namespace lab with a VM: runtime vm builds on netns; a docker lab

@@ -1,6 +1,11 @@
 package spec
 
-import "go.yaml.in/yaml/v3"
+import (
+	"slices"
+	"strings"
+
+	"go.yaml.in/yaml/v3"
+)
 
 // RuntimeVM runs a lab's service functions as QEMU virtual machines (and any endpoint that has
 // vm: settings); the other nodes are network namespaces as in runtime netns.
@@ -10,6 +15,19 @@ const RuntimeVM = "vm"
 const (
 	NICVirtio = "virtio"
 )
+
+// Guest images a VM node may boot (vm: image).
+const (
+	// VMImageBusybox is the default: an initramfs with busybox and the host's programs copied
+	// in, unpacked into the guest's memory at boot.
+	VMImageBusybox = "busybox"
+	// VMImageDebian is a Debian root file system (debootstrap, the packages the node's kind
+	// needs) on a read-only virtio-blk disk, with the guest's writes in memory (overlayfs).
+	VMImageDebian = "debian"
+)
+
+// VMImages are the values of vm: image.
+var VMImages = []string{VMImageBusybox, VMImageDebian}
 
 // VM is a node's virtual machine: `vm: {cpus: 2, memory: 512, pin: "1", nic: virtio}` on an
 // endpoint or function. A node with vm: in a netns lab is a VM beside namespaces; in a lab
@@ -25,6 +43,8 @@ type VM struct {
 	Pin string `yaml:"pin,omitempty" json:"pin,omitempty"`
 	// NIC is the model of the guest's ports: virtio (default, virtio-net on a tap).
 	NIC string `yaml:"nic,omitempty" json:"nic,omitempty"`
+	// Image is the guest image the node boots: busybox (default) or debian (docs/vm.md).
+	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 
 	Pos Pos `yaml:"-" json:"-"`
 }
@@ -60,6 +80,9 @@ func (v *validator) vm(what string, m *VM) {
 	if m.NIC == "" {
 		m.NIC = NICVirtio
 	}
+	if m.Image == "" {
+		m.Image = VMImageBusybox
+	}
 	if m.CPUs < 0 {
 		v.bad(m.Pos, "%s: vm cpus %d: give a positive number of vCPUs", what, m.CPUs)
 	}
@@ -71,6 +94,9 @@ func (v *validator) vm(what string, m *VM) {
 	}
 	if m.NIC != NICVirtio {
 		v.bad(m.Pos, "%s: vm nic %q is not one of %s", what, m.NIC, NICVirtio)
+	}
+	if !slices.Contains(VMImages, m.Image) {
+		v.bad(m.Pos, "%s: vm image %q is not one of %s", what, m.Image, strings.Join(VMImages, ", "))
 	}
 }
 

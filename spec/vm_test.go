@@ -26,8 +26,15 @@ func TestVMGood(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if m := lab.Functions["fwd"].VM; m == nil || m.CPUs != 2 || m.Memory != spec.DefaultVMMemory || m.NIC != spec.NICVirtio || m.Pos.Line != 8 {
+	if m := lab.Functions["fwd"].VM; m == nil || m.CPUs != 2 || m.Memory != spec.DefaultVMMemory || m.NIC != spec.NICVirtio || m.Image != spec.VMImageBusybox || m.Pos.Line != 8 {
 		t.Errorf("vm = %+v", m)
+	}
+	lab, err = spec.Decode([]byte(strings.Replace(vmBase, "vm: {cpus: 2}", "vm: {image: debian}", 1)), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if m := lab.Functions["fwd"].VM; m == nil || m.Image != spec.VMImageDebian {
+		t.Errorf("vm: {image: debian}: vm = %+v", m)
 	}
 	lab, err = spec.Decode([]byte(strings.Replace(strings.Replace(vmBase, "    vm: {cpus: 2}\n", "", 1), "name: vmlab\n", "name: vmlab\nruntime: vm\n", 1)), "v.yaml", kinds.Spec())
 	if err != nil {
@@ -87,6 +94,26 @@ func TestVMDockerRefused(t *testing.T) {
 			// Without vm: the same lab decodes.
 			if _, err := spec.Decode([]byte(strings.Replace(tc.src, "    vm: {cpus: 2}\n", "", 1)), "t.yaml", kinds.Spec()); err != nil {
 				t.Errorf("the lab without vm: refused: %v", err)
+			}
+		})
+	}
+}
+
+// TestVMBad: what a lab file cannot ask of a VM is refused at its place.
+func TestVMBad(t *testing.T) {
+	for _, tc := range []struct{ name, old, new, want string }{
+		{"memory too small", "vm: {cpus: 2}", "vm: {memory: 64}", `v.yaml:8:9: function "fwd": vm memory 64 MiB: a guest needs at least 128 MiB`},
+		{"negative cpus", "vm: {cpus: 2}", "vm: {cpus: -1}", `v.yaml:8:9: function "fwd": vm cpus -1`},
+		{"nic", "vm: {cpus: 2}", "vm: {nic: e1000}", `vm nic "e1000" is not one of virtio`},
+		{"unknown field", "vm: {cpus: 2}", "vm: {vcpus: 2}", `unknown field "vcpus"`},
+		{"image", "vm: {cpus: 2}", "vm: {image: ubuntu}", `v.yaml:8:9: function "fwd": vm image "ubuntu" is not one of busybox, debian`},
+		{"image not a string", "vm: {cpus: 2}", "vm: {image: [debian]}", `v.yaml:8`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := strings.Replace(vmBase, tc.old, tc.new, 1)
+			_, err := spec.Decode([]byte(src), "v.yaml", kinds.Spec())
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("err = %v\nwant %q", err, tc.want)
 			}
 		})
 	}

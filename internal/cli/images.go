@@ -20,12 +20,17 @@ import (
 func newImages() *cobra.Command {
 	cmd := &cobra.Command{
 		Use:   "images",
-		Short: "Build, list and remove the container image the docker runtime runs",
+		Short: "Build, list and remove the docker runtime's node image and the vm runtime's guest images",
 		Long: `The docker runtime runs every node in sfclab's node image: a minimal Debian root file
 system with ` + strings.Join(docker.Packages(), ", ") + `,
 bootstrapped with debootstrap from the mirror in this host's APT sources and imported into the
 Docker Engine. No registry is needed. The tag is a hash of the suite and the package list, so an
-image is reused until the list changes; deploy builds it when it is missing.`,
+image is reused until the list changes; deploy builds it when it is missing.
+
+With --runtime vm: the guest images of VM nodes, under ` + vm.DefaultImageRoot + `: the
+default busybox initramfs, or (vm: {image: debian}, --image debian) a Debian root file system
+bootstrapped by the same debootstrap step with the packages the node's kind needs, on a
+read-only disk, cached by suite, kernel and package list.`,
 	}
 	cmd.AddCommand(newImagesBuild(), newImagesList(), newImagesRemove())
 	cmd.PersistentFlags().StringVar(&imagesRuntime, "runtime", "docker", "whose images: docker (the node image) or vm (guest kernel and initramfs, under "+vm.DefaultImageRoot+")")
@@ -37,14 +42,14 @@ var imagesRuntime string
 
 func newImagesBuild() *cobra.Command {
 	var force bool
-	var mirror, suite, labFile string
+	var mirror, suite, labFile, vmImage string
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (minutes; reused when it exists, --force rebuilds)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if imagesRuntime == "vm" {
-				return buildVMImage(cmd, labFile)
+				return buildVMImage(cmd, labFile, vmImage)
 			}
 			if err := deploy.CheckRoot(); err != nil {
 				return err
@@ -63,7 +68,8 @@ func newImagesBuild() *cobra.Command {
 	cmd.Flags().BoolVar(&force, "force", false, "rebuild even if the image exists")
 	cmd.Flags().StringVar(&mirror, "mirror", "", "Debian mirror URL (default: the one in /etc/apt/sources.list*)")
 	cmd.Flags().StringVar(&suite, "suite", "", "Debian suite (default: the host's)")
-	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: also the programs this lab file's kinds need")
+	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: the images this lab file's VM nodes boot (their vm: image, the programs and packages their kinds need)")
+	cmd.Flags().StringVar(&vmImage, "image", "", "with --runtime vm and no --lab: busybox (default) or debian (a debootstrap root with the base packages)")
 	return cmd
 }
 

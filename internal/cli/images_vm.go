@@ -11,6 +11,7 @@ import (
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/vm"
+	"github.com/sfclab/sfclab/spec"
 )
 
 // The vm runtime's guest images, under `sfclab images ... --runtime vm`.
@@ -18,9 +19,18 @@ import (
 // vmImageSets are the program sets of the guest images a lab file's VMs boot (one per group
 // of VM nodes that need the same programs); no lab file, or a lab without VMs: the image with
 // the base programs only.
-func vmImageSets(labFile string) ([]vm.ProgramSet, error) {
+func vmImageSets(labFile, image string) ([]vm.ProgramSet, error) {
 	if labFile == "" {
-		return []vm.ProgramSet{{}}, nil
+		switch image {
+		case "", spec.VMImageBusybox:
+			return []vm.ProgramSet{{Image: spec.VMImageBusybox}}, nil
+		case spec.VMImageDebian:
+			return []vm.ProgramSet{{Image: image, Packages: vm.DebianPackages(nil)}}, nil
+		}
+		return nil, fmt.Errorf("images build --image %s: not one of %s", image, strings.Join(spec.VMImages, ", "))
+	}
+	if image != "" {
+		return nil, fmt.Errorf("images build: give --lab or --image, not both (the lab file's vm: image chooses)")
 	}
 	lab, err := loadLab(labFile, "", "")
 	if err != nil {
@@ -34,21 +44,26 @@ func vmImageSets(labFile string) ([]vm.ProgramSet, error) {
 	if err != nil || len(sets) > 0 {
 		return sets, err
 	}
-	return []vm.ProgramSet{{}}, nil
+	return []vm.ProgramSet{{Image: spec.VMImageBusybox}}, nil
 }
 
-func buildVMImage(cmd *cobra.Command, labFile string) error {
+func buildVMImage(cmd *cobra.Command, labFile, image string) error {
 	if err := deploy.CheckRoot(); err != nil {
 		return err
 	}
-	sets, err := vmImageSets(labFile)
+	sets, err := vmImageSets(labFile, image)
 	if err != nil {
 		return err
 	}
 	b := vm.Builder{Log: func(format string, args ...any) { fmt.Fprintf(cmd.ErrOrStderr(), format+"\n", args...) }}
 	for _, set := range sets {
 		start := time.Now()
-		im, err := b.Ensure(set.Programs)
+		var im *vm.Image
+		if set.Image == spec.VMImageDebian {
+			im, err = b.EnsureDebian(cmd.Context(), set.Packages)
+		} else {
+			im, err = b.Ensure(set.Programs)
+		}
 		if err != nil {
 			return err
 		}
@@ -56,7 +71,11 @@ func buildVMImage(cmd *cobra.Command, labFile string) error {
 		if len(set.Nodes) > 0 {
 			nodes = ", for " + strings.Join(set.Nodes, " ")
 		}
-		fmt.Fprintf(cmd.OutOrStdout(), "%s (kernel %s, initramfs %d MB%s, %s)\n", im.Dir, im.Kernel, im.Bytes>>20, nodes, time.Since(start).Round(time.Millisecond))
+		disk := ""
+		if im.Disk() != "" {
+			disk = fmt.Sprintf(", root %d MB", im.DiskBytes>>20)
+		}
+		fmt.Fprintf(cmd.OutOrStdout(), "%s (%s, kernel %s, initramfs %d MB%s%s, %s)\n", im.Dir, im.KindName(), im.Kernel, im.Bytes>>20, disk, nodes, time.Since(start).Round(time.Millisecond))
 	}
 	return nil
 }
@@ -72,9 +91,14 @@ func listVMImages(cmd *cobra.Command) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tKERNEL\tCREATED\tINITRAMFS\tPROGRAMS")
+	fmt.Fprintln(tw, "KEY\tIMAGE\tKERNEL\tCREATED\tSIZE\tCONTENT")
 	for _, im := range ims {
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%d MB\t%s\n", im.Key, im.Kernel, im.Created.Format(time.DateTime), im.Bytes>>20, strings.Join(im.Programs, " "))
+		size, content := fmt.Sprintf("initramfs %d MB", im.Bytes>>20), "programs: "+strings.Join(im.Programs, " ")
+		if im.Disk() != "" {
+			size = fmt.Sprintf("root %d MB", im.DiskBytes>>20)
+			content = im.Suite + " packages: " + strings.Join(im.Packages, " ")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.Key, im.KindName(), im.Kernel, im.Created.Format(time.DateTime), size, content)
 	}
 	return tw.Flush()
 }

@@ -392,7 +392,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		}
 	}
 	// The VMs' guest images are built (or found) before any container exists.
-	if err := r.Machines.PrepareMachines(p, u); err != nil {
+	if err := r.Machines.PrepareMachines(ctx, p, u); err != nil {
 		return nil, err
 	}
 	var order []any

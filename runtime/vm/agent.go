@@ -62,7 +62,10 @@ type response struct {
 type Boot struct {
 	Init    float64 `json:"init"`    // the kernel handed over to /init
 	Modules float64 `json:"modules"` // virtio modules loaded (NICs and the agent port exist)
-	Agent   float64 `json:"agent"`   // the agent answered its first request
+	// Root is when PID 1 started again in the Debian root it switched to (0: a busybox
+	// image, no switch).
+	Root  float64 `json:"root,omitempty"`
+	Agent float64 `json:"agent"` // the agent answered its first request
 }
 
 // GuestConfig is a guest's network as the plan wants it: interfaces found by MAC address and

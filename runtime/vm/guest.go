@@ -60,6 +60,7 @@ func initGuest() {
 	say := func(format string, args ...any) {
 		fmt.Fprintf(os.Stdout, "sfclab-guest: [%.3f] %s\n", uptime(), fmt.Sprintf(format, args...))
 	}
+	var mounted []string
 	for _, m := range []struct{ src, dst, typ string }{
 		{"proc", "/proc", "proc"}, {"sysfs", "/sys", "sysfs"}, {"devtmpfs", "/dev", "devtmpfs"},
 		{"tmpfs", "/tmp", "tmpfs"}, {"tmpfs", "/run", "tmpfs"}, {"cgroup2", "/sys/fs/cgroup", "cgroup2"},
@@ -67,6 +68,25 @@ func initGuest() {
 		_ = os.MkdirAll(m.dst, 0o755)
 		if err := unix.Mount(m.src, m.dst, m.typ, 0, ""); err != nil {
 			say("mount %s: %v", m.dst, err)
+		} else {
+			mounted = append(mounted, m.dst)
+		}
+	}
+	// A Debian image: the initramfs mounts the root disk and starts this again there.
+	if os.Getenv(rootEnv) == "" {
+		cmdline, _ := os.ReadFile("/proc/cmdline")
+		if dev := rootFromCmdline(string(cmdline)); dev != "" {
+			say("switching to the root on %s", dev)
+			say("%v", switchRoot(dev, mounted, t0))
+			poweroff()
+		}
+	}
+	var rootAt float64 // when this PID 1 started in a switched root (0: no switch)
+	if v := os.Getenv(rootEnv); v != "" {
+		os.Unsetenv(rootEnv)
+		rootAt = t0
+		if f, err := strconv.ParseFloat(v, 64); err == nil {
+			t0 = f // the initramfs's /init
 		}
 	}
 	_ = os.WriteFile("/etc/hostname", []byte("guest\n"), 0o644)
@@ -78,7 +98,7 @@ func initGuest() {
 	t1 := uptime()
 	say("init %.3f modules %.3f", t0, t1)
 	agent := exec.Command("/init")
-	agent.Env = append(os.Environ(), agentEnv+"=1", fmt.Sprintf("SFCLAB_VM_BOOT=%f,%f", t0, t1))
+	agent.Env = append(os.Environ(), agentEnv+"=1", fmt.Sprintf("SFCLAB_VM_BOOT=%f,%f,%f", t0, t1, rootAt))
 	agent.Stdout, agent.Stderr = os.Stdout, os.Stderr
 	if err := agent.Start(); err != nil {
 		say("start agent: %v", err)
@@ -128,9 +148,12 @@ func findPort(timeout time.Duration) (string, error) {
 // connected the port reads end of file at once; the agent then polls every 20 ms.
 func serveAgent() error {
 	var boot Boot
-	if f := strings.Split(os.Getenv("SFCLAB_VM_BOOT"), ","); len(f) == 2 {
+	if f := strings.Split(os.Getenv("SFCLAB_VM_BOOT"), ","); len(f) >= 2 {
 		boot.Init, _ = strconv.ParseFloat(f[0], 64)
 		boot.Modules, _ = strconv.ParseFloat(f[1], 64)
+		if len(f) > 2 {
+			boot.Root, _ = strconv.ParseFloat(f[2], 64)
+		}
 	}
 	dev, err := findPort(10 * time.Second)
 	if err != nil {

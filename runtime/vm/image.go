@@ -19,6 +19,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/sfclab/sfclab/spec"
 )
 
 // DefaultImageRoot is where guest images are cached: one directory per content key.
@@ -59,13 +61,40 @@ type Image struct {
 	Programs []string  `json:"programs"` // host programs copied in, sorted
 	Created  time.Time `json:"created"`
 	Bytes    int64     `json:"bytes"` // size of the initramfs
+	// Kind is spec.VMImageBusybox ("" in images built before the field) or
+	// spec.VMImageDebian.
+	Kind string `json:"kind,omitempty"`
+	// Suite and Packages are a Debian image's: what debootstrap installed.
+	Suite    string   `json:"suite,omitempty"`
+	Packages []string `json:"packages,omitempty"`
+	// DiskBytes is a Debian image's root file system's size (allocated, the file is sparse).
+	DiskBytes int64 `json:"disk_bytes,omitempty"`
+	// BuildSeconds is how long the image took to build.
+	BuildSeconds float64 `json:"build_seconds,omitempty"`
+
+	// boot is a Debian image's initramfs (the agent as init, the modules that mount the
+	// root), built per agent binary beside the cached root: not in image.json.
+	boot string
 }
 
 // VMLinux is the uncompressed kernel's path.
 func (im *Image) VMLinux() string { return filepath.Join(im.Dir, "vmlinux") }
 
 // Initramfs is the uncompressed initramfs's path.
-func (im *Image) Initramfs() string { return filepath.Join(im.Dir, "initramfs.cpio") }
+func (im *Image) Initramfs() string {
+	if im.boot != "" {
+		return im.boot
+	}
+	return filepath.Join(im.Dir, "initramfs.cpio")
+}
+
+// Disk is a Debian image's root file system (ext4), "" for a busybox image.
+func (im *Image) Disk() string {
+	if im.Kind != spec.VMImageDebian {
+		return ""
+	}
+	return filepath.Join(im.Dir, rootfsFile)
+}
 
 // Builder builds and finds guest images under Root.
 type Builder struct {
@@ -388,7 +417,7 @@ func sharedLibs(bins []string) ([]string, error) {
 
 // moduleClosure lists the guest's modules and module trees with every dependency, from the
 // host's modules.dep for release.
-func moduleClosure(release string) ([]string, error) {
+func moduleClosure(release string, extra ...string) ([]string, error) {
 	dir := filepath.Join("/lib/modules", release)
 	data, err := os.ReadFile(filepath.Join(dir, "modules.dep"))
 	if err != nil {
@@ -416,7 +445,7 @@ func moduleClosure(release string) ([]string, error) {
 			visit(d)
 		}
 	}
-	for _, m := range append(slices.Clone(guestModules), helperModules...) {
+	for _, m := range append(append(slices.Clone(guestModules), helperModules...), extra...) {
 		p, ok := byName[m]
 		if !ok {
 			return nil, fmt.Errorf("find module %s of kernel %s: not in modules.dep", m, release)
@@ -527,43 +556,21 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	if err := extractVMLinux(c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
 	}
-	// Modules: copied to a staging tree and indexed there by depmod, so kmod in the guest
-	// finds them (and their aliases) like on the host.
 	stage := filepath.Join(tmp, "modroot")
-	mdir := filepath.Join(stage, "lib/modules", c.release)
 	entries := slices.Clone(c.entries)
 	// The agent without its debug information: a third less initramfs for QEMU to load and
 	// the guest kernel to unpack at every boot (binutils' strip, when installed).
-	if strip, err := exec.LookPath("strip"); err == nil {
-		for i, e := range entries {
-			if e.Name == "init" {
-				dst := filepath.Join(tmp, "init")
-				if out, err := exec.Command(strip, "-o", dst, e.Source).CombinedOutput(); err == nil {
-					entries[i].Source = dst
-				} else {
-					b.logf("strip the agent: %v: %s (kept as is)", err, bytes.TrimSpace(out))
-				}
-			}
+	for i, e := range entries {
+		if e.Name == "init" {
+			entries[i].Source = b.stripped(e.Source, filepath.Join(tmp, "init"))
 		}
 	}
-	for _, m := range c.modules {
-		dst := filepath.Join(mdir, m)
-		if err := copyFile(filepath.Join("/lib/modules", c.release, m), dst); err != nil {
-			return nil, err
-		}
-		entries = append(entries, cpioEntry{Name: filepath.Join("lib/modules", c.release, m), Source: dst, Mode: 0o644})
+	files, err := stageModules(c.release, c.modules, stage)
+	if err != nil {
+		return nil, err
 	}
-	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo", "modules.order"} {
-		if err := copyFile(filepath.Join("/lib/modules", c.release, f), filepath.Join(mdir, f)); err != nil {
-			return nil, err
-		}
-	}
-	if out, err := exec.Command("depmod", "-b", stage, c.release).CombinedOutput(); err != nil {
-		return nil, fmt.Errorf("index guest modules: depmod: %w: %s", err, bytes.TrimSpace(out))
-	}
-	idx, _ := filepath.Glob(filepath.Join(mdir, "modules.*"))
-	for _, f := range idx {
-		entries = append(entries, cpioEntry{Name: filepath.Join("lib/modules", c.release, filepath.Base(f)), Source: f, Mode: 0o644})
+	for _, f := range files {
+		entries = append(entries, cpioEntry{Name: f, Source: filepath.Join(stage, f), Mode: 0o644})
 	}
 	out, err := os.Create(filepath.Join(tmp, "initramfs.cpio"))
 	if err != nil {
@@ -585,7 +592,7 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 		return nil, err
 	}
 	_ = os.Remove(filepath.Join(tmp, "init"))
-	im := &Image{Key: key, Kernel: c.release, Programs: c.programs, Created: time.Now().UTC(), Bytes: st.Size()}
+	im := &Image{Key: key, Kernel: c.release, Kind: spec.VMImageBusybox, Programs: c.programs, Created: time.Now().UTC(), Bytes: st.Size()}
 	data, _ := json.MarshalIndent(im, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
 		return nil, err
@@ -599,6 +606,48 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	im.Dir = dir
 	b.logf("guest image %s: initramfs %d MB", key, st.Size()>>20)
 	return im, nil
+}
+
+// stripped is the agent binary src without its debug information, written to dst (binutils'
+// strip, when installed), or src itself when it cannot be stripped.
+func (b Builder) stripped(src, dst string) string {
+	strip, err := exec.LookPath("strip")
+	if err != nil {
+		return src
+	}
+	if out, err := exec.Command(strip, "-o", dst, src).CombinedOutput(); err != nil {
+		b.logf("strip the agent: %v: %s (kept as is)", err, bytes.TrimSpace(out))
+		return src
+	}
+	return dst
+}
+
+// stageModules copies the host's modules mods of release (paths relative to
+// /lib/modules/RELEASE) into root/lib/modules/RELEASE and indexes them there by depmod, so
+// kmod and the guest's init find them (and their aliases) as on the host. It returns the
+// files written, relative to root.
+func stageModules(release string, mods []string, root string) ([]string, error) {
+	mdir := filepath.Join(root, "lib/modules", release)
+	var out []string
+	for _, m := range mods {
+		if err := copyFile(filepath.Join("/lib/modules", release, m), filepath.Join(mdir, m)); err != nil {
+			return nil, err
+		}
+		out = append(out, filepath.Join("lib/modules", release, m))
+	}
+	for _, f := range []string{"modules.builtin", "modules.builtin.modinfo", "modules.order"} {
+		if err := copyFile(filepath.Join("/lib/modules", release, f), filepath.Join(mdir, f)); err != nil {
+			return nil, err
+		}
+	}
+	if out, err := exec.Command("depmod", "-b", root, release).CombinedOutput(); err != nil {
+		return nil, fmt.Errorf("index guest modules: depmod: %w: %s", err, bytes.TrimSpace(out))
+	}
+	idx, _ := filepath.Glob(filepath.Join(mdir, "modules.*"))
+	for _, f := range idx {
+		out = append(out, filepath.Join("lib/modules", release, filepath.Base(f)))
+	}
+	return out, nil
 }
 
 func readImage(dir string) (*Image, error) {
@@ -718,4 +767,21 @@ func extractVMLinux(bzImage, dst string) error {
 		return fmt.Errorf("extract kernel %s: the decompressed kernel is not an ELF file", bzImage)
 	}
 	return nil
+}
+
+// BusyboxFiles lists the paths (without the leading /) a busybox guest image for these
+// programs holds, without building it.
+func (b Builder) BusyboxFiles(programs []string) ([]string, error) {
+	c, err := b.collect(programs)
+	if err != nil {
+		return nil, err
+	}
+	var out []string
+	for _, e := range c.entries {
+		out = append(out, strings.TrimPrefix(e.Name, "/"))
+	}
+	for _, m := range c.modules {
+		out = append(out, filepath.Join("lib/modules", c.release, m))
+	}
+	return out, nil
 }

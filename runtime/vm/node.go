@@ -162,6 +162,10 @@ func ReadBoot(lab, node string) (*BootRecord, error) {
 func (b BootRecord) Phases() string {
 	total := b.QEMUToAgent.Seconds()
 	kernel := total - (b.Guest.Agent - b.Guest.Init) // QEMU start to /init: host time minus guest time after init
+	if b.Guest.Root > 0 {
+		return fmt.Sprintf("%s: QEMU start to /init %.2fs (guest kernel %.2fs of it), root disk mounted and switched to %.2fs, modules %.2fs, agent up %.2fs, network configured at %.2fs",
+			b.Accel.Accel, kernel, b.Guest.Init, b.Guest.Root-b.Guest.Init, b.Guest.Modules-b.Guest.Root, b.Guest.Agent-b.Guest.Modules, b.Configured.Seconds())
+	}
 	return fmt.Sprintf("%s: QEMU start to /init %.2fs (guest kernel %.2fs of it), modules %.2fs, agent up %.2fs, network configured at %.2fs",
 		b.Accel.Accel, kernel, b.Guest.Init, b.Guest.Modules-b.Guest.Init, b.Guest.Agent-b.Guest.Modules, b.Configured.Seconds())
 }

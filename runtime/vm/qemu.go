@@ -71,6 +71,9 @@ func (m machine) args() []string {
 	if m.Share != "" {
 		kcmd = append(kcmd, shareParam+"="+m.Share)
 	}
+	if m.Image.Disk() != "" {
+		kcmd = append(kcmd, rootParam+"="+rootDevice)
+	}
 	if m.Cmdline != "" {
 		kcmd = append(kcmd, m.Cmdline)
 	}
@@ -93,12 +96,21 @@ func (m machine) args() []string {
 		a = append(a, "-netdev", "tap,id="+id+",ifname="+p.Tap+",script=no,downscript=no",
 			"-device", "virtio-net-device,netdev="+id+",mac="+p.MAC)
 	}
+	if d := m.Image.Disk(); d != "" {
+		// The Debian root, read-only: every VM of the image shares the file (and the host's
+		// page cache of it); each guest's writes go to its own memory (overlayfs).
+		a = append(a, "-drive", "file="+d+",if=none,id=root,format=raw,readonly=on",
+			"-device", "virtio-blk-device,drive=root")
+	}
 	a = append(a, m.shareArgs()...)
 	if m.Affinity != "" {
 		a = append([]string{"taskset", "-c", m.Affinity}, a...)
 	}
 	return a
 }
+
+// rootDevice is the guest's name of the root disk: the only virtio-blk device.
+const rootDevice = "/dev/vda"
 
 // CheckQEMU fails with ErrNoQEMU unless QEMU is installed.
 func CheckQEMU() error {

@@ -234,7 +234,7 @@ func (Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 // CreateNodes builds (or finds) the guest images, then creates every node as netns does: VM
 // nodes get their host-side namespace and cgroup there.
 func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Undo) (map[string]*netdev.NS, error) {
-	if err := r.PrepareMachines(p, undo); err != nil {
+	if err := r.PrepareMachines(ctx, p, undo); err != nil {
 		return nil, err
 	}
 	return (netns.Runtime{}).CreateNodes(ctx, p, undo)
@@ -244,11 +244,11 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 // memory its image does not fit in, and makes the lab's VM run directory (undone by undo),
 // before any node exists: CreateNodes' first step here and runtime docker's. A plan without VM
 // nodes needs nothing.
-func (r Runtime) PrepareMachines(p *plan.Plan, undo runtime.Undo) error {
+func (r Runtime) PrepareMachines(ctx context.Context, p *plan.Plan, undo runtime.Undo) error {
 	if !hasVM(p) {
 		return nil
 	}
-	ims, err := r.images(p)
+	ims, err := r.images(ctx, p)
 	if err != nil {
 		return err
 	}
@@ -277,7 +277,7 @@ var lastImages struct {
 // own node's kind and run commands need (ProgramSets), so a forwarder's guest does not unpack
 // Squid's 18 MB because another VM of the lab runs Squid. Nodes that need the same programs
 // share an image.
-func (r Runtime) images(p *plan.Plan) (map[string]*Image, error) {
+func (r Runtime) images(ctx context.Context, p *plan.Plan) (map[string]*Image, error) {
 	lastImages.Lock()
 	defer lastImages.Unlock()
 	if lastImages.p == p && lastImages.root == r.Images.root() && lastImages.ims != nil {
@@ -297,7 +297,12 @@ func (r Runtime) images(p *plan.Plan) (map[string]*Image, error) {
 	}
 	out := map[string]*Image{}
 	for _, set := range sets {
-		im, err := r.Images.Ensure(set.Programs)
+		var im *Image
+		if set.Image == spec.VMImageDebian {
+			im, err = r.Images.EnsureDebian(ctx, set.Packages)
+		} else {
+			im, err = r.Images.Ensure(set.Programs)
+		}
 		if err != nil {
 			return nil, err
 		}
@@ -312,12 +317,17 @@ func (r Runtime) images(p *plan.Plan) (map[string]*Image, error) {
 // ProgramSet is the programs a guest image holds besides BasePrograms and the VM nodes that
 // boot it.
 type ProgramSet struct {
+	// Image is the image kind: spec.VMImageBusybox or spec.VMImageDebian.
+	Image    string
 	Programs []string
+	// Packages are a Debian image's packages (DebianPackages of the nodes' kinds).
+	Packages []string
 	Nodes    []string
 }
 
-// ProgramSets groups a plan's VM nodes by the programs their kinds and run commands need
-// (kinds.Needs): one guest image per group.
+// ProgramSets groups a plan's VM nodes by image kind and the programs their kinds and run
+// commands need (kinds.Needs), and for Debian images by the packages of their kinds: one
+// guest image per group.
 func ProgramSets(p *plan.Plan) ([]ProgramSet, error) {
 	needs, err := kinds.Needs(p)
 	if err != nil {
@@ -329,18 +339,29 @@ func ProgramSets(p *plan.Plan) ([]ProgramSet, error) {
 		if n.VM == nil {
 			continue
 		}
-		var progs []string
+		var progs, pkgs []string
 		for _, nd := range needs {
 			if slices.Contains(nd.Nodes, n.Name) {
 				progs = append(progs, nd.Program)
 			}
 		}
-		key := strings.Join(progs, " ")
+		kind := n.VM.Image
+		if kind == "" {
+			kind = spec.VMImageBusybox
+		}
+		if kind == spec.VMImageDebian {
+			var ks []string
+			if n.Function != nil {
+				ks = append(ks, n.Function.Kind)
+			}
+			pkgs = DebianPackages(ks)
+		}
+		key := kind + "|" + strings.Join(progs, " ") + "|" + strings.Join(pkgs, " ")
 		i, ok := idx[key]
 		if !ok {
 			i = len(out)
 			idx[key] = i
-			out = append(out, ProgramSet{Programs: progs})
+			out = append(out, ProgramSet{Image: kind, Programs: progs, Packages: pkgs})
 		}
 		out[i].Nodes = append(out[i].Nodes, n.Name)
 	}
@@ -377,7 +398,7 @@ func (r Runtime) BootMachines(ctx context.Context, p *plan.Plan, ns map[string]*
 // bootAll boots every VM node of the plan at once, each with the guest network config gives
 // it, and waits for them all.
 func (r Runtime) bootAll(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS, config func(*plan.Node) *GuestConfig) error {
-	ims, err := r.images(p)
+	ims, err := r.images(ctx, p)
 	if err != nil {
 		return err
 	}

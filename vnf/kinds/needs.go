@@ -54,3 +54,17 @@ func ImagePackages() []string {
 	slices.Sort(out)
 	return slices.Compact(out)
 }
+
+// PackagesOf are the Debian packages one kind runs inside a node (none for a kind that runs
+// only the host's tools, or an unknown one), sorted.
+func PackagesOf(kind string) []string {
+	f, err := Get(kind)
+	if err != nil {
+		return nil
+	}
+	ip, ok := f.(vnf.ImagePackager)
+	if !ok {
+		return nil
+	}
+	return slices.Sorted(slices.Values(ip.ImagePackages()))
+}

@@ -1,4 +1,4 @@
-package docker
+package debian
 
 import (
 	"bufio"
@@ -10,7 +10,7 @@ import (
 	"strings"
 )
 
-// Source is the Debian archive the node image is bootstrapped from.
+// Source is the Debian archive a root file system is bootstrapped from.
 type Source struct {
 	// Mirror is the archive's URL, e.g. http://deb.debian.org/debian.
 	Mirror string
@@ -140,9 +140,9 @@ func parseDeb822(text string) []aptEntry {
 	return out
 }
 
-// hostSuite is the suite of the host's archive, or its release codename from os-release when
-// the APT sources name none (the image tag depends on it).
-func hostSuite() string {
+// HostSuite is the suite of the host's archive, or its release codename from os-release when
+// the APT sources name none (image tags and keys depend on it).
+func HostSuite() string {
 	if s, err := HostSource(); err == nil {
 		return s.Suite
 	}
