@@ -3,7 +3,7 @@ GO      ?= go
 BIN     := bin/sfclab
 VERSION := $(shell git describe --always --dirty 2>/dev/null || echo dev)
 
-.PHONY: all deps cluster build test run bench fuzz vet clean generate
+.PHONY: all deps cluster images build test run bench fuzz vet clean generate
 
 all: build
 
@@ -17,6 +17,15 @@ deps:
 cluster:
 	./scripts/kubecluster/build.sh
 
+# The images the tests boot: the Docker node image and the VM guests' Debian root, both made
+# by debootstrap from this host's APT mirror and reused while their package lists stand (cold:
+# minutes each, waiting on the mirror and dpkg more than on the CPU, so `make test` builds them
+# beside the cluster's compile instead of inside the first test that needs them).
+images: deps
+	@$(MAKE) --no-print-directory build
+	./$(BIN) images build
+	./$(BIN) images build --runtime vm --image debian
+
 # bin/sfclab-guest is the VM guests' init and agent (runtime vm copies it into guest images
 # when it sits beside sfclab, built from the same source; sfclab itself otherwise).
 build:
@@ -28,10 +37,11 @@ vet:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 
 # Tests run for real as root against the kernel; packages run one at a time (2 cores).
-# deps and cluster run side by side (apt waits on the network and dpkg, the build on the CPU):
-# on a fresh machine that saves the apt minutes; with everything installed both are no-ops.
+# deps (then the images) and cluster run side by side (apt and debootstrap wait on the network
+# and dpkg, the build on the CPU): on a fresh machine that saves their minutes; with everything
+# installed and built all three are no-ops.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target deps cluster
+	@$(MAKE) --no-print-directory -j2 --output-sync=target images cluster
 	@$(MAKE) --no-print-directory build vet
 	$(GO) test -count=1 -p 1 -timeout 30m ./...
 
