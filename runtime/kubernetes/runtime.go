@@ -39,6 +39,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 )
@@ -625,21 +626,9 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if afterAttach != nil {
 		afterAttach(agents)
 	}
-	out := map[string]*netdev.NS{}
-	closeAll := func() {
-		for _, n := range out {
-			n.Close()
-		}
-	}
-	for _, n := range p.Nodes {
-		h, err := netdev.OpenNS(n.Netns)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("node %s: the sfclab agent on node %s named its network namespace %s, which this machine does not see (is /run/netns a shared mount here?): %w", n.Name, where[n.Name], n.Netns, err)
-		}
-		out[n.Name] = h
-	}
-	return out, nil
+	// sfclab opens none of the pods' namespaces: deploy hands what goes into them to the
+	// agents (Configure, BumpInTheWire), and the nodes run commands through them (Node).
+	return map[string]*netdev.NS{}, nil
 }
 
 // deployAgents holds, by lab, the agent pods (by Kubernetes node) the lab's deploy in this
@@ -845,7 +834,8 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 	return c, kubeNodes[0], agents[kubeNodes[0]], nil
 }
 
-// Node returns a deployed node: its pod's container, found on this machine.
+// Node returns a deployed node: its pod's container, reached through the agent on the pod's
+// Kubernetes node (the one the lab's deploy started with, else the one running there now).
 func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
 	pn := p.Node(name)
 	if pn == nil {
@@ -866,12 +856,122 @@ func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.N
 	if id == "" {
 		return nil, fmt.Errorf("find node %s: pod %s/%s is not running", name, Namespace(p.Lab), name)
 	}
-	pids, err := containerPIDs(map[string]string{name: id})
+	kn := ps.Spec.NodeName
+	agent, err := agentOn(ctx, c, p.Lab, kn)
+	if err != nil {
+		return nil, fmt.Errorf("find node %s: %w", name, err)
+	}
+	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, Container: id, KubeNode: kn, Agent: agent, Kubeconfig: c.Kubeconfig, c: c}, nil
+}
+
+// agentOn returns the agent pod on Kubernetes node kn for lab: the one the lab's deploy in
+// this process started with, else the one running there now.
+func agentOn(ctx context.Context, c *client, lab, kn string) (string, error) {
+	if v, ok := deployAgents.Load(lab); ok {
+		if pod := v.(map[string]string)[kn]; pod != "" {
+			return pod, nil
+		}
+	}
+	agents, err := runningAgents(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	if agents[kn] == "" {
+		return "", fmt.Errorf("no sfclab agent runs on Kubernetes node %s (kubectl -n %s get pods -o wide)", kn, AgentNamespace)
+	}
+	return agents[kn], nil
+}
+
+// Configure has the agent on the pods' node write each node's settings into its pod's
+// namespace (deploy.RemoteNodes), one request for the lab.
+func (r Runtime) Configure(ctx context.Context, p *plan.Plan, set map[string]netdev.Settings) error {
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	req := AgentConfigureRequest{Lab: p.Lab}
+	for _, n := range p.Nodes {
+		if s, ok := set[n.Name]; ok {
+			req.Nodes = append(req.Nodes, AgentNodeSettings{Node: n.Name, Netns: n.Netns, Settings: s})
+		}
+	}
+	if len(req.Nodes) == 0 {
+		return nil
+	}
+	return agentCall(ctx, c, kn, agent, AgentConfigure, req, nil)
+}
+
+// BumpInTheWire has the agent on the pods' node make transparent nodes bumps in the wire
+// (deploy.RemoteNodes): each node travels without its function's parameters, with the fast
+// path they ask for.
+func (r Runtime) BumpInTheWire(ctx context.Context, p *plan.Plan, nodes []*plan.TNode) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	req := AgentBumpRequest{Lab: p.Lab}
+	for _, n := range nodes {
+		bare := *n
+		bare.Function = nil
+		req.Nodes = append(req.Nodes, AgentBumpNode{Node: &bare, Fast: steer.FastPathOf(n)})
+	}
+	return agentCall(ctx, c, kn, agent, AgentBump, req, nil)
+}
+
+// SteeringMaps reaches a transparent lab's steering maps, pinned on its pods' node, through
+// the agent there (deploy.RemoteNodes).
+func (r Runtime) SteeringMaps(ctx context.Context, p *plan.Plan) (steer.Maps, error) {
+	c, kn, agent, err := r.labAgent(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, PID: pids[name], Kubeconfig: c.Kubeconfig}, nil
+	return &agentMaps{ctx: ctx, c: c, kn: kn, agent: agent, lab: p.Lab}, nil
 }
+
+// agentMaps is a lab's steering maps on its node, read and written by the agent there.
+type agentMaps struct {
+	ctx       context.Context
+	c         *client
+	kn, agent string
+	lab       string
+	counters  *AgentCountersAnswer // read once for Counters and Picks
+}
+
+func (m *agentMaps) Apply(t *sfc.Tables) error {
+	return agentCall(m.ctx, m.c, m.kn, m.agent, AgentTables, AgentTablesRequest{Lab: m.lab, Tables: t}, nil)
+}
+
+func (m *agentMaps) read() (*AgentCountersAnswer, error) {
+	if m.counters == nil {
+		var ans AgentCountersAnswer
+		if err := agentCall(m.ctx, m.c, m.kn, m.agent, AgentCounters, AgentDestroyRequest{Lab: m.lab}, &ans); err != nil {
+			return nil, err
+		}
+		m.counters = &ans
+	}
+	return m.counters, nil
+}
+
+func (m *agentMaps) Counters() ([]steer.HopCounter, error) {
+	a, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	return a.Counters, nil
+}
+
+func (m *agentMaps) Picks() ([]steer.Pick, error) {
+	a, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	return a.Picks, nil
+}
+
+func (m *agentMaps) Close() error { return nil }
 
 // Sweep removes the sfclab agent (its namespace sfclab-system, with its DaemonSet and pods)
 // when the cluster has no sfclab lab left; `destroy --all` calls it after destroying every lab.
