@@ -109,10 +109,27 @@ const (
 	// AgentCounters reads a transparent lab's per-hop counters and picks from its pinned maps
 	// (AgentDestroyRequest names the lab; AgentCountersAnswer).
 	AgentCounters = "counters"
+	// AgentPorts reads where ports are (hosts.PortLink: the host-side ifindex and the pod-side
+	// MAC; AgentPortsRequest, AgentHostsAnswer), for `sfclab serve`.
+	AgentPorts = "ports"
 )
 
+// AgentPortsRequest asks where ports are, by key.
+type AgentPortsRequest struct {
+	Ports map[string]AgentPortRef `json:"ports"`
+}
+
+// AgentPortRef names a port's two ends: its veth's host end in its emulated host's
+// namespace, and the pod's end.
+type AgentPortRef struct {
+	HostNS string `json:"host_ns"`
+	HostIf string `json:"host_if"`
+	NodeNS string `json:"node_ns"`
+	Ifname string `json:"ifname"`
+}
+
 // agentRequests are the requests AgentMain takes.
-var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentNode}
+var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode}
 
 // AgentConfigureRequest asks for settings in the namespaces of a lab's pods on the node.
 type AgentConfigureRequest struct {
@@ -250,6 +267,11 @@ func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
 		var req AgentDestroyRequest
 		if err = read(&req); err == nil {
 			ans, err = agentCounters(req.Lab)
+		}
+	case AgentPorts:
+		var req AgentPortsRequest
+		if err = read(&req); err == nil {
+			ans, err = agentPorts(req)
 		}
 	case AgentNode:
 		var req AgentNodeRequest
@@ -421,6 +443,19 @@ func agentBump(req AgentBumpRequest) error {
 		}
 	}
 	return nil
+}
+
+// agentPorts reads where each port of req is.
+func agentPorts(req AgentPortsRequest) (*AgentHostsAnswer, error) {
+	out := map[string]hosts.PortAt{}
+	for key, r := range req.Ports {
+		idx, mac, err := hosts.PortLink(r.HostNS, r.HostIf, r.NodeNS, r.Ifname)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = hosts.PortAt{Index: idx, MAC: mac}
+	}
+	return &AgentHostsAnswer{Ports: out}, nil
 }
 
 // agentTables writes a lab's chains into its pinned steering maps.

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"os"
+	"path/filepath"
 	"strconv"
 	"syscall"
 	"time"
@@ -69,6 +71,10 @@ func (n *podProcess) Output(ctx context.Context, stdin []byte, argv ...string) (
 func (n *podProcess) Daemon(argv []string, logPath string) (int, error) {
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("start daemon in node %s: empty command", n.Name)
+	}
+	// The log is opened in the pod: its directory must be there (the lab's node directory is).
+	if _, err := os.Stat(fmt.Sprintf("/proc/%d/root%s", n.PID, filepath.Dir(logPath))); err != nil {
+		return 0, fmt.Errorf("start daemon in node %s: its log's directory %s is not in the pod (a daemon logs to the lab's node directory, mounted in every pod): %w", n.Name, filepath.Dir(logPath), err)
 	}
 	inPod := append([]string{"/bin/sh", "-c", `exec "$@" >>"$0" 2>&1`, logPath}, argv...)
 	full, err := n.enter(inPod)

@@ -360,6 +360,18 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 			return fmt.Errorf("node %s: attachment driver %s: the kubernetes runtime wires veths only", n.Name, n.Driver.Type)
 		}
 	}
+	// Shaping is written by sfclab through the namespaces (tc qdiscs), which it does not
+	// enter on this runtime: the agent has no request for it yet.
+	for _, s := range p.Segments {
+		if s.Shape != nil {
+			return fmt.Errorf("segment %s: shaping (%s) is not done on the kubernetes runtime yet: the sfclab agent sets the pods' namespaces, and it has no request for queueing disciplines", s.Name, s.Shape)
+		}
+	}
+	for _, h := range p.AllHosts() {
+		if h.Link != nil {
+			return fmt.Errorf("host %s: a shaped link (%s) is not done on the kubernetes runtime yet: the sfclab agent has no request for queueing disciplines", h.Name, h.Link)
+		}
+	}
 	if _, err := r.placement(ctx, c, p); err != nil {
 		return err
 	}
@@ -715,6 +727,9 @@ func poll(ctx context.Context, timeout time.Duration, check func() (bool, error)
 // container runtime names a container's cgroup after its ID), one pass over /proc: the
 // lowest PID, its init. A container not found runs on another machine.
 func containerPIDs(ids map[string]string) (map[string]int, error) {
+	if err := netdev.CheckGuard("/proc/"); err != nil {
+		return nil, fmt.Errorf("find the pods' processes: %w", err)
+	}
 	out := map[string]int{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -743,7 +758,7 @@ func containerPIDs(ids map[string]string) (map[string]int, error) {
 	}
 	for node, id := range ids {
 		if out[node] == 0 {
-			return nil, fmt.Errorf("find the processes of pod %s (container %s) on this machine: none; sfclab sets up a pod from the machine it runs on", node, id)
+			return nil, fmt.Errorf("find the processes of pod %s (container %s) on this node: none (the pod runs elsewhere, or its container ended)", node, id)
 		}
 	}
 	return out, nil
@@ -929,6 +944,32 @@ func (r Runtime) SteeringMaps(ctx context.Context, p *plan.Plan) (steer.Maps, er
 		return nil, err
 	}
 	return &agentMaps{ctx: ctx, c: c, kn: kn, agent: agent, lab: p.Lab}, nil
+}
+
+// PortsAt reads where every port of a transparent lab is (the host-side ifindex and the
+// pod-side MAC, by hosts.PortKey), on its pods' node through the agent there: `sfclab serve`
+// binds the chains it is given to them.
+func (r Runtime) PortsAt(ctx context.Context, p *plan.Plan) (map[string]hosts.PortAt, error) {
+	t := p.Transparent
+	if t == nil {
+		return nil, fmt.Errorf("read the ports of lab %s: it is not transparent", p.Lab)
+	}
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	req := AgentPortsRequest{Ports: map[string]AgentPortRef{}}
+	for _, n := range t.Nodes {
+		h := t.Host(n.Host)
+		for _, pt := range n.Ports {
+			req.Ports[hosts.PortKey(n.Name, pt.Ifname)] = AgentPortRef{HostNS: h.Netns, HostIf: pt.HostIf, NodeNS: n.Netns, Ifname: pt.Ifname}
+		}
+	}
+	var ans AgentHostsAnswer
+	if err := agentCall(ctx, c, kn, agent, AgentPorts, req, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Ports, nil
 }
 
 // agentMaps is a lab's steering maps on its node, read and written by the agent there.
