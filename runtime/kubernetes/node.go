@@ -31,9 +31,10 @@ type Node struct {
 }
 
 var (
-	_ runtime.Node  = (*Node)(nil)
-	_ vnf.Processes = (*Node)(nil)
-	_ vnf.Dialer    = (*Node)(nil)
+	_ runtime.Node     = (*Node)(nil)
+	_ vnf.Processes    = (*Node)(nil)
+	_ vnf.Dialer       = (*Node)(nil)
+	_ vnf.SocketLister = (*Node)(nil)
 )
 
 // ask sends one AgentNode request about the pod to its node's agent.
@@ -120,6 +121,11 @@ func (n *Node) StopGroup(pgid int, grace time.Duration) error {
 func (n *Node) CheckDial(ctx context.Context, addr string, timeout time.Duration) error {
 	_, err := n.ask(ctx, AgentNodeRequest{Op: NodeDial, Addr: addr, Grace: timeout})
 	return err
+}
+
+// ListeningTCP lists the pod's listening TCP sockets on port (ss in the pod, on its node).
+func (n *Node) ListeningTCP(ctx context.Context, port string) ([]byte, error) {
+	return n.Output(ctx, nil, "ss", "-Htln", "sport = :"+port)
 }
 
 // Links lists the pod's interfaces with addresses and counters, read on its node (for

@@ -3,18 +3,22 @@
 // placed on the Kubernetes node its `host:` names. Everything created carries the labels
 // sfclab.managed=true and sfclab.lab=LAB, which is all Destroy and `destroy --all` go by.
 //
-// The lab's segments are wired by the sfclab agent, a DaemonSet on every node (agent.go):
-// through the API server's exec, sfclab asks it to name each pod's network namespace as a
-// netns node's (/run/netns/sfc.LAB.NODE), then to wire the segments between them as the
-// netns runtime does, or to build the emulated hosts and ports (package hosts) and attach the
-// steering programs (package steer) of a transparent lab; destroy asks it to remove what it
-// made. sfclab itself still sets the pods' routes, sysctls and functions through their
-// namespaces on the machine it runs on, and segments across nodes (VXLAN) are not wired yet,
-// so every pod must run on this machine's Kubernetes node: Preflight refuses a lab placed
-// elsewhere (docs/kubernetes.md).
+// Everything that goes into the pods' namespaces or onto their node is done by the sfclab
+// agent, a DaemonSet on every node (agent.go), asked through the API server's exec: it names
+// each pod's network namespace as a netns node's (/run/netns/sfc.LAB.NODE), wires the
+// segments between them as the netns runtime does, or builds the emulated hosts and ports
+// (package hosts) and attaches the steering programs (package steer) of a transparent lab;
+// it writes the pods' addresses, sysctls, routes and rules (deploy.RemoteNodes), makes
+// transparent functions bumps in the wire, writes and reads the steering maps, runs the
+// kinds' commands and daemons in the pods (Node), and destroy has it remove what it made.
+// sfclab's own process opens no pod's namespace (TestNoNamespaceFromSfclab proves it).
+// Still, the kinds write their configuration files into the lab's node directory on the
+// machine sfclab runs on, which the pods mount, and segments across nodes (VXLAN) are not
+// wired yet: every pod must run on this machine's Kubernetes node, and Preflight refuses a
+// lab placed elsewhere (docs/kubernetes.md).
 //
-// Commands run inside a pod's container through its namespaces (nsenter, on this machine);
-// `sfclab exec` goes through the API server's exec (kubectl exec).
+// Commands run inside a pod's container through its namespaces (nsenter, by the agent on its
+// node); `sfclab exec` goes through the API server's exec (kubectl exec).
 package kubernetes
 
 import (
@@ -314,7 +318,7 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		kn := n.Host
 		if !written[kn] {
 			if localName == "" {
-				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and sfclab sets up the pods (routes, functions) from the machine they run on", n.Name, strings.Join(names, ", "))
+				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on", n.Name, strings.Join(names, ", "))
 			}
 			kn = localName
 		}
@@ -325,7 +329,7 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 	for kn := range used {
 		n := byName[kn]
 		if kn != localName {
-			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: sfclab sets up the pods (routes, functions) from the machine they run on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
 		}
 		if !n.ready() {
 			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node is not Ready", p.Lab, kn)
