@@ -117,8 +117,10 @@ func serverAddr(t *testing.T, p *plan.Plan) netip.Addr {
 }
 
 // TestTwoTransparentLabs deploys two transparent labs on the cluster at once (the same lab
-// file, two names, the same addresses) and moves traffic through both at the same time: their
-// hosts, ports, steering maps and VNIs must not collide on the node.
+// file, two names, the same addresses) and moves traffic through each: their hosts, ports and
+// steering maps must not collide on the node, and they hold different VXLAN slots (VNIs and
+// steering port, slot.go), released by destroy. (On one node neither lab builds a VXLAN
+// device: the slots' effect on the wire needs labs across nodes.)
 func TestTwoTransparentLabs(t *testing.T) {
 	requireCluster(t)
 	d := deployer(t)
@@ -141,6 +143,9 @@ func TestTwoTransparentLabs(t *testing.T) {
 			if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), name); err != nil || len(l) > 0 {
 				t.Errorf("lab %s left in the cluster: %v %v", name, l, err)
 			}
+			if _, held, err := kubernetes.LabSlot(kubernetes.Runtime{Kubeconfig: kubeconfig}, name); err != nil || held {
+				t.Errorf("lab %s still holds its VXLAN slot after destroy (%v)", name, err)
+			}
 		})
 		wg.Add(1)
 		go func() {
@@ -158,6 +163,19 @@ func TestTwoTransparentLabs(t *testing.T) {
 			t.Fatalf("deploy %s beside another transparent lab: %v", name, err)
 		}
 	}
+	rt := kubernetes.Runtime{Kubeconfig: kubeconfig}
+	slots := map[int]string{}
+	for _, name := range labs {
+		s, ok, err := kubernetes.LabSlot(rt, name)
+		if err != nil || !ok {
+			t.Fatalf("lab %s holds no VXLAN slot: %v", name, err)
+		}
+		if other, dup := slots[s]; dup {
+			t.Errorf("labs %s and %s hold VXLAN slot %d (VNIs and steering port collide on a node)", other, name, s)
+		}
+		slots[s] = name
+	}
+	t.Logf("VXLAN slots: %v", slots)
 	bps := make([]float64, len(ps))
 	for i, p := range ps { // both labs up: traffic through each in turn
 		dst := serverAddr(t, p)

@@ -789,11 +789,18 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, _ map[string]*netdev.NS
 // BuildHosts has the sfclab agent build a lab's emulated hosts and the pods' ports (package
 // hosts: a bridge per segment, veths into the pods) on the pods' node (deploy.SegmentWirer).
 // The lab's undo (the agent's destroy) removes them.
-func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, _ runtime.Undo) (map[string]hosts.PortAt, error) {
+func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, undo runtime.Undo) (map[string]hosts.PortAt, error) {
 	c, kn, agent, err := r.labAgent(ctx, p)
 	if err != nil {
 		return nil, err
 	}
+	// The lab's VNIs and steering port are its slot's, unique on the cluster (slot.go).
+	slot, err := claimSlot(ctx, c, p.Lab)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push("VXLAN slot", func() error { return releaseSlot(context.Background(), c, p.Lab) })
+	topo = inSlot(topo, slot)
 	var ans AgentHostsAnswer
 	if err := agentCall(ctx, c, kn, agent, AgentHosts, AgentHostsRequest{Topology: topo}, &ans); err != nil {
 		return nil, err
@@ -1066,7 +1073,8 @@ func (r Runtime) Destroy(ctx context.Context, lab string) error {
 		// the pods and the namespace go.
 		err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab), nil, nil, nil)
 		if err == nil {
-			errs = append(errs, destroyOnNodes(ctx, c, lab))
+			// A slot claim without the lab's namespace is taken over by the next claim.
+			errs = append(errs, destroyOnNodes(ctx, c, lab), releaseSlot(ctx, c, lab))
 		} else if !isNotFound(err) {
 			errs = append(errs, r.unreachable(lab, err))
 			break
