@@ -800,7 +800,9 @@ func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topol
 		return nil, err
 	}
 	undo.Push("VXLAN slot", func() error { return releaseSlot(context.Background(), c, p.Lab) })
-	topo = inSlot(topo, slot)
+	if topo, err = inSlot(topo, slot); err != nil {
+		return nil, err
+	}
 	var ans AgentHostsAnswer
 	if err := agentCall(ctx, c, kn, agent, AgentHosts, AgentHostsRequest{Topology: topo}, &ans); err != nil {
 		return nil, err

@@ -132,13 +132,17 @@ func releaseSlot(ctx context.Context, c *client, lab string) error {
 	return nil
 }
 
-// inSlot puts a topology in slot's share: its networks' VNIs and its steering port.
-func inSlot(t *hosts.Topology, slot int) *hosts.Topology {
+// inSlot puts a topology in slot's share: its networks' VNIs and its steering port. A plan
+// VNI of 4096 or more (a lab of over 3000 segments) does not fit a slot's share.
+func inSlot(t *hosts.Topology, slot int) (*hosts.Topology, error) {
 	out := *t
 	out.Networks = append([]hosts.Network(nil), t.Networks...)
-	for i := range out.Networks {
-		out.Networks[i].VNI = SlotVNI(slot, out.Networks[i].VNI)
+	for i, n := range out.Networks {
+		if n.VNI >= 1<<12 {
+			return nil, fmt.Errorf("network %s: VNI %d does not fit a lab's share of the VNI space (below 4096)", n.Name, n.VNI)
+		}
+		out.Networks[i].VNI = SlotVNI(slot, n.VNI)
 	}
 	out.SteerPort = SlotSteerPort(slot)
-	return &out
+	return &out, nil
 }

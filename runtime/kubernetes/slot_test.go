@@ -174,7 +174,10 @@ func TestInSlot(t *testing.T) {
 		{1, []uint32{4096 + 100, 4096 + 101}, 4791},
 		{255, []uint32{255<<12 | 100, 255<<12 | 101}, 4790 + 255},
 	} {
-		got := inSlot(topo, tc.slot)
+		got, err := inSlot(topo, tc.slot)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for i, n := range got.Networks {
 			if n.VNI != tc.vnis[i] {
 				t.Errorf("slot %d: network %s VNI %d, want %d", tc.slot, n.Name, n.VNI, tc.vnis[i])
@@ -186,5 +189,9 @@ func TestInSlot(t *testing.T) {
 	}
 	if topo.Networks[0].VNI != 100 || topo.SteerPort != 0 {
 		t.Errorf("inSlot changed the plan's topology: %+v", topo)
+	}
+	big := &hosts.Topology{Networks: []hosts.Network{{Name: "n4096", VNI: 4096}}}
+	if _, err := inSlot(big, 1); err == nil {
+		t.Error("a VNI of 4096 was put in a slot")
 	}
 }
