@@ -348,6 +348,11 @@ func agentHosts(req AgentHostsRequest) (_ *AgentHostsAnswer, err error) {
 	if t == nil || !t.NodesExist {
 		return nil, errors.New("no topology of existing nodes")
 	}
+	// A node's half of a topology across nodes names its underlay address; its device is
+	// the node's.
+	if err := localUnderlay(t); err != nil {
+		return nil, err
+	}
 	var undo agentUndo
 	defer func() {
 		if err != nil {
