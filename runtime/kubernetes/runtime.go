@@ -822,9 +822,10 @@ func (r Runtime) AttachSteering(ctx context.Context, p *plan.Plan, a steer.Attac
 }
 
 // labAgent returns the Kubernetes node of a lab's pods and the agent pod there: the one the
-// lab's deploy started with (deployAgents), else the one running now. A lab whose
-// pods are on several nodes is refused: its segments would cross nodes, which the agents do
-// not wire yet (placement refuses such a lab before anything is created).
+// lab's deploy in this process started with (deployAgents), else the one running there now
+// (inspect, serve: they never create or replace the agent). A lab whose pods are on several
+// nodes is refused: its segments would cross nodes, which the agents do not wire yet
+// (placement refuses such a lab before anything is created).
 func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod string, err error) {
 	c, err = r.client()
 	if err != nil {
@@ -837,29 +838,26 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 			}
 		}
 	}
-	where, err := r.placement(ctx, c, p)
-	if err != nil {
-		return nil, "", "", err
+	var list struct{ Items []*podStatus }
+	q := url.Values{"labelSelector": {LabelLab + "=" + p.Lab}}
+	if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods", q, nil, &list); err != nil {
+		return nil, "", "", fmt.Errorf("find the pods of lab %s: %w", p.Lab, err)
 	}
 	var kubeNodes []string
-	for _, n := range where {
-		if !slices.Contains(kubeNodes, n) {
+	for _, ps := range list.Items {
+		if n := ps.Spec.NodeName; n != "" && !slices.Contains(kubeNodes, n) {
 			kubeNodes = append(kubeNodes, n)
 		}
 	}
+	slices.Sort(kubeNodes)
 	if len(kubeNodes) != 1 {
-		slices.Sort(kubeNodes)
-		return nil, "", "", fmt.Errorf("wire lab %s: its pods are on Kubernetes nodes %s, and segments across nodes are not wired yet", p.Lab, strings.Join(kubeNodes, ", "))
+		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; one node is wired, segments across nodes are not yet", p.Lab, strings.Join(kubeNodes, ", "))
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", "", fmt.Errorf("find the sfclab program for the agent: %w", err)
-	}
-	agents, err := r.ensureAgent(ctx, c, self, kubeNodes)
+	agent, err := agentOn(ctx, c, p.Lab, kubeNodes[0])
 	if err != nil {
 		return nil, "", "", err
 	}
-	return c, kubeNodes[0], agents[kubeNodes[0]], nil
+	return c, kubeNodes[0], agent, nil
 }
 
 // Node returns a deployed node: its pod's container, reached through the agent on the pod's
