@@ -95,4 +95,3 @@ func BumpInTheWire(ns *netdev.NS, n *plan.TNode, fast string) error {
 	}
 	return nil
 }
-
