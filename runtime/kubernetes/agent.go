@@ -51,8 +51,9 @@ const (
 	agentContainer   = "agent"
 	// agentSpecVersion changes whenever agentSpec does, so that a deploy replaces an agent
 	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted; 3:
-	// the node's cgroup file systems, for commands in pods' cgroups).
-	agentSpecVersion = "3"
+	// the node's cgroup file systems, for commands in pods' cgroups; 4: the node's root at
+	// /host, for daemons' logs).
+	agentSpecVersion = "4"
 )
 
 // agentRevision is what annotationBinary records: the program and the spec's version.
@@ -566,6 +567,9 @@ func (r Runtime) agentSpec(self string) map[string]any {
 							// Over the container's own view: commands in pods run in the pods'
 							// cgroups, found by their paths on the node.
 							{"name": "cgroup", "mountPath": cgroupDir},
+							// The node's files: daemons in pods log where their callers
+							// ask, on the node.
+							{"name": "host", "mountPath": hostRoot},
 						},
 					}},
 					"volumes": []map[string]any{
@@ -576,6 +580,7 @@ func (r Runtime) agentSpec(self string) map[string]any {
 						{"name": "bpffs", "hostPath": map[string]any{"path": bpffsDir, "type": "Directory"}},
 						{"name": "run", "hostPath": map[string]any{"path": filepath.Dir(steer.MountLock), "type": "DirectoryOrCreate"}},
 						{"name": "cgroup", "hostPath": map[string]any{"path": cgroupDir, "type": "Directory"}},
+						{"name": "host", "hostPath": map[string]any{"path": "/", "type": "Directory"}},
 					},
 				},
 			},

@@ -25,7 +25,7 @@ func TestAgentSpec(t *testing.T) {
 	if c["securityContext"].(map[string]any)["privileged"] != true || c["image"] != "img:1" {
 		t.Errorf("container %v is not privileged or not the image", c)
 	}
-	var prop, bin, bpffs, lock, cg string
+	var prop, bin, bpffs, lock, cg, host string
 	for _, m := range c["volumeMounts"].([]map[string]any) {
 		switch m["mountPath"] {
 		case "/run/netns":
@@ -38,10 +38,12 @@ func TestAgentSpec(t *testing.T) {
 			lock = "mounted"
 		case "/sys/fs/cgroup":
 			cg = "mounted"
+		case "/host":
+			host = "mounted"
 		}
 	}
-	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" || cg != "mounted" {
-		t.Errorf("/run/netns propagation %q, program %q, /sys/fs/bpf %q, /run/sfclab %q, /sys/fs/cgroup %q", prop, bin, bpffs, lock, cg)
+	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" || cg != "mounted" || host != "mounted" {
+		t.Errorf("/run/netns propagation %q, program %q, /sys/fs/bpf %q, /run/sfclab %q, /sys/fs/cgroup %q, / at /host %q", prop, bin, bpffs, lock, cg, host)
 	}
 	if tol := pod["tolerations"].([]map[string]any); len(tol) != 1 || tol[0]["operator"] != "Exists" {
 		t.Errorf("tolerations %v, want every taint tolerated", tol)

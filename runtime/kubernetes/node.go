@@ -67,8 +67,7 @@ func (n *Node) Output(ctx context.Context, stdin []byte, argv ...string) ([]byte
 }
 
 // Daemon starts a long-running process in the pod's container, on its node, its output
-// appended to logPath (the lab's node directory, mounted into the pod at the node's path),
-// and returns its host PID there.
+// appended to logPath on that node, and returns its host PID there.
 func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("start daemon in node %s: empty command", n.Name)

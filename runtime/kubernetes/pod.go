@@ -29,6 +29,7 @@ type podProcess struct {
 	Name  string // node name, the pod's name
 	Netns string // the pod's network namespace, named as a netns node's
 	PID   int    // host PID of a process of the pod's container (its init)
+	Root  string // where the node's file system is ("" = /, hostRoot in the agent's pod)
 }
 
 // inner runs commands on the host side: in the container's cgroup, before nsenter switches
@@ -64,24 +65,20 @@ func (n *podProcess) Output(ctx context.Context, stdin []byte, argv ...string) (
 }
 
 // Daemon starts a long-running process in the pod's container (see netns.Node.Daemon) and
-// returns its host PID. Its output is appended to logPath as the container sees it (the
-// lab's node directory is mounted into the pod at the same path as on the node).
+// returns its host PID. Its output is appended to logPath on the node (the agent sees the
+// node's file system at hostRoot): the lab's node directory, or a scratch directory of the
+// caller, as for a netns node.
 //
-// Equivalent to: setsid nsenter -t PID -m -u -i -n -- sh -c 'exec "$@" >>LOG 2>&1' sh ARGV... &
+// Equivalent to: setsid nsenter -t PID -m -u -i -n -- ARGV... </dev/null >>LOG 2>&1 &
 func (n *podProcess) Daemon(argv []string, logPath string) (int, error) {
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("start daemon in node %s: empty command", n.Name)
 	}
-	// The log is opened in the pod: its directory must be there (the lab's node directory is).
-	if _, err := os.Stat(fmt.Sprintf("/proc/%d/root%s", n.PID, filepath.Dir(logPath))); err != nil {
-		return 0, fmt.Errorf("start daemon in node %s: its log's directory %s is not in the pod (a daemon logs to the lab's node directory, mounted in every pod): %w", n.Name, filepath.Dir(logPath), err)
-	}
-	inPod := append([]string{"/bin/sh", "-c", `exec "$@" >>"$0" 2>&1`, logPath}, argv...)
-	full, err := n.enter(inPod)
+	full, err := n.enter(argv)
 	if err != nil {
 		return 0, err
 	}
-	return n.inner().Daemon(full, "/dev/null")
+	return n.inner().Daemon(full, filepath.Join(n.Root, logPath))
 }
 
 // Do runs fn inside the pod's network namespace.
@@ -102,6 +99,19 @@ func (n *podProcess) CPU() (cgroup.Usage, error) {
 		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, err)
 	}
 	return g.CPU()
+}
+
+// hostRoot is where the agent's pod mounts the node's root file system: daemons in pods log
+// to files on the node, as on a netns node.
+const hostRoot = "/host"
+
+// nodeRoot is where this process sees the node's file system: hostRoot in the agent's pod,
+// else "/" (the agent run by hand, or the tests).
+func nodeRoot() string {
+	if st, err := os.Stat(filepath.Join(hostRoot, "proc")); err == nil && st.IsDir() {
+		return hostRoot
+	}
+	return ""
 }
 
 // AgentNode asks the agent to do one thing in a pod of its node (AgentNodeRequest,
@@ -154,7 +164,7 @@ func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, err
 	if err != nil {
 		return nil, err
 	}
-	pp := &podProcess{Name: req.Node, Netns: req.Netns, PID: pids[req.Node]}
+	pp := &podProcess{Name: req.Node, Netns: req.Netns, PID: pids[req.Node], Root: nodeRoot()}
 	ans := &AgentNodeAnswer{}
 	switch req.Op {
 	case NodeOutput:
