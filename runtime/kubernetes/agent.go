@@ -52,8 +52,8 @@ const (
 	// agentSpecVersion changes whenever agentSpec does, so that a deploy replaces an agent
 	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted; 3:
 	// the node's cgroup file systems, for commands in pods' cgroups; 4: the node's root at
-	// /host, for daemons' logs).
-	agentSpecVersion = "4"
+	// /host, for daemons' logs, following the node's mounts).
+	agentSpecVersion = "5"
 )
 
 // agentRevision is what annotationBinary records: the program and the spec's version.
@@ -569,7 +569,9 @@ func (r Runtime) agentSpec(self string) map[string]any {
 							{"name": "cgroup", "mountPath": cgroupDir},
 							// The node's files: daemons in pods log where their callers
 							// ask, on the node.
-							{"name": "host", "mountPath": hostRoot},
+							// HostToContainer: the node's later unmounts (a lab's netns names)
+							// reach this copy, or it would keep them busy on the node.
+							{"name": "host", "mountPath": hostRoot, "mountPropagation": "HostToContainer"},
 						},
 					}},
 					"volumes": []map[string]any{
