@@ -52,8 +52,8 @@ const (
 	// agentSpecVersion changes whenever agentSpec does, so that a deploy replaces an agent
 	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted; 3:
 	// the node's cgroup file systems, for commands in pods' cgroups; 4: the node's root at
-	// /host, for daemons' logs, following the node's mounts).
-	agentSpecVersion = "5"
+	// /host, for daemons' logs).
+	agentSpecVersion = "4"
 )
 
 // agentRevision is what annotationBinary records: the program and the spec's version.
@@ -408,11 +408,30 @@ func agentDestroy(lab string) error {
 		return errors.New("no lab named")
 	}
 	var errs []error
+	detachHostCopies(lab)
 	errs = append(errs, netns.Runtime{}.Destroy(context.Background(), lab))
 	if err := steer.Unpin(lab); err != nil && !errors.Is(err, steer.ErrNotLoaded) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// detachHostCopies detaches, in the agent's own mount namespace, the copies of the lab's
+// netns names under its view of the node's root (hostRoot): an agent pod started while the
+// lab existed copied them with the node's root, and without mount propagation they stay
+// mounted there when the names are unmounted, which keeps the names busy (removing them
+// fails with EBUSY). Nothing mounted there is not an error.
+// Equivalent to: umount -l /host/run/netns/sfc.LAB.*
+func detachHostCopies(lab string) {
+	root := nodeRoot()
+	if root == "" {
+		return
+	}
+	names, _ := netdev.ListNetns(plan.NetnsName(lab, ""))
+	names = append(names, plan.FabricName(lab))
+	for _, n := range names {
+		_ = unix.Unmount(filepath.Join(root, netdev.NetnsDir, n), unix.MNT_DETACH)
+	}
 }
 
 // agentConfigure writes each pod's settings into its namespace (named by attach).
@@ -569,9 +588,10 @@ func (r Runtime) agentSpec(self string) map[string]any {
 							{"name": "cgroup", "mountPath": cgroupDir},
 							// The node's files: daemons in pods log where their callers
 							// ask, on the node.
-							// HostToContainer: the node's later unmounts (a lab's netns names)
-							// reach this copy, or it would keep them busy on the node.
-							{"name": "host", "mountPath": hostRoot, "mountPropagation": "HostToContainer"},
+							// No propagation (the kubelet refuses HostToContainer where "/"
+							// is a private mount, as on this project's VM): agentDestroy
+							// detaches the copies of a lab's netns names it holds.
+							{"name": "host", "mountPath": hostRoot},
 						},
 					}},
 					"volumes": []map[string]any{

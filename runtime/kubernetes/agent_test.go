@@ -39,10 +39,10 @@ func TestAgentSpec(t *testing.T) {
 		case "/sys/fs/cgroup":
 			cg = "mounted"
 		case "/host":
-			host, _ = m["mountPropagation"].(string)
+			host = "mounted"
 		}
 	}
-	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" || cg != "mounted" || host != "HostToContainer" {
+	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" || cg != "mounted" || host != "mounted" {
 		t.Errorf("/run/netns propagation %q, program %q, /sys/fs/bpf %q, /run/sfclab %q, /sys/fs/cgroup %q, / at /host %q", prop, bin, bpffs, lock, cg, host)
 	}
 	if tol := pod["tolerations"].([]map[string]any); len(tol) != 1 || tol[0]["operator"] != "Exists" {
