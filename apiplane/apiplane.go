@@ -46,6 +46,7 @@ type Plane struct {
 // two namespaces per port, most of a change's cost).
 type deployed struct {
 	started time.Time
+	plan    *plan.Plan
 	t       *plan.Transparent
 	bind    map[string]sfc.Binding
 }
@@ -72,7 +73,7 @@ func (p *Plane) lab(lab string) (*deployed, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := &deployed{started: st.Started, t: pl.Transparent, bind: bind}
+	d := &deployed{started: st.Started, plan: pl, t: pl.Transparent, bind: bind}
 	if p.labs == nil {
 		p.labs = map[string]*deployed{}
 	}
@@ -229,7 +230,7 @@ func (p *Plane) sync(lab string) error {
 	if err != nil {
 		return err
 	}
-	dp, err := steer.Open(lab)
+	dp, err := openMaps(context.Background(), d.plan)
 	if err != nil {
 		return err
 	}
@@ -367,6 +368,24 @@ func Model(base *sfc.Model, chains map[string]*api.Chain, graphs map[string]*api
 func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error) {
 	t := p.Transparent
 	bind := map[string]sfc.Binding{}
+	if r, ok := runtimes.All(runtimes.Options{})[p.Runtime].(remotePorts); ok {
+		// The ports are on the machines the runtime's nodes run on (kubernetes: read by
+		// the sfclab agent there).
+		at, err := r.PortsAt(ctx, p)
+		if err != nil {
+			return nil, err
+		}
+		for _, n := range t.Nodes {
+			for _, pt := range n.Ports {
+				a, ok := at[hosts.PortKey(n.Name, pt.Ifname)]
+				if !ok {
+					return nil, fmt.Errorf("node %s: port %s was not found", n.Name, pt.Ifname)
+				}
+				bind[pt.Name] = t.Binding(n, pt, a.Index, a.MAC)
+			}
+		}
+		return bind, nil
+	}
 	for _, n := range t.Nodes {
 		h := t.Host(n.Host)
 		if p.Containers() && !p.HostPorts() {
@@ -394,6 +413,22 @@ func Bindings(ctx context.Context, p *plan.Plan) (map[string]sfc.Binding, error)
 		}
 	}
 	return bind, nil
+}
+
+// remotePorts is a runtime whose lab's ports and steering maps are on the machines its nodes
+// run on, reached through it (kubernetes: the sfclab agent on every node).
+type remotePorts interface {
+	PortsAt(ctx context.Context, p *plan.Plan) (map[string]hosts.PortAt, error)
+	SteeringMaps(ctx context.Context, p *plan.Plan) (steer.Maps, error)
+}
+
+// openMaps opens a lab's steering maps: through its runtime when they are on its nodes'
+// machines, else on this machine.
+func openMaps(ctx context.Context, p *plan.Plan) (steer.Maps, error) {
+	if r, ok := runtimes.All(runtimes.Options{})[p.Runtime].(remotePorts); ok {
+		return r.SteeringMaps(ctx, p)
+	}
+	return steer.Open(p.Lab)
 }
 
 // openContainerNS opens the network namespace of a container node (which has no name)

@@ -227,16 +227,15 @@ func (b *build) nodes(ctx context.Context) error {
 		return err
 	}
 	b.ns = ns
-	return eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
+	set := map[string]netdev.Settings{}
+	for _, n := range b.p.Nodes {
 		kvs := make([][2]string, len(n.Sysctls))
 		for i, s := range n.Sysctls {
 			kvs[i] = [2]string{s.Key, s.Value}
 		}
-		if err := b.ns[n.Name].SetSysctls(kvs); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		return nil
-	})
+		set[n.Name] = netdev.Settings{Sysctls: kvs}
+	}
+	return b.apply(ctx, set)
 }
 
 // freshInterfaces reports whether the runtime creates every interface after the nodes'
@@ -288,20 +287,18 @@ func (b *build) links(ctx context.Context) error {
 		return b.shapeHosts()
 	}
 	fresh := b.freshInterfaces()
-	err := eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
+	set := map[string]netdev.Settings{}
+	for _, n := range b.p.Nodes {
 		if fresh && takesDefaults(n) {
-			return nil // its interfaces took these values from the namespace's defaults
+			continue // its interfaces took these values from the namespace's defaults
 		}
 		var kvs [][2]string
 		for _, i := range n.Interfaces {
 			kvs = append(kvs, [2]string{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, [2]string{"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"})
 		}
-		if err := b.ns[n.Name].SetSysctls(kvs); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
-		return nil
-	})
-	if err != nil {
+		set[n.Name] = netdev.Settings{Sysctls: kvs}
+	}
+	if err := b.apply(ctx, set); err != nil {
 		return err
 	}
 	if b.p.Redirects() {
@@ -312,11 +309,11 @@ func (b *build) links(ctx context.Context) error {
 	return b.shaping()
 }
 
-// routing adds every node's routes and policy rules, nodes in parallel (eachNode): a node's
+// routing adds every node's routes and policy rules, nodes in parallel (apply): a node's
 // routes go in one batch that looks each device up once.
 func (b *build) routing(ctx context.Context) error {
-	return eachNode(ctx, b.p.Nodes, func(n *plan.Node) error {
-		ns := b.ns[n.Name]
+	set := map[string]netdev.Settings{}
+	for _, n := range b.p.Nodes {
 		rs := make([]netdev.Route, len(n.Routes))
 		for i, r := range n.Routes {
 			rs[i] = netdev.Route{Dst: r.Dst, Table: r.Table}
@@ -324,20 +321,16 @@ func (b *build) routing(ctx context.Context) error {
 				rs[i].NextHops = append(rs[i].NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
 			}
 		}
-		if err := ns.AddRoutes(rs); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
+		var rules []netdev.Rule
 		for _, r := range n.Rules {
-			nr := netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
+			rules = append(rules, netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
 				SrcPort: netdev.PortRange{From: r.SrcPort.From, To: r.SrcPort.To},
 				DstPort: netdev.PortRange{From: r.DstPort.From, To: r.DstPort.To},
-				Src:     r.Src, Dst: r.Dst}
-			if err := ns.AddRule(nr); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
+				Src:     r.Src, Dst: r.Dst})
 		}
-		return nil
-	})
+		set[n.Name] = netdev.Settings{Routes: rs, Rules: rules}
+	}
+	return b.apply(ctx, set)
 }
 
 func ipproto(p string) uint8 {

@@ -70,6 +70,17 @@ func linkHosts(ctx context.Context, rt runtime.Runtime, p *plan.Plan, ns map[str
 			return err
 		}
 	}
+	if r := remote(rt); r != nil {
+		set := map[string]netdev.Settings{}
+		for _, n := range p.Nodes {
+			var s netdev.Settings
+			for _, i := range n.Interfaces {
+				s.Addrs = append(s.Addrs, netdev.IfAddr{Link: i.Name, Prefix: i.Address})
+			}
+			set[n.Name] = s
+		}
+		return r.Configure(ctx, p, set)
+	}
 	for _, n := range p.Nodes {
 		for _, i := range n.Interfaces {
 			if err := ns[n.Name].AddAddr(i.Name, i.Address); err != nil {

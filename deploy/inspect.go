@@ -109,7 +109,8 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		if err != nil || m == nil {
 			m = p.Transparent.Model
 		}
-		info.Steering = inspectSteering(p, m)
+		rt, _ := d.Runtime(p.Runtime) // nil: the maps on this machine
+		info.Steering = inspectSteering(ctx, rt, p, m)
 	}
 	return info, nil
 }
@@ -117,29 +118,35 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 // nsOpener is a node whose network namespace has no name (a container).
 type nsOpener interface{ OpenNS() (*netdev.NS, error) }
 
-// openNodeNS opens a node's network namespace through the runtime's node (a named
-// namespace or a container's).
-func openNodeNS(d *Deployer, p *plan.Plan, n *plan.Node) (*netdev.NS, error) {
-	node, err := d.Node(p, n.Name)
-	if err != nil {
-		return nil, err
-	}
-	o, ok := node.(nsOpener)
-	if !ok {
-		return nil, fmt.Errorf("open namespace of node %s: runtime %s cannot", n.Name, p.Runtime)
-	}
-	return o.OpenNS()
+// linkLister is a node whose interfaces are read where it runs (a kubernetes pod, through the
+// sfclab agent on its node), not through a namespace this process opens.
+type linkLister interface {
+	Links(ctx context.Context) ([]netdev.LinkInfo, error)
 }
 
 func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *NodeInfo) error {
-	ns, err := openNodeNS(d, p, n)
+	var ns *netdev.NS // nil: the node lists its links itself, unshaped
+	var links []netdev.LinkInfo
+	node, err := d.Node(p, n.Name)
 	if err != nil {
 		return err
 	}
-	defer ns.Close()
-	links, err := ns.Links()
-	if err != nil {
-		return err
+	if ll, ok := node.(linkLister); ok {
+		if links, err = ll.Links(ctx); err != nil {
+			return err
+		}
+	} else {
+		o, ok := node.(nsOpener)
+		if !ok {
+			return fmt.Errorf("open namespace of node %s: runtime %s cannot", n.Name, p.Runtime)
+		}
+		if ns, err = o.OpenNS(); err != nil {
+			return err
+		}
+		defer ns.Close()
+		if links, err = ns.Links(); err != nil {
+			return err
+		}
 	}
 	byName := map[string]netdev.LinkInfo{}
 	for _, l := range links {
@@ -159,7 +166,7 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 		ii := InterfaceInfo{Name: i.Name, Segment: i.Segment}
 		if ok {
 			ii.Addrs, ii.Up, ii.Stats = l.Addrs, l.Up, l.Stats
-			if seg := p.Segment(i.Segment); seg != nil && seg.Shape != nil {
+			if seg := p.Segment(i.Segment); seg != nil && seg.Shape != nil && ns != nil {
 				if ii.Shaping, err = ns.Shaping(i.Name); err != nil {
 					ii.Shaping = "unreadable: " + err.Error()
 				}
@@ -177,10 +184,6 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 	rc, ok := k.(vnf.RuleCounters)
 	if !ok {
 		return nil
-	}
-	node, err := d.Node(p, n.Name)
-	if err != nil {
-		return err
 	}
 	if ni.Rules, err = rc.Counters(ctx, node, n.Function); err != nil {
 		return err

@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/netip"
 	"strings"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
@@ -68,7 +68,9 @@ func (b *build) steering(ctx context.Context) error {
 	for _, h := range t.Hosts {
 		a.Hosts = append(a.Hosts, h.ID)
 	}
-	b.undo.Push("unpin steering maps", func() error { return steer.Unpin(p.Lab) })
+	if remote(b.rt) == nil { // a remote runtime's undo has its nodes remove the maps
+		b.undo.Push("unpin steering maps", func() error { return steer.Unpin(p.Lab) })
+	}
 	bind := map[string]sfc.Binding{}
 	for _, pt := range ports {
 		bind[pt.name] = pt.bind
@@ -94,7 +96,7 @@ func (b *build) steering(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	dp, err := steer.Open(p.Lab)
+	dp, err := steeringMaps(ctx, b.rt, p)
 	if err != nil {
 		return err
 	}
@@ -139,13 +141,25 @@ func (b *build) hostPorts(ctx context.Context) ([]steeringPort, error) {
 			return nil, err
 		}
 	}
-	var ports []steeringPort
+	var bumps []*plan.TNode
 	for _, n := range t.Nodes {
 		if !isMachine(b.p, n.Name) { // a VM's guest is its bump in the wire (bootOnPorts)
-			if err := bumpInTheWire(nodeNS(n), n); err != nil {
+			bumps = append(bumps, n)
+		}
+	}
+	if r := remote(b.rt); r != nil {
+		if err := r.BumpInTheWire(ctx, b.p, bumps); err != nil {
+			return nil, err
+		}
+	} else {
+		for _, n := range bumps {
+			if err := steer.BumpInTheWire(nodeNS(n), n, steer.FastPathOf(n)); err != nil {
 				return nil, err
 			}
 		}
+	}
+	var ports []steeringPort
+	for _, n := range t.Nodes {
 		h := t.Host(n.Host)
 		for _, pt := range n.Ports {
 			at, ok := links[hosts.PortKey(n.Name, pt.Ifname)]
@@ -187,7 +201,7 @@ func (b *build) dockerPorts(ctx context.Context) ([]steeringPort, error) {
 					}
 				}
 			}
-			if err := bumpInTheWire(ns, n); err != nil {
+			if err := steer.BumpInTheWire(ns, n, steer.FastPathOf(n)); err != nil {
 				return nil, err
 			}
 		}
@@ -205,86 +219,6 @@ func (b *build) dockerPorts(ctx context.Context) ([]steeringPort, error) {
 		}
 	}
 	return ports, nil
-}
-
-// bumpInTheWire turns off reverse-path filtering on a node's ports (and IPv6 on a port without
-// an IPv6 address) and, for a function, makes whatever arrives on a way's ingress leave by its
-// egress, IPv6 too on dual-stack ports (hosts.Forward).
-func bumpInTheWire(ns *netdev.NS, n *plan.TNode) error {
-	if ns == nil {
-		return fmt.Errorf("node %s: no namespace handle", n.Name)
-	}
-	for _, pt := range n.Ports {
-		kvs := [][2]string{{"net.ipv4.conf." + pt.Ifname + ".rp_filter", "0"}}
-		if !pt.Address6.IsValid() {
-			kvs = append(kvs, [2]string{"net.ipv6.conf." + pt.Ifname + ".disable_ipv6", "1"})
-		}
-		for _, kv := range kvs {
-			if err := ns.SetSysctl(kv[0], kv[1]); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-		}
-	}
-	if len(n.Ways) == 0 {
-		return nil
-	}
-	var ways []hosts.Pair
-	for _, w := range n.Ways {
-		ways = append(ways, hosts.Pair{In: w[0], Out: w[1]})
-	}
-	if err := hosts.ForwardIn(ns, ways, true); err != nil {
-		return err
-	}
-	fast := ""
-	if n.Function != nil {
-		if fp, ok := n.Function.Params.(spec.FastPath); ok {
-			fast = fp.FastPath()
-		}
-	}
-	bump, offload := fast == spec.FastPathBump, fast == spec.FastPathOffload
-	if !bump && !offload {
-		return nil
-	}
-	if offload {
-		// Conntrack does not see offloaded segments, so its TCP window for the flow falls
-		// behind, and the FIN that ends the flow (the kernel's again) would be out of its
-		// window: ct state invalid, dropped by the ruleset, and the connection never closes.
-		// An nftables flowtable marks its flows' entries liberal for the same reason; the
-		// namespace's sysctl does it for every flow of the firewall.
-		if err := ns.SetSysctls([][2]string{{"net.netfilter.nf_conntrack_tcp_be_liberal", "1"}}); err != nil {
-			return fmt.Errorf("node %s: %w", n.Name, err)
-		}
-	}
-	// A forwarder forwards everything that is not its own: the bump program does it at its
-	// ingress port, with the kernel's forwarding above as the fallback for the rest. A
-	// firewall's offload program forwards the packets of established flows the same way and
-	// leaves the rest to the kernel's forwarding, conntrack and ruleset.
-	var own []netip.Addr
-	for _, pt := range n.Ports {
-		if pt.Address.IsValid() {
-			own = append(own, pt.Address.Addr())
-		}
-	}
-	// Ways in ForwardIn's order, each with its reverse; the first way from a port wins, as the
-	// first matching policy rule does.
-	done := map[string]bool{}
-	for _, w := range ways {
-		for _, x := range []hosts.Pair{w, {In: w.Out, Out: w.In}} {
-			if done[x.In] {
-				continue
-			}
-			done[x.In] = true
-			b := steer.Bump{In: x.In, Out: x.Out, Own: own, Next: hosts.PlaceholderMAC}
-			attach := steer.AttachBump
-			if offload {
-				attach = steer.AttachFwOffload
-			}
-			if err := attach(ns, b); err != nil {
-				return fmt.Errorf("node %s: %w", n.Name, err)
-			}
-		}
-	}
-	return nil
 }
 
 // unpinSteering removes a lab's pinned steering maps (its programs went with its host
@@ -330,7 +264,7 @@ const MaxPicksShown = 20
 // inspectSteering reads a transparent lab's counters and picks, naming paths, groups and
 // instances by m: the plan's model, or the one sfclab serve last wrote the maps from (with
 // the chains created over the API, named api-ID).
-func inspectSteering(p *plan.Plan, m *sfc.Model) *SteeringInfo {
+func inspectSteering(ctx context.Context, rt runtime.Runtime, p *plan.Plan, m *sfc.Model) *SteeringInfo {
 	si := &SteeringInfo{}
 	for _, fc := range m.FlowClassifiers {
 		si.Classifiers = append(si.Classifiers, fmt.Sprintf("%s: %s", fc.Name, plan.ClassifierText(fc)))
@@ -340,7 +274,7 @@ func inspectSteering(p *plan.Plan, m *sfc.Model) *SteeringInfo {
 		si.Error = err.Error()
 		return si
 	}
-	dp, err := steer.Open(p.Lab)
+	dp, err := steeringMaps(ctx, rt, p)
 	if err != nil {
 		si.Error = err.Error()
 		return si

@@ -88,6 +88,9 @@ func setLoUp(ns netns.NsHandle) error {
 //
 // Equivalent to: touch /run/netns/NAME && mount --bind PATH /run/netns/NAME
 func BindNetns(name, path string) error {
+	if err := errors.Join(CheckGuard(name), CheckGuard(path)); err != nil {
+		return err
+	}
 	if err := checkNetnsName(name); err != nil {
 		return fmt.Errorf("bind netns %q: %w", name, err)
 	}

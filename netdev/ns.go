@@ -38,6 +38,9 @@ type NS struct {
 func OpenNS(name string) (*NS, error) {
 	var fd netns.NsHandle
 	var err error
+	if err := CheckGuard(name); name != "" && err != nil {
+		return nil, err
+	}
 	if name == "" {
 		fd, err = currentNetns()
 	} else {
@@ -59,6 +62,9 @@ func OpenNS(name string) (*NS, error) {
 // process; the name is used in messages. A missing path gives an error wrapping [ErrNotFound].
 // Equivalent to: nsenter --net=PATH
 func OpenNSPath(path, name string) (*NS, error) {
+	if err := CheckGuard(path); err != nil {
+		return nil, err
+	}
 	fd, err := netns.GetFromPath(path)
 	if errors.Is(err, fs.ErrNotExist) {
 		err = ErrNotFound

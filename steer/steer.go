@@ -18,6 +18,7 @@ import (
 	gosync "sync"
 
 	"github.com/cilium/ebpf"
+	"github.com/sfclab/sfclab/sfc"
 	"golang.org/x/sys/unix"
 )
 
@@ -241,3 +242,18 @@ func Pinned() ([]string, error) {
 	}
 	return out, nil
 }
+
+// Maps is a lab's pinned steering maps as deploy, `sfclab inspect` and `sfclab serve` use
+// them: the Dataplane of the machine they are pinned on (Open), or a runtime's stand-in that
+// reaches them on the machine where they are (the kubernetes runtime's agent).
+type Maps interface {
+	// Apply replaces the chains the maps hold (Dataplane.Apply).
+	Apply(t *sfc.Tables) error
+	// Counters reads the per-hop counters (Dataplane.Counters).
+	Counters() ([]HopCounter, error)
+	// Picks reads the instances groups picked for recent flows (Dataplane.Picks).
+	Picks() ([]Pick, error)
+	Close() error
+}
+
+var _ Maps = (*Dataplane)(nil)

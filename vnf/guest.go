@@ -33,6 +33,14 @@ type Dialer interface {
 	CheckDial(ctx context.Context, addr string, timeout time.Duration) error
 }
 
+// SocketLister is a node that lists its listening TCP sockets itself, in ss's format, where
+// Listens otherwise enters its namespace (Do) or asks a guest's netstat: a kubernetes pod,
+// whose namespace sfclab reaches only through the agent on its node.
+type SocketLister interface {
+	// ListeningTCP lists the listening TCP sockets on port as `ss -Htln 'sport = :PORT'` does.
+	ListeningTCP(ctx context.Context, port string) ([]byte, error)
+}
+
 // Runs reports whether daemon pid (from node.Daemon) is alive: in the node when it keeps its
 // own processes (Processes), else on the host.
 func Runs(node Node, pid int) bool {
@@ -93,7 +101,9 @@ func Listens(ctx context.Context, node Node, addr string) (bool, error) {
 	// The local address is the fourth column of both: netstat's Proto Recv-Q Send-Q Local
 	// Foreign State, ss -H's State Recv-Q Send-Q Local Peer.
 	const col = 3
-	if _, ok := node.(Processes); ok {
+	if sl, ok := node.(SocketLister); ok {
+		out, err = sl.ListeningTCP(ctx, port)
+	} else if _, ok := node.(Processes); ok {
 		out, err = node.Output(ctx, nil, "netstat", "-tln")
 	} else {
 		err = node.Do(func() (err error) {

@@ -9,12 +9,14 @@ import (
 // runs it on a Kubernetes node through the API server's exec, users do not.
 func newAgent() *cobra.Command {
 	return &cobra.Command{
-		Use:   "agent [attach]",
+		Use:   "agent [REQUEST]",
 		Short: "The sfclab agent on a Kubernetes node (run by the kubernetes runtime's DaemonSet, not by hand)",
 		Long: `agent is the program of the sfclab agent DaemonSet (namespace sfclab-system) that the
-kubernetes runtime creates. Without an argument it waits (the DaemonSet's process); "attach"
-reads a JSON request on stdin (a lab's pods on this node), names each pod's network namespace
-sfc.LAB.NODE, deletes its pod-network interface and answers the pods' PIDs as JSON.`,
+kubernetes runtime creates. Without an argument it waits (the DaemonSet's process); with a
+request (attach, link, hosts, steer, configure, bump, tables, counters, ports, node, destroy)
+it reads a JSON request on stdin, does it on this node (the lab's pods' namespaces, emulated
+hosts, steering maps, commands in the pods) and answers JSON on stdout. docs/kubernetes.md
+lists what each does.`,
 		Hidden: true,
 		Args:   cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

@@ -22,6 +22,7 @@ import (
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/steer"
 	"golang.org/x/sys/unix"
 )
@@ -49,8 +50,10 @@ const (
 	annotationBinary = "sfclab.agent/binary"
 	agentContainer   = "agent"
 	// agentSpecVersion changes whenever agentSpec does, so that a deploy replaces an agent
-	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted).
-	agentSpecVersion = "2"
+	// DaemonSet of an older spec (2: the node's BPF file system and /run/sfclab mounted; 3:
+	// the node's cgroup file systems, for commands in pods' cgroups; 4: the node's root at
+	// /host, for daemons' logs).
+	agentSpecVersion = "4"
 )
 
 // agentRevision is what annotationBinary records: the program and the spec's version.
@@ -92,9 +95,80 @@ const (
 	// ends of its ports and to its tunnels (AgentSteerRequest).
 	AgentSteer = "steer"
 	// AgentDestroy removes what the agent made for a lab on its node: its network namespace
-	// names, emulated hosts, fabric and pinned steering maps (AgentDestroyRequest).
+	// names, emulated hosts, fabric and pinned steering maps, and the processes started in
+	// them (AgentDestroyRequest).
 	AgentDestroy = "destroy"
+	// AgentConfigure writes settings (addresses, sysctls, routes, policy rules) into the
+	// lab's pods' namespaces (AgentConfigureRequest).
+	AgentConfigure = "configure"
+	// AgentBump makes transparent nodes bumps in the wire (steer.BumpInTheWire in each pod's
+	// namespace; AgentBumpRequest).
+	AgentBump = "bump"
+	// AgentTables writes a transparent lab's compiled chains into its pinned steering maps
+	// (AgentTablesRequest).
+	AgentTables = "tables"
+	// AgentCounters reads a transparent lab's per-hop counters and picks from its pinned maps
+	// (AgentDestroyRequest names the lab; AgentCountersAnswer).
+	AgentCounters = "counters"
+	// AgentPorts reads where ports are (hosts.PortLink: the host-side ifindex and the pod-side
+	// MAC; AgentPortsRequest, AgentHostsAnswer), for `sfclab serve`.
+	AgentPorts = "ports"
 )
+
+// AgentPortsRequest asks where ports are, by key.
+type AgentPortsRequest struct {
+	Ports map[string]AgentPortRef `json:"ports"`
+}
+
+// AgentPortRef names a port's two ends: its veth's host end in its emulated host's
+// namespace, and the pod's end.
+type AgentPortRef struct {
+	HostNS string `json:"host_ns"`
+	HostIf string `json:"host_if"`
+	NodeNS string `json:"node_ns"`
+	Ifname string `json:"ifname"`
+}
+
+// agentRequests are the requests AgentMain takes.
+var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode}
+
+// AgentConfigureRequest asks for settings in the namespaces of a lab's pods on the node.
+type AgentConfigureRequest struct {
+	Lab   string              `json:"lab"`
+	Nodes []AgentNodeSettings `json:"nodes"`
+}
+
+// AgentNodeSettings are one pod's settings.
+type AgentNodeSettings struct {
+	Node     string          `json:"node"`
+	Netns    string          `json:"netns"`
+	Settings netdev.Settings `json:"settings"`
+}
+
+// AgentBumpRequest asks for transparent nodes to be made bumps in the wire.
+type AgentBumpRequest struct {
+	Lab   string          `json:"lab"`
+	Nodes []AgentBumpNode `json:"nodes"`
+}
+
+// AgentBumpNode is one transparent node: its ports and ways (Function left out) and its
+// function's fast path (steer.FastPathOf).
+type AgentBumpNode struct {
+	Node *plan.TNode `json:"node"`
+	Fast string      `json:"fast,omitempty"`
+}
+
+// AgentTablesRequest asks for a lab's chains in its steering maps.
+type AgentTablesRequest struct {
+	Lab    string      `json:"lab"`
+	Tables *sfc.Tables `json:"tables"`
+}
+
+// AgentCountersAnswer is a lab's steering counters and picks.
+type AgentCountersAnswer struct {
+	Counters []steer.HopCounter `json:"counters"`
+	Picks    []steer.Pick       `json:"picks"`
+}
 
 // AgentLinkRequest asks for the segments of a plain lab (no hosts, no steering); Plan holds
 // only what wiring reads: the nodes' names, namespaces and interfaces, the segments, the
@@ -136,8 +210,8 @@ func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
 		return nil
 	}
 	op := args[0]
-	if len(args) != 1 || !slices.Contains([]string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy}, op) {
-		return fmt.Errorf("agent: unknown request %q (the agent takes: %s, %s, %s, %s, %s)", strings.Join(args, " "), AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy)
+	if len(args) != 1 || !slices.Contains(agentRequests, op) {
+		return fmt.Errorf("agent: unknown request %q (the agent takes: %s)", strings.Join(args, " "), strings.Join(agentRequests, ", "))
 	}
 	dec := json.NewDecoder(stdin)
 	dec.DisallowUnknownFields()
@@ -174,6 +248,36 @@ func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
 		var req AgentDestroyRequest
 		if err = read(&req); err == nil {
 			err = agentDestroy(req.Lab)
+		}
+	case AgentConfigure:
+		var req AgentConfigureRequest
+		if err = read(&req); err == nil {
+			err = agentConfigure(req)
+		}
+	case AgentBump:
+		var req AgentBumpRequest
+		if err = read(&req); err == nil {
+			err = agentBump(req)
+		}
+	case AgentTables:
+		var req AgentTablesRequest
+		if err = read(&req); err == nil {
+			err = agentTables(req)
+		}
+	case AgentCounters:
+		var req AgentDestroyRequest
+		if err = read(&req); err == nil {
+			ans, err = agentCounters(req.Lab)
+		}
+	case AgentPorts:
+		var req AgentPortsRequest
+		if err = read(&req); err == nil {
+			ans, err = agentPorts(req)
+		}
+	case AgentNode:
+		var req AgentNodeRequest
+		if err = read(&req); err == nil {
+			ans, err = agentNode(context.Background(), req)
 		}
 	}
 	if err != nil {
@@ -245,6 +349,11 @@ func agentHosts(req AgentHostsRequest) (_ *AgentHostsAnswer, err error) {
 	if t == nil || !t.NodesExist {
 		return nil, errors.New("no topology of existing nodes")
 	}
+	// A node's half of a topology across nodes names its underlay address; its device is
+	// the node's.
+	if err := localUnderlay(t); err != nil {
+		return nil, err
+	}
 	var undo agentUndo
 	defer func() {
 		if err != nil {
@@ -283,28 +392,126 @@ func agentSteer(req AgentSteerRequest) error {
 // bpffsDir is where the node's BPF file system is mounted, and mounted into the agent's pod.
 const bpffsDir = "/sys/fs/bpf"
 
-// agentDestroy removes a lab's state on the agent's node: the names of its pods' network
-// namespaces, its emulated hosts, underlay and fabric (their veths, bridges, VXLAN devices and
-// steering programs go with them) and its pinned steering maps. The pods' processes are not
-// touched (deleting their pods ends them). Nothing there is not an error.
-// Equivalent to: ip netns del sfc.LAB.* sfc.LAB; rm -r /sys/fs/bpf/sfclab/LAB
+// cgroupDir is where the node's cgroup file systems are, mounted into the agent's pod.
+const cgroupDir = "/sys/fs/cgroup"
+
+// agentDestroy removes a lab's state on the agent's node: the processes in its pods'
+// namespaces and their names, its emulated hosts, underlay and fabric (their veths, bridges,
+// VXLAN devices and steering programs go with them), its cgroups (the netns runtime's
+// Destroy, by the lab's tag) and its pinned steering maps. The pods' own processes end too
+// (they are in the pods' namespaces); deleting the pods is the API server's. Nothing there is
+// not an error.
+// Equivalent to: kill the processes in sfc.LAB.*; ip netns del sfc.LAB.* sfc.LAB;
+// rm -r /sys/fs/bpf/sfclab/LAB
 func agentDestroy(lab string) error {
 	if lab == "" {
 		return errors.New("no lab named")
 	}
-	names, err := netdev.ListNetns(plan.NetnsName(lab, ""))
-	if err != nil {
-		return err
-	}
-	names = append(names, plan.FabricName(lab))
 	var errs []error
-	for _, n := range names {
-		errs = append(errs, netdev.DeleteNetns(n))
-	}
+	detachHostCopies(lab)
+	errs = append(errs, netns.Runtime{}.Destroy(context.Background(), lab))
 	if err := steer.Unpin(lab); err != nil && !errors.Is(err, steer.ErrNotLoaded) {
 		errs = append(errs, err)
 	}
 	return errors.Join(errs...)
+}
+
+// detachHostCopies detaches, in the agent's own mount namespace, the copies of the lab's
+// netns names under its view of the node's root (hostRoot): an agent pod started while the
+// lab existed copied them with the node's root, and without mount propagation they stay
+// mounted there when the names are unmounted, which keeps the names busy (removing them
+// fails with EBUSY). Nothing mounted there is not an error.
+// Equivalent to: umount -l /host/run/netns/sfc.LAB.*
+func detachHostCopies(lab string) {
+	root := nodeRoot()
+	if root == "" {
+		return
+	}
+	names, _ := netdev.ListNetns(plan.NetnsName(lab, ""))
+	names = append(names, plan.FabricName(lab))
+	for _, n := range names {
+		_ = unix.Unmount(filepath.Join(root, netdev.NetnsDir, n), unix.MNT_DETACH)
+	}
+}
+
+// agentConfigure writes each pod's settings into its namespace (named by attach).
+func agentConfigure(req AgentConfigureRequest) error {
+	var errs []error
+	for _, n := range req.Nodes {
+		h, err := netdev.OpenNS(n.Netns)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Node, err))
+			continue
+		}
+		if err := h.Apply(n.Settings); err != nil {
+			errs = append(errs, fmt.Errorf("node %s: %w", n.Node, err))
+		}
+		h.Close()
+	}
+	return errors.Join(errs...)
+}
+
+// agentBump makes each node a bump in the wire in its pod's namespace.
+func agentBump(req AgentBumpRequest) error {
+	for _, b := range req.Nodes {
+		if b.Node == nil {
+			return errors.New("no node")
+		}
+		h, err := netdev.OpenNS(b.Node.Netns)
+		if err != nil {
+			return fmt.Errorf("node %s: %w", b.Node.Name, err)
+		}
+		err = steer.BumpInTheWire(h, b.Node, b.Fast)
+		h.Close()
+		if err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// agentPorts reads where each port of req is.
+func agentPorts(req AgentPortsRequest) (*AgentHostsAnswer, error) {
+	out := map[string]hosts.PortAt{}
+	for key, r := range req.Ports {
+		idx, mac, err := hosts.PortLink(r.HostNS, r.HostIf, r.NodeNS, r.Ifname)
+		if err != nil {
+			return nil, err
+		}
+		out[key] = hosts.PortAt{Index: idx, MAC: mac}
+	}
+	return &AgentHostsAnswer{Ports: out}, nil
+}
+
+// agentTables writes a lab's chains into its pinned steering maps.
+func agentTables(req AgentTablesRequest) error {
+	if req.Tables == nil {
+		return errors.New("no tables")
+	}
+	dp, err := steer.Open(req.Lab)
+	if err != nil {
+		return err
+	}
+	defer dp.Close()
+	return dp.Apply(req.Tables)
+}
+
+// agentCounters reads a lab's steering counters and picks.
+func agentCounters(lab string) (*AgentCountersAnswer, error) {
+	dp, err := steer.Open(lab)
+	if err != nil {
+		return nil, err
+	}
+	defer dp.Close()
+	cs, err := dp.Counters()
+	if err != nil {
+		return nil, err
+	}
+	picks, err := dp.Picks()
+	if err != nil {
+		return nil, err
+	}
+	return &AgentCountersAnswer{Counters: cs, Picks: picks}, nil
 }
 
 // attach names the network namespace of each pod of req and deletes its pod-network
@@ -376,6 +583,15 @@ func (r Runtime) agentSpec(self string) map[string]any {
 							{"name": "netns", "mountPath": netdev.NetnsDir, "mountPropagation": "Bidirectional"},
 							{"name": "bpffs", "mountPath": bpffsDir},
 							{"name": "run", "mountPath": filepath.Dir(steer.MountLock)},
+							// Over the container's own view: commands in pods run in the pods'
+							// cgroups, found by their paths on the node.
+							{"name": "cgroup", "mountPath": cgroupDir},
+							// The node's files: daemons in pods log where their callers
+							// ask, on the node.
+							// No propagation (the kubelet refuses HostToContainer where "/"
+							// is a private mount, as on this project's VM): agentDestroy
+							// detaches the copies of a lab's netns names it holds.
+							{"name": "host", "mountPath": hostRoot},
 						},
 					}},
 					"volumes": []map[string]any{
@@ -385,6 +601,8 @@ func (r Runtime) agentSpec(self string) map[string]any {
 						// directory of the lock sfclab takes around pinning.
 						{"name": "bpffs", "hostPath": map[string]any{"path": bpffsDir, "type": "Directory"}},
 						{"name": "run", "hostPath": map[string]any{"path": filepath.Dir(steer.MountLock), "type": "DirectoryOrCreate"}},
+						{"name": "cgroup", "hostPath": map[string]any{"path": cgroupDir, "type": "Directory"}},
+						{"name": "host", "hostPath": map[string]any{"path": "/", "type": "Directory"}},
 					},
 				},
 			},

@@ -88,7 +88,8 @@ func agentDo(t *testing.T, op string, req, ans any) error {
 // TestAgentRequests runs the agent's wiring requests on this node's kernel as the agent pod
 // runs them: "hosts" builds an emulated host with a bridge and veths into two existing
 // namespaces (traffic crosses it), "steer" loads and attaches the steering programs to the
-// ports' host ends, "link" wires a plain veth pair between two more, a bad "hosts" request
+// ports' host ends, "link" wires a plain veth pair between two more, "configure" sets a
+// sysctl and a route there, "ports" finds the ports "hosts" made, a bad "hosts" request
 // leaves nothing of what it built, and "destroy" removes the lab's namespaces and maps.
 func TestAgentRequests(t *testing.T) {
 	requireCluster(t) // root, and the node's BPF file system mounted by start.sh
@@ -147,6 +148,27 @@ func TestAgentRequests(t *testing.T) {
 	}
 	if out, err := exec.Command("ip", "netns", "exec", plan.NetnsName(lab, "c"), "ping", "-c", "1", "-W", "2", "198.18.8.2").CombinedOutput(); err != nil {
 		t.Errorf("ping across the agent's veth pair: %v: %s", err, out)
+	}
+	// configure: a sysctl and a route in c, as deploy's phases send them.
+	set := kubernetes.AgentConfigureRequest{Lab: lab, Nodes: []kubernetes.AgentNodeSettings{{Node: "c", Netns: plan.NetnsName(lab, "c"),
+		Settings: netdev.Settings{Sysctls: [][2]string{{"net.ipv4.ip_forward", "1"}},
+			Routes: []netdev.Route{{Dst: pfx("198.18.99.0/24"), NextHops: []netdev.NextHop{{Via: netip.MustParseAddr("198.18.8.2")}}}}}}}}
+	if err := agentDo(t, kubernetes.AgentConfigure, set, nil); err != nil {
+		t.Fatal(err)
+	}
+	if out, err := exec.Command("ip", "netns", "exec", plan.NetnsName(lab, "c"), "sh", "-c", "cat /proc/sys/net/ipv4/ip_forward; ip route show 198.18.99.0/24").CombinedOutput(); err != nil ||
+		!strings.HasPrefix(string(out), "1\n") || !strings.Contains(string(out), "via 198.18.8.2") {
+		t.Errorf("configure: c has %q (%v), want forwarding on and the route", out, err)
+	}
+	// ports: where a's and b's ports are, as the hosts request answered.
+	var at kubernetes.AgentHostsAnswer
+	pr := kubernetes.AgentPortsRequest{Ports: map[string]kubernetes.AgentPortRef{
+		"a/eth1": {HostNS: hostNS, HostIf: "pa", NodeNS: plan.NetnsName(lab, "a"), Ifname: "eth1"}}}
+	if err := agentDo(t, kubernetes.AgentPorts, pr, &at); err != nil {
+		t.Fatal(err)
+	}
+	if got, want := at.Ports["a/eth1"], ans.Ports["a/eth1"]; got.Index != want.Index || got.MAC.String() != want.MAC.String() {
+		t.Errorf("ports: a/eth1 at %+v, the hosts request said %+v", got, want)
 	}
 	// A topology whose second node does not exist: the host built for it goes again.
 	bad := &hosts.Topology{Lab: lab, NodesExist: true, Hosts: []hosts.Host{{Name: "x", ID: 2}},

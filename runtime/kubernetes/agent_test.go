@@ -25,7 +25,7 @@ func TestAgentSpec(t *testing.T) {
 	if c["securityContext"].(map[string]any)["privileged"] != true || c["image"] != "img:1" {
 		t.Errorf("container %v is not privileged or not the image", c)
 	}
-	var prop, bin, bpffs, lock string
+	var prop, bin, bpffs, lock, cg, host string
 	for _, m := range c["volumeMounts"].([]map[string]any) {
 		switch m["mountPath"] {
 		case "/run/netns":
@@ -36,10 +36,14 @@ func TestAgentSpec(t *testing.T) {
 			bpffs = "mounted"
 		case "/run/sfclab":
 			lock = "mounted"
+		case "/sys/fs/cgroup":
+			cg = "mounted"
+		case "/host":
+			host = "mounted"
 		}
 	}
-	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" {
-		t.Errorf("/run/netns propagation %q, program %q, /sys/fs/bpf %q, /run/sfclab %q", prop, bin, bpffs, lock)
+	if prop != "Bidirectional" || bin != "mounted" || bpffs != "mounted" || lock != "mounted" || cg != "mounted" || host != "mounted" {
+		t.Errorf("/run/netns propagation %q, program %q, /sys/fs/bpf %q, /run/sfclab %q, /sys/fs/cgroup %q, / at /host %q", prop, bin, bpffs, lock, cg, host)
 	}
 	if tol := pod["tolerations"].([]map[string]any); len(tol) != 1 || tol[0]["operator"] != "Exists" {
 		t.Errorf("tolerations %v, want every taint tolerated", tol)
@@ -62,6 +66,12 @@ func TestAgentMainRefuses(t *testing.T) {
 		{"link without a plan", []string{"link"}, `{}`, "no plan"},
 		{"hosts without a topology", []string{"hosts"}, `{}`, "no topology"},
 		{"steer without bpffs or ports", []string{"steer"}, `{"lab":"i26w-x","attachment":{"hosts":[1],"ports":[{"ns":"sfc.i26w-x.nohost","host":1,"ifname":"p0"}]}}`, "steer"},
+		{"configure a namespace that is not there", []string{"configure"}, `{"lab":"i26w-x","nodes":[{"node":"n1","netns":"sfc.i26w-x.n1","settings":{"sysctls":[["net.ipv4.ip_forward","1"]]}}]}`, "node n1: open netns sfc.i26w-x.n1"},
+		{"bump without a node", []string{"bump"}, `{"lab":"x","nodes":[{}]}`, "no node"},
+		{"tables without tables", []string{"tables"}, `{"lab":"x"}`, "no tables"},
+		{"counters of a lab without maps", []string{"counters"}, `{"lab":"i26w-nomaps"}`, "no steering data plane pinned"},
+		{"ports of a namespace that is not there", []string{"ports"}, `{"ports":{"n1/eth0":{"host_ns":"sfc.i26w-x.host","host_if":"p0","node_ns":"sfc.i26w-x.n1","ifname":"eth0"}}}`, "sfc.i26w-x.host"},
+		{"node: no such container", []string{"node"}, `{"op":"output","node":"n1","netns":"sfc.x.n1","container":"0000deadbeef0000","argv":["true"]}`, "find the processes of pod n1 (container 0000deadbeef0000)"},
 		{"no such container", []string{"attach"}, `{"lab":"x","pods":[{"node":"n1","netns":"sfc.x.n1","container":"0000deadbeef0000"}]}`, "find the processes of pod n1 (container 0000deadbeef0000)"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

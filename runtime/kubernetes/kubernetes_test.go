@@ -24,11 +24,13 @@ import (
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// The runtime hands segment wiring to its agent: deploy must see it as a SegmentWirer.
-var _ deploy.SegmentWirer = kubernetes.Runtime{}
+// The runtime hands segment wiring, and everything else that goes into the pods'
+// namespaces, to its agent: deploy must see it as RemoteNodes (a SegmentWirer too).
+var _ deploy.RemoteNodes = kubernetes.Runtime{}
 
 // The cluster tests run against the single-node cluster of scripts/kubecluster, started here
 // and stopped (with everything it created) when the package's tests end. Deploying tests
@@ -207,16 +209,19 @@ func pingTTL(t testing.TB, n runtime.Node, dst netip.Addr) int {
 }
 
 // iperf3 runs a 2 s TCP transfer from src to an iperf3 server started in dstNode and returns
-// the receiver's bits per second.
-func iperf3(t testing.TB, src, dstNode runtime.Node, dst netip.Addr, port int) float64 {
+// the receiver's bits per second. The server logs to logDir, the lab's node directory (which
+// pods mount).
+func iperf3(t testing.TB, src, dstNode runtime.Node, dst netip.Addr, port int, logDir string) float64 {
 	t.Helper()
-	log := filepath.Join(t.TempDir(), "iperf3.log")
+	log := filepath.Join(logDir, fmt.Sprintf("iperf3-%d.log", port))
 	pid, err := dstNode.Daemon([]string{"iperf3", "-s", "-1", "-p", strconv.Itoa(port)}, log)
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer func() {
-		if p, err := os.FindProcess(pid); err == nil {
+		if pr, ok := dstNode.(vnf.Processes); ok { // on the pod's node
+			_ = pr.StopGroup(pid, 0)
+		} else if p, err := os.FindProcess(pid); err == nil {
 			_ = p.Kill()
 		}
 	}()
@@ -266,7 +271,7 @@ func TestRoutedChain6(t *testing.T) {
 		if got, want := pingTTL(t, client, c.Target), 64-len(c.Hops); got != want {
 			t.Errorf("%s: ping %s through %d routers: TTL %d, want %d", rt, c.Target, len(c.Hops), got, want)
 		}
-		bps[rt] = iperf3(t, client, server, c.Target, 5201)
+		bps[rt] = iperf3(t, client, server, c.Target, 5201, d.Journal.NodeDir(p.Lab))
 	}
 	t.Logf("iperf3 through chain-6 (one 2 s TCP stream): kubernetes %.2f Gbit/s, netns %.2f Gbit/s, ratio %.2f",
 		bps[spec.RuntimeKubernetes]/1e9, bps[spec.RuntimeNetns]/1e9, bps[spec.RuntimeKubernetes]/bps[spec.RuntimeNetns])
@@ -289,7 +294,7 @@ func TestTransparent(t *testing.T) {
 		}
 		client, server := node(t, d, p, "client"), node(t, d, p, "server")
 		ttl[rt] = pingTTL(t, client, dst)
-		iperf3(t, client, server, dst, 5201)
+		iperf3(t, client, server, dst, 5201, d.Journal.NodeDir(p.Lab))
 	}
 	if ttl[spec.RuntimeKubernetes] != ttl[spec.RuntimeNetns] {
 		t.Errorf("ping TTL through the transparent chain: kubernetes %d, netns %d", ttl[spec.RuntimeKubernetes], ttl[spec.RuntimeNetns])
@@ -430,7 +435,7 @@ func BenchmarkChain6(b *testing.B) {
 				b.Fatal(err)
 			}
 			c := p.Chains[0]
-			bps[rt] = iperf3(b, node(b, d, p, c.From), node(b, d, p, c.TargetNode), c.Target, 5201)
+			bps[rt] = iperf3(b, node(b, d, p, c.From), node(b, d, p, c.TargetNode), c.Target, 5201, d.Journal.NodeDir(p.Lab))
 			t0 := time.Now()
 			if err := d.Destroy(context.Background(), p.Lab); err != nil {
 				b.Fatal(err)

@@ -5,88 +5,136 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
-	"strconv"
+	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
-	"github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/vnf"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// Node is the pod of a lab node, on this machine. Commands run in its container's mount, UTS,
-// IPC and network namespaces and its cgroup (as a container runtime's exec does, but not in
-// its PID namespace: the PID Daemon returns is the host's); `sfclab exec` (Run) goes through
-// the API server.
+// Node is the pod of a lab node. sfclab's own process never enters it: every command, daemon
+// and reading is a request to the sfclab agent on the pod's Kubernetes node (AgentNode), which
+// runs it in the pod's container (its mount, UTS, IPC and network namespaces and its cgroup,
+// not its PID namespace: a daemon's PID is the node's host PID, and the node keeps its
+// processes: vnf.Processes). `sfclab exec` (Run) goes through the API server's exec into the
+// pod.
 type Node struct {
 	Name       string // node name, the pod's name
 	Lab        string
-	Netns      string // the pod's network namespace, named as a netns node's
-	PID        int    // host PID of a process of the pod's container (its init)
+	Netns      string // the pod's network namespace, named as a netns node's on its node
+	Container  string // the ID of the pod's container
+	KubeNode   string // the Kubernetes node the pod runs on
+	Agent      string // the agent pod there
 	Kubeconfig string // for Run (kubectl exec)
+	c          *client
 }
 
-var _ runtime.Node = (*Node)(nil)
+var (
+	_ runtime.Node     = (*Node)(nil)
+	_ vnf.Processes    = (*Node)(nil)
+	_ vnf.Dialer       = (*Node)(nil)
+	_ vnf.SocketLister = (*Node)(nil)
+)
 
-// inner runs commands on the host side: in the container's cgroup, before nsenter switches
-// to its namespaces.
-func (n *Node) inner() *netns.Node {
-	g, err := cgroup.OfProcess(n.PID)
-	if err != nil {
-		g = nil // the process left: commands still run, unaccounted
+// ask sends one AgentNode request about the pod to its node's agent.
+func (n *Node) ask(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, error) {
+	req.Node, req.Netns, req.Container = n.Name, n.Netns, n.Container
+	var ans AgentNodeAnswer
+	if err := agentCall(ctx, n.c, n.KubeNode, n.Agent, AgentNode, req, &ans); err != nil {
+		return nil, err
 	}
-	return &netns.Node{Name: n.Name, Cgroup: g}
+	return &ans, nil
 }
 
-// enter prefixes argv with the nsenter call into the container's namespaces.
-func (n *Node) enter(argv []string) []string {
-	return append([]string{"nsenter", "-t", strconv.Itoa(n.PID), "-m", "-u", "-i", "-n", "--"}, argv...)
-}
-
-// Output runs a short command in the pod's container and returns its stdout.
+// Output runs a short command in the pod's container, on its node, and returns its stdout; a
+// command that fails gives an error with its stderr and its exit status (ExitCode).
 //
-// Equivalent to: nsenter -t PID -m -u -i -n -- ARGV...
+// Equivalent to: kubectl exec -i -n sfclab-system AGENT -- sfclab agent node, which runs
+// nsenter -t PID -m -u -i -n -- ARGV... on the pod's node
 func (n *Node) Output(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) {
 	if len(argv) == 0 {
 		return nil, fmt.Errorf("run in node %s: empty command", n.Name)
 	}
-	return n.inner().Output(ctx, stdin, n.enter(argv)...)
+	ans, err := n.ask(ctx, AgentNodeRequest{Op: NodeOutput, Argv: argv, Stdin: stdin})
+	if err != nil {
+		return nil, fmt.Errorf("run %s in node %s: %w", argv[0], n.Name, err)
+	}
+	if ans.Failed != "" {
+		return ans.Stdout, &exitError{msg: ans.Failed, code: ans.ExitCode}
+	}
+	return ans.Stdout, nil
 }
 
-// Daemon starts a long-running process in the pod's container (see netns.Node.Daemon) and
-// returns its host PID.
-//
-// Equivalent to: setsid nsenter -t PID -m -u -i -n -- ARGV... </dev/null >>LOG 2>&1 &
+// Daemon starts a long-running process in the pod's container, on its node, its output
+// appended to logPath on that node, and returns its host PID there.
 func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	if len(argv) == 0 {
 		return 0, fmt.Errorf("start daemon in node %s: empty command", n.Name)
 	}
-	return n.inner().Daemon(n.enter(argv), logPath)
-}
-
-// OpenNS opens the pod's network namespace (by its netns name); the caller closes it.
-func (n *Node) OpenNS() (*netdev.NS, error) { return netdev.OpenNS(n.Netns) }
-
-// Do runs fn inside the pod's network namespace.
-func (n *Node) Do(fn func() error) error {
-	ns, err := n.OpenNS()
+	ans, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeDaemon, Argv: argv, Log: logPath})
 	if err != nil {
-		return err
+		return 0, fmt.Errorf("start daemon %s in node %s: %w", argv[0], n.Name, err)
 	}
-	defer ns.Close()
-	return ns.Do(fn)
+	return ans.PID, nil
 }
 
-// CPU is the CPU time of the pod's container (its cgroup, the processes sfclab started in it
-// included).
+// Do refuses: sfclab does not enter a pod's network namespace from its own process (the pod
+// may be on another machine). What kinds and probes need in the pod goes through the agent
+// (Output, Daemon, CheckDial, Processes).
+func (n *Node) Do(func() error) error {
+	return fmt.Errorf("enter node %s (pod on Kubernetes node %s): %w", n.Name, n.KubeNode, errNoEnter)
+}
+
+// CPU is the CPU time of the pod's container (its cgroup on its node, the processes sfclab
+// started in it included).
 func (n *Node) CPU() (cgroup.Usage, error) {
-	g, err := cgroup.OfProcess(n.PID)
+	ans, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeCPU})
 	if err != nil {
 		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, err)
 	}
-	return g.CPU()
+	return ans.CPU, nil
+}
+
+// Runs reports whether process pid (from Daemon) is alive on the pod's node.
+func (n *Node) Runs(pid int) bool {
+	ans, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeRuns, PID: pid})
+	return err == nil && ans.Runs
+}
+
+// GroupRuns reports whether process group pgid has a live member whose command line contains
+// marker, on the pod's node (proc.GroupRuns there).
+func (n *Node) GroupRuns(pgid int, marker string) bool {
+	ans, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeGroupRuns, PID: pgid, Marker: marker})
+	return err == nil && ans.Runs
+}
+
+// StopGroup stops process group pgid on the pod's node (proc.StopGroup there).
+func (n *Node) StopGroup(pgid int, grace time.Duration) error {
+	_, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeStopGroup, PID: pgid, Grace: grace})
+	return err
+}
+
+// CheckDial connects to addr over TCP from inside the pod (on its node) and closes the
+// connection.
+func (n *Node) CheckDial(ctx context.Context, addr string, timeout time.Duration) error {
+	_, err := n.ask(ctx, AgentNodeRequest{Op: NodeDial, Addr: addr, Grace: timeout})
+	return err
+}
+
+// ListeningTCP lists the pod's listening TCP sockets on port (ss in the pod, on its node).
+func (n *Node) ListeningTCP(ctx context.Context, port string) ([]byte, error) {
+	return n.Output(ctx, nil, "ss", "-Htln", "sport = :"+port)
+}
+
+// Links lists the pod's interfaces with addresses and counters, read on its node (for
+// `sfclab inspect`).
+func (n *Node) Links(ctx context.Context) ([]netdev.LinkInfo, error) {
+	ans, err := n.ask(ctx, AgentNodeRequest{Op: NodeLinks})
+	if err != nil {
+		return nil, fmt.Errorf("read the interfaces of node %s: %w", n.Name, err)
+	}
+	return ans.Links, nil
 }
 
 // Run runs cmd's program in the pod through the API server's exec, with cmd's standard
@@ -112,18 +160,4 @@ func (n *Node) Run(cmd *exec.Cmd) error {
 		return fmt.Errorf("run %s in node %s: %w", argv[0], n.Name, err)
 	}
 	return nil
-}
-
-// runsSfclab reports whether a node's function runs the sfclab program in its node (then
-// its pod mounts the program at docker.SfclabPath).
-func runsSfclab(n *plan.Node) bool {
-	if n.Function == nil {
-		return false
-	}
-	k, err := kinds.Get(n.Function.Kind)
-	if err != nil {
-		return false
-	}
-	sr, ok := k.(vnf.SelfRunner)
-	return ok && sr.RunsSfclab(n.Function)
 }

@@ -3,18 +3,22 @@
 // placed on the Kubernetes node its `host:` names. Everything created carries the labels
 // sfclab.managed=true and sfclab.lab=LAB, which is all Destroy and `destroy --all` go by.
 //
-// The lab's segments are wired by the sfclab agent, a DaemonSet on every node (agent.go):
-// through the API server's exec, sfclab asks it to name each pod's network namespace as a
-// netns node's (/run/netns/sfc.LAB.NODE), then to wire the segments between them as the
-// netns runtime does, or to build the emulated hosts and ports (package hosts) and attach the
-// steering programs (package steer) of a transparent lab; destroy asks it to remove what it
-// made. sfclab itself still sets the pods' routes, sysctls and functions through their
-// namespaces on the machine it runs on, and segments across nodes (VXLAN) are not wired yet,
-// so every pod must run on this machine's Kubernetes node: Preflight refuses a lab placed
-// elsewhere (docs/kubernetes.md).
+// Everything that goes into the pods' namespaces or onto their node is done by the sfclab
+// agent, a DaemonSet on every node (agent.go), asked through the API server's exec: it names
+// each pod's network namespace as a netns node's (/run/netns/sfc.LAB.NODE), wires the
+// segments between them as the netns runtime does, or builds the emulated hosts and ports
+// (package hosts) and attaches the steering programs (package steer) of a transparent lab;
+// it writes the pods' addresses, sysctls, routes and rules (deploy.RemoteNodes), makes
+// transparent functions bumps in the wire, writes and reads the steering maps, runs the
+// kinds' commands and daemons in the pods (Node), and destroy has it remove what it made.
+// sfclab's own process opens no pod's namespace (TestNoNamespaceFromSfclab proves it).
+// Still, the kinds write their configuration files into the lab's node directory on the
+// machine sfclab runs on, which the pods mount, and segments across nodes (VXLAN) are not
+// wired yet: every pod must run on this machine's Kubernetes node, and Preflight refuses a
+// lab placed elsewhere (docs/kubernetes.md).
 //
-// Commands run inside a pod's container through its namespaces (nsenter, on this machine);
-// `sfclab exec` goes through the API server's exec (kubectl exec).
+// Commands run inside a pod's container through its namespaces (nsenter, by the agent on its
+// node); `sfclab exec` goes through the API server's exec (kubectl exec).
 package kubernetes
 
 import (
@@ -39,6 +43,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
 )
@@ -313,7 +318,7 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		kn := n.Host
 		if !written[kn] {
 			if localName == "" {
-				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and sfclab sets up the pods (routes, functions) from the machine they run on", n.Name, strings.Join(names, ", "))
+				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on", n.Name, strings.Join(names, ", "))
 			}
 			kn = localName
 		}
@@ -324,7 +329,7 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 	for kn := range used {
 		n := byName[kn]
 		if kn != localName {
-			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: sfclab sets up the pods (routes, functions) from the machine they run on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
 		}
 		if !n.ready() {
 			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node is not Ready", p.Lab, kn)
@@ -357,6 +362,18 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	for _, n := range p.Nodes {
 		if n.Driver != nil {
 			return fmt.Errorf("node %s: attachment driver %s: the kubernetes runtime wires veths only", n.Name, n.Driver.Type)
+		}
+	}
+	// Shaping is written by sfclab through the namespaces (tc qdiscs), which it does not
+	// enter on this runtime: the agent has no request for it yet.
+	for _, s := range p.Segments {
+		if s.Shape != nil {
+			return fmt.Errorf("segment %s: shaping (%s) is not done on the kubernetes runtime yet: the sfclab agent sets the pods' namespaces, and it has no request for queueing disciplines", s.Name, s.Shape)
+		}
+	}
+	for _, h := range p.AllHosts() {
+		if h.Link != nil {
+			return fmt.Errorf("host %s: a shaped link (%s) is not done on the kubernetes runtime yet: the sfclab agent has no request for queueing disciplines", h.Name, h.Link)
 		}
 	}
 	if _, err := r.placement(ctx, c, p); err != nil {
@@ -625,21 +642,9 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if afterAttach != nil {
 		afterAttach(agents)
 	}
-	out := map[string]*netdev.NS{}
-	closeAll := func() {
-		for _, n := range out {
-			n.Close()
-		}
-	}
-	for _, n := range p.Nodes {
-		h, err := netdev.OpenNS(n.Netns)
-		if err != nil {
-			closeAll()
-			return nil, fmt.Errorf("node %s: the sfclab agent on node %s named its network namespace %s, which this machine does not see (is /run/netns a shared mount here?): %w", n.Name, where[n.Name], n.Netns, err)
-		}
-		out[n.Name] = h
-	}
-	return out, nil
+	// sfclab opens none of the pods' namespaces: deploy hands what goes into them to the
+	// agents (Configure, BumpInTheWire), and the nodes run commands through them (Node).
+	return map[string]*netdev.NS{}, nil
 }
 
 // deployAgents holds, by lab, the agent pods (by Kubernetes node) the lab's deploy in this
@@ -726,6 +731,9 @@ func poll(ctx context.Context, timeout time.Duration, check func() (bool, error)
 // container runtime names a container's cgroup after its ID), one pass over /proc: the
 // lowest PID, its init. A container not found runs on another machine.
 func containerPIDs(ids map[string]string) (map[string]int, error) {
+	if err := netdev.CheckGuard("/proc/"); err != nil {
+		return nil, fmt.Errorf("find the pods' processes: %w", err)
+	}
 	out := map[string]int{}
 	ents, err := os.ReadDir("/proc")
 	if err != nil {
@@ -754,7 +762,7 @@ func containerPIDs(ids map[string]string) (map[string]int, error) {
 	}
 	for node, id := range ids {
 		if out[node] == 0 {
-			return nil, fmt.Errorf("find the processes of pod %s (container %s) on this machine: none; sfclab sets up a pod from the machine it runs on", node, id)
+			return nil, fmt.Errorf("find the processes of pod %s (container %s) on this node: none (the pod runs elsewhere, or its container ended)", node, id)
 		}
 	}
 	return out, nil
@@ -781,9 +789,18 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, _ map[string]*netdev.NS
 // BuildHosts has the sfclab agent build a lab's emulated hosts and the pods' ports (package
 // hosts: a bridge per segment, veths into the pods) on the pods' node (deploy.SegmentWirer).
 // The lab's undo (the agent's destroy) removes them.
-func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, _ runtime.Undo) (map[string]hosts.PortAt, error) {
+func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, undo runtime.Undo) (map[string]hosts.PortAt, error) {
 	c, kn, agent, err := r.labAgent(ctx, p)
 	if err != nil {
+		return nil, err
+	}
+	// The lab's VNIs and steering port are its slot's, unique on the cluster (slot.go).
+	slot, err := claimSlot(ctx, c, p.Lab)
+	if err != nil {
+		return nil, err
+	}
+	undo.Push("VXLAN slot", func() error { return releaseSlot(context.Background(), c, p.Lab) })
+	if topo, err = inSlot(topo, slot); err != nil {
 		return nil, err
 	}
 	var ans AgentHostsAnswer
@@ -805,9 +822,10 @@ func (r Runtime) AttachSteering(ctx context.Context, p *plan.Plan, a steer.Attac
 }
 
 // labAgent returns the Kubernetes node of a lab's pods and the agent pod there: the one the
-// lab's deploy started with (deployAgents), else the one running now. A lab whose
-// pods are on several nodes is refused: its segments would cross nodes, which the agents do
-// not wire yet (placement refuses such a lab before anything is created).
+// lab's deploy in this process started with (deployAgents), else the one running there now
+// (inspect, serve: they never create or replace the agent). A lab whose pods are on several
+// nodes is refused: its segments would cross nodes, which the agents do not wire yet
+// (placement refuses such a lab before anything is created).
 func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod string, err error) {
 	c, err = r.client()
 	if err != nil {
@@ -820,32 +838,30 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 			}
 		}
 	}
-	where, err := r.placement(ctx, c, p)
-	if err != nil {
-		return nil, "", "", err
+	var list struct{ Items []*podStatus }
+	q := url.Values{"labelSelector": {LabelLab + "=" + p.Lab}}
+	if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods", q, nil, &list); err != nil {
+		return nil, "", "", fmt.Errorf("find the pods of lab %s: %w", p.Lab, err)
 	}
 	var kubeNodes []string
-	for _, n := range where {
-		if !slices.Contains(kubeNodes, n) {
+	for _, ps := range list.Items {
+		if n := ps.Spec.NodeName; n != "" && !slices.Contains(kubeNodes, n) {
 			kubeNodes = append(kubeNodes, n)
 		}
 	}
+	slices.Sort(kubeNodes)
 	if len(kubeNodes) != 1 {
-		slices.Sort(kubeNodes)
-		return nil, "", "", fmt.Errorf("wire lab %s: its pods are on Kubernetes nodes %s, and segments across nodes are not wired yet", p.Lab, strings.Join(kubeNodes, ", "))
+		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; one node is wired, segments across nodes are not yet", p.Lab, strings.Join(kubeNodes, ", "))
 	}
-	self, err := os.Executable()
-	if err != nil {
-		return nil, "", "", fmt.Errorf("find the sfclab program for the agent: %w", err)
-	}
-	agents, err := r.ensureAgent(ctx, c, self, kubeNodes)
+	agent, err := agentOn(ctx, c, p.Lab, kubeNodes[0])
 	if err != nil {
 		return nil, "", "", err
 	}
-	return c, kubeNodes[0], agents[kubeNodes[0]], nil
+	return c, kubeNodes[0], agent, nil
 }
 
-// Node returns a deployed node: its pod's container, found on this machine.
+// Node returns a deployed node: its pod's container, reached through the agent on the pod's
+// Kubernetes node (the one the lab's deploy started with, else the one running there now).
 func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
 	pn := p.Node(name)
 	if pn == nil {
@@ -866,12 +882,148 @@ func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.N
 	if id == "" {
 		return nil, fmt.Errorf("find node %s: pod %s/%s is not running", name, Namespace(p.Lab), name)
 	}
-	pids, err := containerPIDs(map[string]string{name: id})
+	kn := ps.Spec.NodeName
+	agent, err := agentOn(ctx, c, p.Lab, kn)
+	if err != nil {
+		return nil, fmt.Errorf("find node %s: %w", name, err)
+	}
+	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, Container: id, KubeNode: kn, Agent: agent, Kubeconfig: c.Kubeconfig, c: c}, nil
+}
+
+// agentOn returns the agent pod on Kubernetes node kn for lab: the one the lab's deploy in
+// this process started with, else the one running there now.
+func agentOn(ctx context.Context, c *client, lab, kn string) (string, error) {
+	if v, ok := deployAgents.Load(lab); ok {
+		if pod := v.(map[string]string)[kn]; pod != "" {
+			return pod, nil
+		}
+	}
+	agents, err := runningAgents(ctx, c)
+	if err != nil {
+		return "", err
+	}
+	if agents[kn] == "" {
+		return "", fmt.Errorf("no sfclab agent runs on Kubernetes node %s (kubectl -n %s get pods -o wide)", kn, AgentNamespace)
+	}
+	return agents[kn], nil
+}
+
+// Configure has the agent on the pods' node write each node's settings into its pod's
+// namespace (deploy.RemoteNodes), one request for the lab.
+func (r Runtime) Configure(ctx context.Context, p *plan.Plan, set map[string]netdev.Settings) error {
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	req := AgentConfigureRequest{Lab: p.Lab}
+	for _, n := range p.Nodes {
+		if s, ok := set[n.Name]; ok {
+			req.Nodes = append(req.Nodes, AgentNodeSettings{Node: n.Name, Netns: n.Netns, Settings: s})
+		}
+	}
+	if len(req.Nodes) == 0 {
+		return nil
+	}
+	return agentCall(ctx, c, kn, agent, AgentConfigure, req, nil)
+}
+
+// BumpInTheWire has the agent on the pods' node make transparent nodes bumps in the wire
+// (deploy.RemoteNodes): each node travels without its function's parameters, with the fast
+// path they ask for.
+func (r Runtime) BumpInTheWire(ctx context.Context, p *plan.Plan, nodes []*plan.TNode) error {
+	if len(nodes) == 0 {
+		return nil
+	}
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return err
+	}
+	req := AgentBumpRequest{Lab: p.Lab}
+	for _, n := range nodes {
+		bare := *n
+		bare.Function = nil
+		req.Nodes = append(req.Nodes, AgentBumpNode{Node: &bare, Fast: steer.FastPathOf(n)})
+	}
+	return agentCall(ctx, c, kn, agent, AgentBump, req, nil)
+}
+
+// SteeringMaps reaches a transparent lab's steering maps, pinned on its pods' node, through
+// the agent there (deploy.RemoteNodes).
+func (r Runtime) SteeringMaps(ctx context.Context, p *plan.Plan) (steer.Maps, error) {
+	c, kn, agent, err := r.labAgent(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, PID: pids[name], Kubeconfig: c.Kubeconfig}, nil
+	return &agentMaps{ctx: ctx, c: c, kn: kn, agent: agent, lab: p.Lab}, nil
 }
+
+// PortsAt reads where every port of a transparent lab is (the host-side ifindex and the
+// pod-side MAC, by hosts.PortKey), on its pods' node through the agent there: `sfclab serve`
+// binds the chains it is given to them.
+func (r Runtime) PortsAt(ctx context.Context, p *plan.Plan) (map[string]hosts.PortAt, error) {
+	t := p.Transparent
+	if t == nil {
+		return nil, fmt.Errorf("read the ports of lab %s: it is not transparent", p.Lab)
+	}
+	c, kn, agent, err := r.labAgent(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	req := AgentPortsRequest{Ports: map[string]AgentPortRef{}}
+	for _, n := range t.Nodes {
+		h := t.Host(n.Host)
+		for _, pt := range n.Ports {
+			req.Ports[hosts.PortKey(n.Name, pt.Ifname)] = AgentPortRef{HostNS: h.Netns, HostIf: pt.HostIf, NodeNS: n.Netns, Ifname: pt.Ifname}
+		}
+	}
+	var ans AgentHostsAnswer
+	if err := agentCall(ctx, c, kn, agent, AgentPorts, req, &ans); err != nil {
+		return nil, err
+	}
+	return ans.Ports, nil
+}
+
+// agentMaps is a lab's steering maps on its node, read and written by the agent there.
+type agentMaps struct {
+	ctx       context.Context
+	c         *client
+	kn, agent string
+	lab       string
+	counters  *AgentCountersAnswer // read once for Counters and Picks
+}
+
+func (m *agentMaps) Apply(t *sfc.Tables) error {
+	return agentCall(m.ctx, m.c, m.kn, m.agent, AgentTables, AgentTablesRequest{Lab: m.lab, Tables: t}, nil)
+}
+
+func (m *agentMaps) read() (*AgentCountersAnswer, error) {
+	if m.counters == nil {
+		var ans AgentCountersAnswer
+		if err := agentCall(m.ctx, m.c, m.kn, m.agent, AgentCounters, AgentDestroyRequest{Lab: m.lab}, &ans); err != nil {
+			return nil, err
+		}
+		m.counters = &ans
+	}
+	return m.counters, nil
+}
+
+func (m *agentMaps) Counters() ([]steer.HopCounter, error) {
+	a, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	return a.Counters, nil
+}
+
+func (m *agentMaps) Picks() ([]steer.Pick, error) {
+	a, err := m.read()
+	if err != nil {
+		return nil, err
+	}
+	return a.Picks, nil
+}
+
+func (m *agentMaps) Close() error { return nil }
 
 // Sweep removes the sfclab agent (its namespace sfclab-system, with its DaemonSet and pods)
 // when the cluster has no sfclab lab left; `destroy --all` calls it after destroying every lab.
@@ -921,7 +1073,8 @@ func (r Runtime) Destroy(ctx context.Context, lab string) error {
 		// the pods and the namespace go.
 		err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab), nil, nil, nil)
 		if err == nil {
-			errs = append(errs, destroyOnNodes(ctx, c, lab))
+			// A slot claim without the lab's namespace is taken over by the next claim.
+			errs = append(errs, destroyOnNodes(ctx, c, lab), releaseSlot(ctx, c, lab))
 		} else if !isNotFound(err) {
 			errs = append(errs, r.unreachable(lab, err))
 			break

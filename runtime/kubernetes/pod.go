@@ -1,0 +1,238 @@
+package kubernetes
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"os"
+	"path/filepath"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/proc"
+	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/kinds"
+)
+
+// podProcess is a pod's container as the sfclab agent on its Kubernetes node reaches it: by a
+// host process of the container (its init). Commands run in the container's mount, UTS, IPC
+// and network namespaces and its cgroup (as a container runtime's exec does, but not in its
+// PID namespace: the PID a daemon gets is the node's). Only the agent uses it: sfclab's own
+// process reaches a pod through the agent (Node).
+type podProcess struct {
+	Name  string // node name, the pod's name
+	Netns string // the pod's network namespace, named as a netns node's
+	PID   int    // host PID of a process of the pod's container (its init)
+	Root  string // where the node's file system is ("" = /, hostRoot in the agent's pod)
+}
+
+// inner runs commands on the host side: in the container's cgroup, before nsenter switches
+// to its namespaces.
+func (n *podProcess) inner() *netns.Node {
+	g, err := cgroup.OfProcess(n.PID)
+	if err != nil {
+		g = nil // the process left: commands still run, unaccounted
+	}
+	return &netns.Node{Name: n.Name, Cgroup: g}
+}
+
+// enter prefixes argv with the nsenter call into the container's namespaces.
+func (n *podProcess) enter(argv []string) ([]string, error) {
+	if err := netdev.CheckGuard(fmt.Sprintf("/proc/%d/ns/", n.PID)); err != nil {
+		return nil, err
+	}
+	return append([]string{"nsenter", "-t", strconv.Itoa(n.PID), "-m", "-u", "-i", "-n", "--"}, argv...), nil
+}
+
+// Output runs a short command in the pod's container and returns its stdout.
+//
+// Equivalent to: nsenter -t PID -m -u -i -n -- ARGV...
+func (n *podProcess) Output(ctx context.Context, stdin []byte, argv ...string) ([]byte, error) {
+	if len(argv) == 0 {
+		return nil, fmt.Errorf("run in node %s: empty command", n.Name)
+	}
+	full, err := n.enter(argv)
+	if err != nil {
+		return nil, err
+	}
+	return n.inner().Output(ctx, stdin, full...)
+}
+
+// Daemon starts a long-running process in the pod's container (see netns.Node.Daemon) and
+// returns its host PID. Its output is appended to logPath on the node (the agent sees the
+// node's file system at hostRoot): the lab's node directory, or a scratch directory of the
+// caller, as for a netns node.
+//
+// Equivalent to: setsid nsenter -t PID -m -u -i -n -- ARGV... </dev/null >>LOG 2>&1 &
+func (n *podProcess) Daemon(argv []string, logPath string) (int, error) {
+	if len(argv) == 0 {
+		return 0, fmt.Errorf("start daemon in node %s: empty command", n.Name)
+	}
+	full, err := n.enter(argv)
+	if err != nil {
+		return 0, err
+	}
+	return n.inner().Daemon(full, filepath.Join(n.Root, logPath))
+}
+
+// Do runs fn inside the pod's network namespace.
+func (n *podProcess) Do(fn func() error) error {
+	ns, err := netdev.OpenNS(n.Netns)
+	if err != nil {
+		return err
+	}
+	defer ns.Close()
+	return ns.Do(fn)
+}
+
+// CPU is the CPU time of the pod's container (its cgroup, the processes started in it
+// included).
+func (n *podProcess) CPU() (cgroup.Usage, error) {
+	g, err := cgroup.OfProcess(n.PID)
+	if err != nil {
+		return cgroup.Usage{}, fmt.Errorf("read cpu of node %s: %w", n.Name, err)
+	}
+	return g.CPU()
+}
+
+// hostRoot is where the agent's pod mounts the node's root file system: daemons in pods log
+// to files on the node, as on a netns node.
+const hostRoot = "/host"
+
+// nodeRoot is where this process sees the node's file system: hostRoot in the agent's pod,
+// else "/" (the agent run by hand, or the tests).
+func nodeRoot() string {
+	if st, err := os.Stat(filepath.Join(hostRoot, "proc")); err == nil && st.IsDir() {
+		return hostRoot
+	}
+	return ""
+}
+
+// AgentNode asks the agent to do one thing in a pod of its node (AgentNodeRequest,
+// AgentNodeAnswer): what runtime.Node and vnf.Processes/vnf.Dialer do.
+const AgentNode = "node"
+
+// Operations of AgentNode.
+const (
+	NodeOutput    = "output"    // run Argv with Stdin, answer Stdout (or Failed, ExitCode)
+	NodeDaemon    = "daemon"    // start Argv, output appended to Log; answer PID
+	NodeRuns      = "runs"      // is PID alive; answer Runs
+	NodeGroupRuns = "groupruns" // does group PID have a live member with Marker; answer Runs
+	NodeStopGroup = "stopgroup" // stop group PID (Grace)
+	NodeDial      = "dial"      // connect to Addr over TCP from inside the pod (Grace: timeout)
+	NodeCPU       = "cpu"       // answer CPU
+	NodeLinks     = "links"     // answer Links: the pod's interfaces with addresses and counters
+)
+
+// AgentNodeRequest is one AgentNode request.
+type AgentNodeRequest struct {
+	Op        string        `json:"op"`
+	Node      string        `json:"node"`      // lab node (pod name)
+	Netns     string        `json:"netns"`     // its namespace's name (sfc.LAB.NODE)
+	Container string        `json:"container"` // its container's ID
+	Argv      []string      `json:"argv,omitempty"`
+	Stdin     []byte        `json:"stdin,omitempty"`
+	Log       string        `json:"log,omitempty"`
+	PID       int           `json:"pid,omitempty"`
+	Marker    string        `json:"marker,omitempty"`
+	Grace     time.Duration `json:"grace,omitempty"`
+	Addr      string        `json:"addr,omitempty"`
+}
+
+// AgentNodeAnswer is the answer to an AgentNodeRequest.
+type AgentNodeAnswer struct {
+	Stdout []byte `json:"stdout,omitempty"`
+	// Failed is the error of an output command that ran and failed (its stderr), ExitCode its
+	// exit status (-1: it did not exit by itself).
+	Failed   string            `json:"failed,omitempty"`
+	ExitCode int               `json:"exit_code,omitempty"`
+	PID      int               `json:"pid,omitempty"`
+	Runs     bool              `json:"runs,omitempty"`
+	CPU      cgroup.Usage      `json:"cpu"`
+	Links    []netdev.LinkInfo `json:"links,omitempty"`
+}
+
+// agentNode does one AgentNode request on the agent's node.
+func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, error) {
+	pids, err := containerPIDs(map[string]string{req.Node: req.Container})
+	if err != nil {
+		return nil, err
+	}
+	pp := &podProcess{Name: req.Node, Netns: req.Netns, PID: pids[req.Node], Root: nodeRoot()}
+	ans := &AgentNodeAnswer{}
+	switch req.Op {
+	case NodeOutput:
+		out, err := pp.Output(ctx, req.Stdin, req.Argv...)
+		ans.Stdout = out
+		if err != nil {
+			var ee interface{ ExitCode() int }
+			if !errors.As(err, &ee) {
+				return nil, err
+			}
+			ans.Failed, ans.ExitCode = err.Error(), ee.ExitCode()
+		}
+	case NodeDaemon:
+		ans.PID, err = pp.Daemon(req.Argv, req.Log)
+	case NodeRuns:
+		ans.Runs = syscall.Kill(req.PID, 0) == nil
+	case NodeGroupRuns:
+		ans.Runs = proc.GroupRuns(req.PID, req.Marker)
+	case NodeStopGroup:
+		err = proc.StopGroup(req.PID, req.Grace)
+	case NodeDial:
+		err = pp.Do(func() error {
+			c, err := net.DialTimeout("tcp", req.Addr, req.Grace)
+			if err == nil {
+				c.Close()
+			}
+			return err
+		})
+	case NodeCPU:
+		ans.CPU, err = pp.CPU()
+	case NodeLinks:
+		var ns *netdev.NS
+		if ns, err = netdev.OpenNS(req.Netns); err == nil {
+			ans.Links, err = ns.Links()
+			ns.Close()
+		}
+	default:
+		err = fmt.Errorf("unknown operation %q", req.Op)
+	}
+	if err != nil {
+		return nil, err
+	}
+	return ans, nil
+}
+
+// exitError is a command that ran in a pod and failed, as the agent reported it; ExitCode is
+// what callers read (probe/ping tells a lost path from a broken ping by it).
+type exitError struct {
+	msg  string
+	code int
+}
+
+func (e *exitError) Error() string { return e.msg }
+func (e *exitError) ExitCode() int { return e.code }
+
+// runsSfclab reports whether a node's function runs the sfclab program in its node (then
+// its pod mounts the program at docker.SfclabPath).
+func runsSfclab(n *plan.Node) bool {
+	if n.Function == nil {
+		return false
+	}
+	k, err := kinds.Get(n.Function.Kind)
+	if err != nil {
+		return false
+	}
+	sr, ok := k.(vnf.SelfRunner)
+	return ok && sr.RunsSfclab(n.Function)
+}
+
+// errNoEnter is Node.Do's refusal.
+var errNoEnter = errors.New("sfclab does not enter a kubernetes pod's network namespace from its own process: the sfclab agent on the pod's node does what the node is asked (commands, daemons, readings)")
