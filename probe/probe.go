@@ -60,10 +60,16 @@ type Echoer interface {
 	ListenEcho(ctx context.Context, network, addr string) (io.Closer, error)
 }
 
-// InGuest returns n as a Guest when it is one.
+// InGuest returns n as a Guest when it is one: it has Guest's methods and its network stack
+// cannot be entered from here (Do fails). A Kubernetes pod has the methods too (the agent on
+// its node answers them), but when sfclab runs on that node Do enters the pod's namespace and
+// its daemons' PIDs are this machine's: it is measured as a namespace node is.
 func InGuest(n Node) (Guest, bool) {
 	g, ok := n.(Guest)
-	return g, ok
+	if !ok || n.Do(func() error { return nil }) == nil {
+		return nil, false
+	}
+	return g, true
 }
 
 // Env is one chain of one deployed lab, as a probe sees it.

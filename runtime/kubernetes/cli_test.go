@@ -57,9 +57,10 @@ func sfclab(t *testing.T, ctx context.Context, stdout io.Writer, args ...string)
 }
 
 // TestBenchOnCluster runs a short experiment (one repetition of the firewall lab on the
-// cluster: ping, iperf3 and the nodes' CPU) through the bench runner `sfclab bench` uses: the
-// trial succeeds, its samples carry the runtime, the probes measured through the pods, the
-// run's environment names the cluster, and the lab is gone afterwards.
+// cluster: ping, iperf3, tcprtt and the nodes' CPU) through the bench runner `sfclab bench`
+// uses: the trial succeeds, its samples carry the runtime, the probes measured through the
+// pods (tcprtt's Go code in the pods' namespaces, entered because sfclab runs on their node:
+// Node.Do), the run's environment names the cluster, and the lab is gone afterwards.
 func TestBenchOnCluster(t *testing.T) {
 	requireCluster(t)
 	const lab = "k8t-bench"
@@ -71,6 +72,7 @@ scenarios:
 probes:
   iperf3: {duration: 1s}
   ping: {count: 5, interval: 10ms}
+  tcprtt: {connects: 20, requests: 50}
   cpu: true
 `)
 	load := func(path string) (*spec.Lab, error) {
@@ -129,7 +131,7 @@ probes:
 	}
 	// Forwarding is softirq work, charged to no cgroup: the firewall's own figure may be 0, the
 	// endpoints' (iperf3 runs in their pods' cgroups) are not; every node has one.
-	for _, want := range []string{"deploy deploy_time", "ping rtt", "iperf3 throughput", "cpu cpu_user", "cpu node client", "cpu node fw", "cpu node server"} {
+	for _, want := range []string{"deploy deploy_time", "ping rtt", "iperf3 throughput", "cpu cpu_user", "cpu node client", "cpu node fw", "cpu node server", "tcprtt connect", "tcprtt rtt"} {
 		if got[want] == 0 {
 			t.Errorf("no %q sample among %v", want, got)
 		}

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os/exec"
+	"sync"
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
@@ -13,9 +14,10 @@ import (
 	"github.com/sfclab/sfclab/vnf"
 )
 
-// Node is the pod of a lab node. sfclab's own process never enters it: every command, daemon
-// and reading is a request to the sfclab agent on the pod's Kubernetes node (AgentNode), which
-// runs it in the pod's container (its mount, UTS, IPC and network namespaces and its cgroup,
+// Node is the pod of a lab node. Every command, daemon and reading is a request to the sfclab
+// agent on the pod's Kubernetes node (AgentNode); only Do (the probes' Go code) enters the
+// pod's namespace from sfclab's own process, and only when that runs on the pod's node. The
+// agent runs it in the pod's container (its mount, UTS, IPC and network namespaces and its cgroup,
 // not its PID namespace: a daemon's PID is the node's host PID, and the node keeps its
 // processes: vnf.Processes). `sfclab exec` (Run) goes through the API server's exec into the
 // pod.
@@ -28,6 +30,9 @@ type Node struct {
 	Agent      string // the agent pod there
 	Kubeconfig string // for Run (kubectl exec)
 	c          *client
+
+	mu             sync.Mutex // guards local, localID
+	local, localID string     // the pod's namespace on this machine (localNetns), once found
 }
 
 var (
@@ -79,11 +84,54 @@ func (n *Node) Daemon(argv []string, logPath string) (int, error) {
 	return ans.PID, nil
 }
 
-// Do refuses: sfclab does not enter a pod's network namespace from its own process (the pod
-// may be on another machine). What kinds and probes need in the pod goes through the agent
-// (Output, Daemon, CheckDial, Processes).
-func (n *Node) Do(func() error) error {
-	return fmt.Errorf("enter node %s (pod on Kubernetes node %s): %w", n.Name, n.KubeNode, errNoEnter)
+// Do runs fn inside the pod's network namespace when sfclab runs on the pod's Kubernetes node
+// (one kernel: see localNetns), as on a netns node; the probes that open sockets in a node
+// need it. For a pod on another machine it refuses (errNoEnter). What deploy, the kinds and
+// inspect do in a pod never needs it: it goes through the agent (Output, Daemon, CheckDial,
+// Processes, Links), so a lab deploys and is inspected from any machine.
+func (n *Node) Do(fn func() error) error {
+	path, err := n.localNetns()
+	if err != nil {
+		return fmt.Errorf("enter node %s (pod on Kubernetes node %s): %w", n.Name, n.KubeNode, err)
+	}
+	ns, err := netdev.OpenNSPath(path, n.Netns)
+	if err != nil {
+		return fmt.Errorf("enter node %s: %w", n.Name, err)
+	}
+	defer ns.Close()
+	return ns.Do(fn)
+}
+
+// localNetns finds the pod's network namespace on this machine. The agent on the pod's node
+// names the host PID of the pod's container and its namespace's identity (device and inode);
+// when /proc/PID/ns/net here is that same namespace, sfclab runs on the pod's node and the
+// path is returned. The answer is kept while it still holds (one agent request per node, not
+// per Do).
+func (n *Node) localNetns() (string, error) {
+	n.mu.Lock()
+	defer n.mu.Unlock()
+	if n.local != "" {
+		if err := netdev.CheckGuard(n.local); err != nil {
+			return "", err
+		}
+		if id, err := nsID(n.local); err == nil && id == n.localID {
+			return n.local, nil
+		}
+		n.local, n.localID = "", ""
+	}
+	ans, err := n.ask(context.Background(), AgentNodeRequest{Op: NodeIdent})
+	if err != nil {
+		return "", err
+	}
+	path := fmt.Sprintf("/proc/%d/ns/net", ans.PID)
+	if err := netdev.CheckGuard(path); err != nil {
+		return "", err
+	}
+	if id, err := nsID(path); err != nil || ans.PID <= 0 || id != ans.NetnsID {
+		return "", errNoEnter
+	}
+	n.local, n.localID = path, ans.NetnsID
+	return path, nil
 }
 
 // CPU is the CPU time of the pod's container (its cgroup on its node, the processes sfclab

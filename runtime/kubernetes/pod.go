@@ -128,6 +128,7 @@ const (
 	NodeDial      = "dial"      // connect to Addr over TCP from inside the pod (Grace: timeout)
 	NodeCPU       = "cpu"       // answer CPU
 	NodeLinks     = "links"     // answer Links: the pod's interfaces with addresses and counters
+	NodeIdent     = "ident"     // answer PID and NetnsID: the container's host PID and its namespace's identity
 )
 
 // AgentNodeRequest is one AgentNode request.
@@ -156,6 +157,8 @@ type AgentNodeAnswer struct {
 	Runs     bool              `json:"runs,omitempty"`
 	CPU      cgroup.Usage      `json:"cpu"`
 	Links    []netdev.LinkInfo `json:"links,omitempty"`
+	// NetnsID identifies the pod's network namespace on its node (nsID of /proc/PID/ns/net).
+	NetnsID string `json:"netns_id,omitempty"`
 }
 
 // agentNode does one AgentNode request on the agent's node.
@@ -201,6 +204,9 @@ func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, err
 			ans.Links, err = ns.Links()
 			ns.Close()
 		}
+	case NodeIdent:
+		ans.PID = pp.PID
+		ans.NetnsID, err = nsID(fmt.Sprintf("/proc/%d/ns/net", pp.PID))
 	default:
 		err = fmt.Errorf("unknown operation %q", req.Op)
 	}
@@ -208,6 +214,17 @@ func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, err
 		return nil, err
 	}
 	return ans, nil
+}
+
+// nsID identifies the namespace behind a /proc/PID/ns/* link within one kernel: its device
+// and inode, as `stat -L -c %d:%i` prints them. Two machines' answers can coincide only by
+// chance of numbering; Node.localNetns checks the PID's namespace as well.
+func nsID(path string) (string, error) {
+	var st syscall.Stat_t
+	if err := syscall.Stat(path, &st); err != nil {
+		return "", fmt.Errorf("identify namespace %s: %w", path, err)
+	}
+	return fmt.Sprintf("%d:%d", st.Dev, st.Ino), nil
 }
 
 // exitError is a command that ran in a pod and failed, as the agent reported it; ExitCode is
@@ -234,5 +251,5 @@ func runsSfclab(n *plan.Node) bool {
 	return ok && sr.RunsSfclab(n.Function)
 }
 
-// errNoEnter is Node.Do's refusal.
-var errNoEnter = errors.New("sfclab does not enter a kubernetes pod's network namespace from its own process: the sfclab agent on the pod's node does what the node is asked (commands, daemons, readings)")
+// errNoEnter is Node.Do's refusal for a pod on another machine.
+var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; commands, daemons and readings go through the sfclab agent there")

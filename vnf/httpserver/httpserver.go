@@ -161,7 +161,11 @@ func waitServing(ctx context.Context, node vnf.Node, hp *HTTPServerParams, pid i
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(int(hp.Port)))
 	path := spec.ObjectPath(hp.Objects[0])
 	deadline := time.Now().Add(ReadyTimeout)
-	_, guest := node.(vnf.Processes)
+	// A node that keeps its own processes and cannot be entered from here (a VM guest, a pod
+	// on another machine) is checked from inside; one that can be entered (a pod on this
+	// machine too) the namespace way, whose ss and GET need nothing in the node's image.
+	_, keeps := node.(vnf.Processes)
+	guest := keeps && node.Do(func() error { return nil }) != nil
 	for {
 		var err error
 		if guest {
