@@ -56,6 +56,10 @@ type NDRRow struct {
 	Generator, Receiver, SenderCPU, ReceiveCPU, Placement string
 	Ceiling                                               float64
 	ClampedFrom, Fallback                                 string
+	// Disturbed is the probe's count of trials run again because they lost frames while the
+	// chain's receiving side was held off its CPU, and of those whose loss still counted
+	// ("N, M kept as loss"; "": not watched).
+	Disturbed string
 }
 
 // NDRStep is one trial of a search.
@@ -109,6 +113,7 @@ func (r *Report) buildNDR(samples []results.Sample, failed map[trialKey]*FailedT
 			n.NDRHi, _ = strconv.ParseFloat(x.Labels["ndr_hi_pps"], 64)
 			n.Inconsistent, _ = strconv.Atoi(x.Labels["inconsistent_trials"])
 			n.ReceiverDrops, _ = strconv.ParseFloat(x.Labels["receiver_drops"], 64)
+			n.Disturbed = x.Labels["disturbed_trials"]
 		case "generator_max_pps":
 			n.GeneratorMax = x.Value
 			n.Limited, n.Reason = x.Labels["limited"] == "true", x.Labels["reason"]
@@ -155,6 +160,7 @@ func (r *Report) ndrSection() section {
 		"Where the generator could not offer more than the chain took, no NDR is claimed: the row says so, with the most it offered " +
 		"and what it sends with no chain in the way. \"≥\" marks a search that lost nothing at its max rate: a lower bound, not a drop point. " +
 		"A converged NDR is repeated before it is reported (RFC 8219 §7); the drop point lies between the NDR and the lowest rate that lost packets. " +
+		"A search in which every trial lost packets has no NDR: the row says \"not converged\" with the lowest rate it tried and that trial's loss. " +
 		"Packets the measuring receiver itself dropped are not counted as chain loss; their number is shown."})
 	t := &table{id: "ndr-table", header: []string{"scenario", "frame", "trial", "NDR kpps", "NDR Mbit/s", "lowest loss kpps", "PDR kpps", "PDR loss", "trials", "inconsistent", "receiver drops", "offered max kpps", "generator alone kpps"},
 		right: []bool{false, false, true, true, true, true, true, true, true, true, true, true, true}}
@@ -219,6 +225,9 @@ func (r *Report) ndrGeneratorBlocks() []block {
 		if n.Fallback != "" {
 			note = "the xdp generator could not run: " + n.Fallback
 		}
+		if n.Disturbed != "" && !strings.HasPrefix(n.Disturbed, "0,") {
+			note = strings.TrimPrefix(note+"; ", "; ") + "disturbed trials re-run: " + n.Disturbed
+		}
 		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), n.Generator, orDash(n.Receiver), cpu(n.SenderCPU), cpu(n.ReceiveCPU),
 			ceil, clamp, orDash(note)})
 	}
@@ -228,7 +237,8 @@ func (r *Report) ndrGeneratorBlocks() []block {
 	return []block{{para: "How each search's load was made: the generator (xdp: the XDP live-frame generator, frames built in the kernel; sendmmsg: the socket path), " +
 		"what counted the frames at the destination (xdp-counter: before any socket, so receiver drops cannot pose as chain loss), " +
 		"the CPUs the sender and the chain's receiving side ran on (on one CPU the chain's work runs on the sender's and slows it down instead of dropping), " +
-		"the generator's ceiling into the chain (what left its interface unpaced; frames the first hop refused are not in it), and a max rate above that ceiling clamped to it."}, {table: t}}
+		"the generator's ceiling into the chain (what left its interface unpaced; frames the first hop refused are not in it), and a max rate above that ceiling clamped to it. " +
+		"A trial that lost frames while another task held the chain's receiving threads off their CPU for longer than half the fill time of the forwarder's receive ring is disturbed: it is run again, up to 3 times, and its loss counts if it stays disturbed (docs/verdicts.md); the note gives how many were re-run and kept."}, {table: t}}
 }
 
 func limitText(reason string) string {

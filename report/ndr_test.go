@@ -149,3 +149,42 @@ func TestNDRGeneratorTable(t *testing.T) {
 		t.Errorf("a search without generator labels has a generator row:\n%s", out)
 	}
 }
+
+// TestNDRDisturbedNote: a search whose trials were re-run because the chain's receiving side
+// was held off its CPU says so in the generator table's note; one with none re-run (or not
+// watched) adds nothing.
+func TestNDRDisturbedNote(t *testing.T) {
+	for _, tc := range []struct {
+		label, want string
+		shown       bool
+	}{
+		{"2, 1 kept as loss", "disturbed trials re-run: 2, 1 kept as loss", true},
+		{"0, 0 kept as loss", "disturbed trials re-run", false},
+		{"", "disturbed trials re-run", false},
+	} {
+		samples := ndrSamples("base", [][2]float64{{400e3, 50}, {199e3, 0}}, false)
+		for i := range samples {
+			switch samples[i].Metric {
+			case "ndr_pps":
+				if tc.label != "" {
+					samples[i].Labels["disturbed_trials"] = tc.label
+				}
+			case "generator_max_pps":
+				samples = append(samples, results.Sample{Experiment: "e", Scenario: "base", Trial: 1, Probe: ndrProbe, Metric: "generator_ceiling_pps", Value: 1e6, Unit: "pps",
+					Labels: map[string]string{"frame": "64", "generator": "xdp", "receiver": "xdp-counter", "sender_cpu": "0", "receive_cpu": "1"}})
+			}
+		}
+		r, err := Build(Input{Run: results.Run{Experiment: "e", Complete: true}, Samples: samples,
+			Trials: []results.Trial{{Scenario: "base", Trial: 1, Status: "ok"}}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md strings.Builder
+		if err := r.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(md.String(), tc.want); got != tc.shown {
+			t.Errorf("label %q: %q shown %v, want %v:\n%s", tc.label, tc.want, got, tc.shown, md.String())
+		}
+	}
+}
