@@ -257,12 +257,26 @@ func iperf3(t testing.TB, src, dstNode runtime.Node, dst netip.Addr, port int, l
 // TestRoutedChain6 deploys chain-6 (six forwarders in a row) on the cluster and on netns: ping
 // replies cross six routers each way (TTL 64-6 on both), iperf3 crosses the chain, and the
 // kubernetes lab's throughput is logged beside netns's (same kernel datapath).
+//
+// The kubernetes lab is deployed and measured while this process, which is sfclab, is refused
+// every access to the lab's namespaces and to /proc (netdev.GuardNamespaces): sysctls,
+// addresses, routes and the functions' setup reach the pods through the agent, as they must
+// for pods on another machine, and so do ping and iperf3 (the agent's exec); Do, the probes'
+// way into a pod on this machine, is refused under the guard.
 func TestRoutedChain6(t *testing.T) {
 	requireCluster(t)
 	d := deployer(t)
 	bps := map[string]float64{}
 	for _, rt := range []string{spec.RuntimeKubernetes, spec.RuntimeNetns} {
-		p, _ := deployed(t, d, loadLab(t, "../../examples/chain-6.yaml", "k8t-c6-"+rt[:2], rt))
+		lab := loadLab(t, "../../examples/chain-6.yaml", "k8t-c6-"+rt[:2], rt)
+		release := func() {}
+		var p *plan.Plan
+		if rt == spec.RuntimeKubernetes {
+			p = deployedGuarded(t, d, lab)
+			release = guardLabs(t, p.Lab)
+		} else {
+			p, _ = deployed(t, d, lab)
+		}
 		c := p.Chains[0]
 		client, server := node(t, d, p, c.From), node(t, d, p, c.TargetNode)
 		if _, ok := client.(*kubernetes.Node); ok != (rt == spec.RuntimeKubernetes) {
@@ -271,7 +285,13 @@ func TestRoutedChain6(t *testing.T) {
 		if got, want := pingTTL(t, client, c.Target), 64-len(c.Hops); got != want {
 			t.Errorf("%s: ping %s through %d routers: TTL %d, want %d", rt, c.Target, len(c.Hops), got, want)
 		}
+		if rt == spec.RuntimeKubernetes {
+			if err := client.Do(func() error { return nil }); err == nil {
+				t.Error("a kubernetes node let this process enter its namespace (Do) under the guard")
+			}
+		}
 		bps[rt] = iperf3(t, client, server, c.Target, 5201, d.Journal.NodeDir(p.Lab))
+		release()
 	}
 	t.Logf("iperf3 through chain-6 (one 2 s TCP stream): kubernetes %.2f Gbit/s, netns %.2f Gbit/s, ratio %.2f",
 		bps[spec.RuntimeKubernetes]/1e9, bps[spec.RuntimeNetns]/1e9, bps[spec.RuntimeKubernetes]/bps[spec.RuntimeNetns])
@@ -280,12 +300,24 @@ func TestRoutedChain6(t *testing.T) {
 // TestTransparent deploys the transparent firewall lab on the cluster: the steering programs
 // sit on the host ends of the pods' veths; ping (through the firewall) and iperf3 (port 5201,
 // through forwarder, tap and firewall) reach the server, with the same TTL as on netns.
+//
+// The kubernetes lab is deployed, measured and inspected under the guard TestRoutedChain6
+// describes: the bumps in the wire, the steering tables and inspect's counters go through the
+// agent too.
 func TestTransparent(t *testing.T) {
 	requireCluster(t)
 	d := deployer(t)
 	ttl := map[string]int{}
 	for _, rt := range []string{spec.RuntimeKubernetes, spec.RuntimeNetns} {
-		p, _ := deployed(t, d, loadLab(t, "../../examples/transparent-fw.yaml", "k8t-tf-"+rt[:2], rt))
+		lab := loadLab(t, "../../examples/transparent-fw.yaml", "k8t-tf-"+rt[:2], rt)
+		release := func() {}
+		var p *plan.Plan
+		if rt == spec.RuntimeKubernetes {
+			p = deployedGuarded(t, d, lab)
+			release = guardLabs(t, p.Lab)
+		} else {
+			p, _ = deployed(t, d, lab)
+		}
 		var dst netip.Addr
 		for _, n := range p.Transparent.Nodes {
 			if n.Name == "server" {
@@ -294,7 +326,12 @@ func TestTransparent(t *testing.T) {
 		}
 		client, server := node(t, d, p, "client"), node(t, d, p, "server")
 		ttl[rt] = pingTTL(t, client, dst)
-		iperf3(t, client, server, dst, 5201, d.Journal.NodeDir(p.Lab))
+		bps := iperf3(t, client, server, dst, 5201, d.Journal.NodeDir(p.Lab))
+		if rt == spec.RuntimeKubernetes {
+			t.Logf("iperf3 through the transparent chain, guarded: %.2f Gbit/s", bps/1e9)
+			inspectThroughAgent(t, d, p.Lab)
+		}
+		release()
 	}
 	if ttl[spec.RuntimeKubernetes] != ttl[spec.RuntimeNetns] {
 		t.Errorf("ping TTL through the transparent chain: kubernetes %d, netns %d", ttl[spec.RuntimeKubernetes], ttl[spec.RuntimeNetns])

@@ -11,7 +11,9 @@
 // it writes the pods' addresses, sysctls, routes and rules (deploy.RemoteNodes), makes
 // transparent functions bumps in the wire, writes and reads the steering maps, runs the
 // kinds' commands and daemons in the pods (Node), and destroy has it remove what it made.
-// sfclab's own process opens no pod's namespace (TestNoNamespaceFromSfclab proves it).
+// sfclab's own process opens no pod's namespace for any of this (TestRoutedChain6 and
+// TestTransparent deploy under a guard that proves it); only the probes' Go code enters a pod
+// on sfclab's own machine (Node.Do).
 // Still, the kinds write their configuration files into the lab's node directory on the
 // machine sfclab runs on, which the pods mount, and segments across nodes (VXLAN) are not
 // wired yet: every pod must run on this machine's Kubernetes node, and Preflight refuses a
