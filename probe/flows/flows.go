@@ -191,8 +191,10 @@ func (c Config) Validate(p *plan.Plan) error {
 
 // Run starts a one-off iperf3 server per flow on its chain's destination (in a VM
 // destination through the guest's agent: iperf3.StartServer), waits until they listen,
-// starts every flow at once, reads the counted ports every interval until the longest flow ended (plus one
-// interval), and emits the rates, the totals and each flow's iperf3 figures.
+// starts every flow at once, reads the counted ports every interval until the longest flow
+// ended (plus one interval), and emits the rates, the totals and each flow's iperf3 figures.
+// The servers still running on the way out (done, failed, cancelled) are stopped
+// (iperf3.StopServers: a guest's through its agent).
 func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) (err error) {
 	cfg := pr.cfg
 	if cfg.Interval == 0 {
