@@ -691,7 +691,8 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 		}
 	}
 	// A VM endpoint. iperf3 runs in a guest at either end (its client through the guest's
-	// agent, its server a daemon there, found listening and stopped through the agent); ping
+	// agent, its server a daemon there, found listening and stopped through the agent), and
+	// so do flows' servers in a VM destination (the same iperf3 helpers); ping
 	// runs in a guest source and is answered by a guest's kernel; http is answered by an
 	// http-server in a guest; tcprtt's echo server and client run in a guest's agent. The others run Go code in the source's network stack from the
 	// host (Do: the guest has its own kernel) or start a server in the destination that they
@@ -703,7 +704,7 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
 		if srv := serverNotInGuest(pr); len(srv) > 0 {
-			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; iperf3, ping, tcprtt and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
+			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; iperf3, flows, ping, tcprtt and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
 		}
 	}
 	if h := pr.HTTP; h != nil {
@@ -746,11 +747,11 @@ func notFromGuest(pr *Probes) []string {
 }
 
 // serverNotInGuest names the probes of pr that start a server in the destination which
-// cannot be one in a VM guest yet, sorted. iperf3's can (a daemon through the guest's agent),
-// and tcprtt's (an echo server the agent serves).
+// cannot be one in a VM guest yet, sorted. iperf3's and flows' can (daemons through the
+// guest's agent), and tcprtt's (an echo server the agent serves).
 func serverNotInGuest(pr *Probes) []string {
 	var out []string
-	for name, on := range map[string]bool{"ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+	for name, on := range map[string]bool{"ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
 		if on {
 			out = append(out, name)
 		}

@@ -285,6 +285,7 @@ func TestRequestsFor(t *testing.T) {
 // probes and why; iperf3 and ping from and to VM endpoints and VM functions between namespace
 // endpoints load.
 func TestLoadVMEndpoint(t *testing.T) {
+	const flows = "flows: {flows: [{chain: c, protocol: tcp, duration: 2s}]}"
 	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
 		{"vm client, ping and iperf3", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 		{"vm client, tcprtt", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
@@ -293,12 +294,15 @@ func TestLoadVMEndpoint(t *testing.T) {
 		{"vm server, tcprtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
 		{"vm server, ndr and rtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ndr: {}\n  rtt: {}\n  tcprtt: {connects: 5}", `scenario "s": destination server is a VM, and ndr, rtt start a server there, which the probes track by its host PID and sockets`},
 		{"vm server, ping", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}", ""},
+		{"vm server, flows", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder, vm: {}}", flows, ""},
+		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", `scenario "s": destination server is a VM, and ndr start a server there`},
+		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, `scenario "s": source client is a VM, and flows cannot measure from a guest yet`},
 		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			lab := "name: vmend\nendpoints:\n  client: " + tt.client + "\n  server: " + tt.server + "\nfunctions:\n  fwd: " + tt.fw + "\nchains:\n  - {from: client, to: server, hops: [fwd]}\n"
+			lab := "name: vmend\nendpoints:\n  client: " + tt.client + "\n  server: " + tt.server + "\nfunctions:\n  fwd: " + tt.fw + "\nchains:\n  - {name: c, from: client, to: server, hops: [fwd], classifier: {protocol: tcp, destination_port: 5201}}\n"
 			if err := os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(lab), 0o644); err != nil {
 				t.Fatal(err)
 			}

@@ -189,9 +189,12 @@ func (c Config) Validate(p *plan.Plan) error {
 	return nil
 }
 
-// Run starts a one-off iperf3 server per flow on its chain's destination, starts every flow
-// at once, reads the counted ports every interval until the longest flow ended (plus one
-// interval), and emits the rates, the totals and each flow's iperf3 figures.
+// Run starts a one-off iperf3 server per flow on its chain's destination (in a VM
+// destination through the guest's agent: iperf3.StartServer), waits until they listen,
+// starts every flow at once, reads the counted ports every interval until the longest flow
+// ended (plus one interval), and emits the rates, the totals and each flow's iperf3 figures.
+// The servers still running on the way out (done, failed, cancelled) are stopped
+// (iperf3.StopServers: a guest's through its agent).
 func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) (err error) {
 	cfg := pr.cfg
 	if cfg.Interval == 0 {
@@ -263,19 +266,17 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 		defer os.RemoveAll(logDir)
 	}
 	type run struct {
-		flow   Flow
-		chain  *plan.Chain
-		src    probe.Node
-		server int
-		res    iperf3.Result
-		err    error
+		flow  Flow
+		chain *plan.Chain
+		src   probe.Node
+		res   iperf3.Result
+		err   error
 	}
 	var runs []*run
+	var servers []iperf3.Server
 	defer func() {
-		for _, r := range runs {
-			if r.server > 0 {
-				err = errors.Join(err, iperf3.StopServer(r.chain.To, r.server))
-			}
+		if serr := iperf3.StopServers(servers); serr != nil {
+			err = errors.Join(err, serr)
 		}
 	}()
 	longest := time.Duration(0)
@@ -290,14 +291,19 @@ func (pr *prober) Run(ctx context.Context, env probe.Env, emit func(results.Samp
 			return fmt.Errorf("start flow on %s: %w", f.Chain, err)
 		}
 		log := filepath.Join(logDir, fmt.Sprintf("flows-server-%s-%d.log", ch.To, ch.Port))
-		pid, err := dst.Daemon(iperf3.ServerArgs(ch.Port), log)
+		srv, err := iperf3.StartServer(dst, ch.To, ch.Port, log)
 		if err != nil {
 			return fmt.Errorf("start flow on %s: %w", f.Chain, err)
 		}
-		runs = append(runs, &run{flow: f, chain: ch, src: src, server: pid})
+		servers = append(servers, srv)
+		runs = append(runs, &run{flow: f, chain: ch, src: src})
 		longest = max(longest, f.Duration)
 	}
-	time.Sleep(200 * time.Millisecond) // the servers' listen; clients retry on refusal anyway
+	// The servers listen: on the host best effort (the clients retry a refusal anyway); in a
+	// VM guest a check, since an emulated iperf3 may take seconds to start.
+	if err := iperf3.WaitServers(ctx, servers); err != nil {
+		return fmt.Errorf("start flows: %w", err)
+	}
 
 	for _, pt := range ports {
 		v, err := read(pt)

@@ -102,8 +102,8 @@ func TestGuestServer(t *testing.T) {
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			// 424242: a number no host process has, so a host kill would fail, not hit one.
-			servers := []server{{node: "server", log: "/tmp/x.log", pid: 424242, guest: tt.g}}
-			err := guestsListening(context.Background(), servers, 5201, 300*time.Millisecond)
+			servers := []Server{{node: "server", log: "/tmp/x.log", pid: 424242, port: 5201, guest: tt.g}}
+			err := guestsListening(context.Background(), servers, 300*time.Millisecond)
 			if tt.wantErr == "" && err != nil || tt.wantErr != "" && (err == nil || !strings.Contains(err.Error(), tt.wantErr)) {
 				t.Fatalf("err = %v; want %q", err, tt.wantErr)
 			}
@@ -123,7 +123,7 @@ func TestGuestServer(t *testing.T) {
 // A guest's server found in the socket watch of several destination instances.
 func TestGuestSockets(t *testing.T) {
 	g := &fakeGuest{netstat: netstatGuest, runs: true}
-	l, e, err := server{node: "server", pid: 1, guest: g}.sockets(context.Background(), 5201)
+	l, e, err := Server{node: "server", pid: 1, guest: g}.sockets(context.Background(), 5201)
 	if err != nil || l != 1 || e != 2 || g.calls != 1 {
 		t.Errorf("sockets = %d, %d, %v after %d commands; want 1, 2, nil after 1", l, e, err, g.calls)
 	}

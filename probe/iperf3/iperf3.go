@@ -169,14 +169,41 @@ func (p *prober) WithAround(around func(client func() (probe.Window, bool)) erro
 	return &prober{cfg: c}
 }
 
-// server is a one-off iperf3 server started for one run.
-type server struct {
+// Server is a one-off iperf3 server a probe started (StartServer): in a host namespace or
+// container, or in a VM guest through its agent.
+type Server struct {
 	node, log string
 	pid       int
+	port      uint16
 	// guest is the VM node the server runs in (pid is then the guest's), nil on a host
 	// namespace or container.
 	guest probe.Guest
 }
+
+// StartServer starts a one-off server (ServerArgs) on port in node n, named name in errors,
+// its log in log: a daemon of the host namespace or container, or in a VM guest one the
+// guest's agent starts (probe.InGuest), whose PID is the guest's.
+func StartServer(n probe.Node, name string, port uint16, log string) (Server, error) {
+	pid, err := n.Daemon(ServerArgs(port), log)
+	if err != nil {
+		return Server{}, fmt.Errorf("start iperf3 server in node %s: %w", name, err)
+	}
+	g, _ := probe.InGuest(n)
+	return Server{node: name, log: log, pid: pid, port: port, guest: g}, nil
+}
+
+// WaitServers waits until the servers listen on their ports: those on the host best effort
+// (at most RetryFor; a client retries refused connections), those in guests as a check (at
+// most GuestReadyFor each: one that exits or does not listen in time is an error with its
+// log).
+func WaitServers(ctx context.Context, servers []Server) error {
+	waitListening(ctx, servers, RetryFor)
+	return guestsListening(ctx, servers, GuestReadyFor)
+}
+
+// StopServers lets the servers finish (a one-off server exits after its test), then stops
+// those still running: a host one by SIGTERM, then SIGKILL; a guest's through its agent.
+func StopServers(servers []Server) error { return stopServers(servers) }
 
 // Run starts a one-off server on every destination instance (log in env.LogDir, or in a
 // temporary directory removed afterwards when it is ""), waits until they listen (at
@@ -210,7 +237,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		}
 		defer os.RemoveAll(logDir)
 	}
-	var servers []server
+	var servers []Server
 	defer func() {
 		if serr := stopServers(servers); serr != nil {
 			err = errors.Join(err, serr)
@@ -222,15 +249,13 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			return fmt.Errorf("%s: %w", what, err)
 		}
 		log := filepath.Join(logDir, fmt.Sprintf("iperf3-server-%s-%d.log", name, port))
-		pid, err := n.Daemon(ServerArgs(port), log)
+		s, err := StartServer(n, name, port, log)
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		g, _ := probe.InGuest(n)
-		servers = append(servers, server{node: name, log: log, pid: pid, guest: g})
+		servers = append(servers, s)
 	}
-	waitListening(ctx, servers, port, RetryFor)
-	if err := guestsListening(ctx, servers, port, GuestReadyFor); err != nil {
+	if err := WaitServers(ctx, servers); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 
@@ -241,7 +266,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	var watch sync.WaitGroup
 	watchCtx, stopWatch := context.WithCancel(runCtx)
 	if len(servers) > 1 {
-		watch.Go(func() { split = watchSplit(watchCtx, servers, port, cancel) })
+		watch.Go(func() { split = watchSplit(watchCtx, servers, cancel) })
 	}
 
 	args := cfg.ClientArgs(c.Target.String(), probe.TargetPort(env.Plan, c))
@@ -342,10 +367,10 @@ func controlLost(msg string) bool {
 	return false
 }
 
-// waitListening waits until every server on the host has a listening TCP socket on port,
-// or until max passed. It is best effort: the client retries refused connections anyway.
-// Servers in guests are left to guestsListening.
-func waitListening(ctx context.Context, servers []server, port uint16, max time.Duration) {
+// waitListening waits until every server on the host has a listening TCP socket on its
+// port, or until max passed. It is best effort: the client retries refused connections
+// anyway. Servers in guests are left to guestsListening.
+func waitListening(ctx context.Context, servers []Server, max time.Duration) {
 	deadline := time.Now().Add(max)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
 		ready := 0
@@ -354,7 +379,7 @@ func waitListening(ctx context.Context, servers []server, port uint16, max time.
 				ready++
 				continue
 			}
-			listen, _, err := sockets(s.pid, port)
+			listen, _, err := sockets(s.pid, s.port)
 			if err != nil || listen > 0 {
 				ready++ // unreadable: do not wait for it
 			}
@@ -367,10 +392,10 @@ func waitListening(ctx context.Context, servers []server, port uint16, max time.
 }
 
 // watchSplit polls the servers' sockets until ctx ends; when two or more servers hold
-// established connections on port it calls stop and returns their node names. With a
+// established connections on their port it calls stop and returns their node names. With a
 // server in a guest it polls every guestPoll (each look is a command in the guest, whose
 // emulated CPU also forwards the test's traffic).
-func watchSplit(ctx context.Context, servers []server, port uint16, stop func()) []string {
+func watchSplit(ctx context.Context, servers []Server, stop func()) []string {
 	every := 50 * time.Millisecond
 	for _, s := range servers {
 		if s.guest != nil {
@@ -382,7 +407,7 @@ func watchSplit(ctx context.Context, servers []server, port uint16, stop func())
 	for {
 		var busy []string
 		for _, s := range servers {
-			if _, est, err := s.sockets(ctx, port); err == nil && est > 0 {
+			if _, est, err := s.sockets(ctx, s.port); err == nil && est > 0 {
 				busy = append(busy, s.node)
 			}
 		}
@@ -438,7 +463,7 @@ func sockets(pid int, port uint16) (listen, established int, err error) {
 
 // sockets counts the server's listening and established TCP sockets on port: in its guest
 // (busybox netstat, through the agent) or in its host namespace (/proc).
-func (s server) sockets(ctx context.Context, port uint16) (listen, established int, err error) {
+func (s Server) sockets(ctx context.Context, port uint16) (listen, established int, err error) {
 	if s.guest == nil {
 		return sockets(s.pid, port)
 	}
@@ -471,15 +496,16 @@ func netstatSockets(out []byte, port uint16) (listen, established int) {
 	return listen, established
 }
 
-// guestsListening waits until every server in a guest listens on port, for at most max: a
-// server that exits or does not listen in time is an error with its log's last lines (read
+// guestsListening waits until every server in a guest listens on its port, for at most max:
+// a server that exits or does not listen in time is an error with its log's last lines (read
 // in the guest). Servers on the host are waitListening's.
-func guestsListening(ctx context.Context, servers []server, port uint16, max time.Duration) error {
+func guestsListening(ctx context.Context, servers []Server, max time.Duration) error {
 	var errs []error
 	for _, s := range servers {
 		if s.guest == nil {
 			continue
 		}
+		port := s.port
 		deadline := time.Now().Add(max)
 		for {
 			listen, _, err := s.sockets(ctx, port)
@@ -513,7 +539,7 @@ func guestsListening(ctx context.Context, servers []server, port uint16, max tim
 
 // logTail is ": LAST LINES" of a guest server's log, read in the guest ("" when empty or
 // unreadable).
-func (s server) logTail(ctx context.Context) string {
+func (s Server) logTail(ctx context.Context) string {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	out, err := s.guest.Output(ctx, nil, "tail", "-n", "5", s.log)
@@ -524,7 +550,7 @@ func (s server) logTail(ctx context.Context) string {
 }
 
 // running reports whether the server still runs: in its guest, or as a host process.
-func (s server) running() bool {
+func (s Server) running() bool {
 	if s.guest != nil {
 		return s.guest.GroupRuns(s.pid, "iperf3")
 	}
@@ -547,7 +573,7 @@ func alive(pid int) bool {
 }
 
 // waitGone waits until the server is no longer a running iperf3 or d passed.
-func (s server) waitGone(d time.Duration) bool {
+func (s Server) waitGone(d time.Duration) bool {
 	every := 10 * time.Millisecond
 	if s.guest != nil {
 		every = guestPoll / 4
@@ -565,7 +591,7 @@ func (s server) waitGone(d time.Duration) bool {
 // stopServers lets the one-off servers finish (they exit after their test), then terminates
 // those still running: SIGTERM, then SIGKILL; a guest's server by its node (StopGroup in the
 // guest: it leads a session of its own there).
-func stopServers(servers []server) error {
+func stopServers(servers []Server) error {
 	var errs []error
 	var wg sync.WaitGroup
 	var mu sync.Mutex
@@ -596,10 +622,4 @@ func stopServers(servers []server) error {
 	}
 	wg.Wait()
 	return errors.Join(errs...)
-}
-
-// StopServer lets a one-off server started with ServerArgs finish, then terminates it if it
-// still runs (SIGTERM, then SIGKILL), as the probe does with its own servers.
-func StopServer(node string, pid int) error {
-	return stopServers([]server{{node: node, pid: pid}})
 }

@@ -1,0 +1,153 @@
+package vm_test
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/journal"
+	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/flows"
+	"github.com/sfclab/sfclab/report"
+	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/results/metric"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
+)
+
+// vmFlowsLab has two TCP chains from a namespace client to a VM server, each with its own
+// destination port (the flows probe's servers): one through a VM forwarder, one through a
+// namespace forwarder. TCP: a routed lab steers by the classifier alone, and an iperf3 UDP
+// test's control connection is TCP to the same port.
+const vmFlowsLab = `
+name: vmflows-srv
+endpoints:
+  client: {kind: client}
+  server: {kind: server, vm: {cpus: 1, memory: 512}}
+functions:
+  vfwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}
+  nfwd: {kind: forwarder}
+chains:
+  - {name: a, from: client, to: server, hops: [vfwd], classifier: {protocol: tcp, destination_port: 5301}}
+  - {name: b, from: client, to: server, hops: [nfwd], classifier: {protocol: tcp, destination_port: 5302}}
+`
+
+// TestBenchFlowsVMServer runs the flows probe through the bench runner with its iperf3
+// servers in a VM destination (started, found listening and stopped through the guest's
+// agent, as iperf3's): the trial passes, each flow has its receiver's throughput, the
+// forwarders' egress counters moved, and the figures are marked TCG under TCG.
+func TestBenchFlowsVMServer(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab}},
+		"  flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}, {chain: b, protocol: tcp, duration: 2s}]}\n", nil)
+	trials, _ := store.Trials()
+	for _, tr := range trials {
+		if tr.Status != results.TrialOK {
+			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
+		}
+	}
+	if outcome.Failed != 0 || len(trials) != 1 {
+		t.Fatalf("outcome %+v, %d trials; want 1 passed", outcome, len(trials))
+	}
+	samples, _ := store.Samples()
+	received := map[string]float64{}
+	egress := map[string]float64{}
+	for _, x := range samples {
+		switch {
+		case x.Probe != flows.Name:
+		case x.Metric == metric.FlowsThroughput.Metric && x.Labels["side"] == "receiver":
+			received[x.Labels["flow"]] = x.Value
+		case x.Metric == metric.FlowsEgressBytes.Metric:
+			egress[x.Labels["node"]] = x.Value
+		}
+	}
+	mark := ""
+	if rep.Emulated("vm-flows") {
+		mark = " (" + report.EmulatedMark + ")"
+	}
+	for _, f := range []string{"a", "b"} {
+		if received[f] <= 0 {
+			t.Errorf("flow %s: no receiver throughput (%v)", f, received)
+		}
+	}
+	for _, n := range []string{"vfwd", "nfwd"} {
+		if egress[n] <= 0 {
+			t.Errorf("forwarder %s: no egress bytes counted (%v)", n, egress)
+		}
+	}
+	t.Logf("TCP flows to a VM server, 2 s at once: received a (VM forwarder) %.3f Gbit/s, b (namespace forwarder) %.3f Gbit/s; egress bytes vfwd %.0f, nfwd %.0f%s",
+		received["a"]/1e9, received["b"]/1e9, egress["vfwd"], egress["nfwd"], mark)
+	if accel.Host().Emulated() && !rep.Emulated("vm-flows") {
+		t.Errorf("vm-flows ran VMs under TCG, but the report does not mark it %q", report.EmulatedMark)
+	}
+}
+
+// TestFlowsGuestServersStopped runs the flows probe against servers in a VM destination and
+// cancels it once both listen in the guest: the probe returns the cancellation, and the
+// one-off servers, which would wait for their clients for ever, are stopped in the guest
+// through its agent (seen by pidof there during the run, gone after it).
+func TestFlowsGuestServersStopped(t *testing.T) {
+	requireVM(t)
+	labtest.Exclusive(t)
+	lab := strings.NewReplacer("vmflows-srv", "vmflows-stop", "  vfwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  vfwd: {kind: forwarder}").Replace(vmFlowsLab)
+	p := labtest.Plan(t, lab)
+	d := &deploy.Deployer{Journal: journal.Journal{Root: t.TempDir()}, Log: t.Logf}
+	t.Cleanup(func() {
+		if err := d.Destroy(context.Background(), p.Lab); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
+			t.Errorf("destroy %s: %v", p.Lab, err)
+		}
+		assertNoVMLeft(t, p)
+	})
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	if _, err := d.Deploy(ctx, p, ""); err != nil {
+		t.Fatal(err)
+	}
+	server, err := d.Node(p, "server")
+	if err != nil {
+		t.Fatal(err)
+	}
+	guestIperf3 := func() ([]string, error) {
+		out, err := server.Output(ctx, nil, "sh", "-c", "pidof iperf3 || true")
+		return strings.Fields(string(out)), err
+	}
+	env := probe.Env{Plan: p, LogDir: t.TempDir(),
+		Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+	// Long flows: the servers would run for a minute if the probe did not stop them.
+	pr := flows.New(flows.Config{Flows: []flows.Flow{{Chain: "a", Protocol: "tcp", Duration: time.Minute}, {Chain: "b", Protocol: "tcp", Duration: time.Minute}}})
+	runCtx, stop := context.WithCancel(ctx)
+	defer stop()
+	var during []string
+	watched := make(chan struct{})
+	go func() {
+		defer close(watched)
+		for runCtx.Err() == nil {
+			if pids, err := guestIperf3(); err == nil && len(pids) >= 2 {
+				during = pids
+				stop()
+				return
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}()
+	err = pr.Run(runCtx, env, func(results.Sample) {})
+	<-watched
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("run: %v; want it cancelled once the servers ran", err)
+	}
+	if len(during) < 2 {
+		t.Fatalf("iperf3 in the guest during the run: %v; want both flows' servers", during)
+	}
+	after, err := guestIperf3()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(after) > 0 {
+		t.Errorf("iperf3 still runs in the guest after the probe returned: pids %v (they were %v during the run)", after, during)
+	}
+	t.Logf("flows' iperf3 servers in the guest: pids %v during the run, none after", during)
+}
