@@ -403,6 +403,9 @@ func (r *Report) modesSection(m *ModeTable) section {
 				cell = "not measured"
 				if tr, ok := r.throughputOf(row.Scenarios[i]); ok {
 					cell = f2(tr.Summary.Mean) + " " + ciRange(tr.Summary.CI95Low, tr.Summary.CI95High, 2)
+					if r.Emulated(row.Scenarios[i]) {
+						cell += " (" + EmulatedMark + ")"
+					}
 				}
 			}
 			cells = append(cells, cell)
@@ -410,10 +413,17 @@ func (r *Report) modesSection(m *ModeTable) section {
 		for _, q := range ratios {
 			cell := dash
 			if q.Of < len(row.Scenarios) && q.To < len(row.Scenarios) {
-				if v, ok := r.ModeRatio(row.Scenarios[q.Of], row.Scenarios[q.To]); ok {
+				of, to := row.Scenarios[q.Of], row.Scenarios[q.To]
+				if v, ok := r.ModeRatio(of, to); ok {
 					cell = fixed(v.Value, 2) + "×"
 					if !math.IsNaN(v.Low) {
 						cell += " " + ciRange(v.Low, v.High, 2)
+					}
+					switch {
+					case r.Incomparable(of, to): // an emulated CPU against a real one: no ratio
+						cell = EmulatedMark
+					case r.Emulated(of):
+						cell += " (" + EmulatedMark + ")"
 					}
 				}
 			}

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -139,5 +140,52 @@ func TestFlowsReport(t *testing.T) {
 			t.Fatal(err)
 		}
 		t.Logf("wrote %s", *htmlSampleFlows)
+	}
+}
+
+// TestModesTCGMark checks that the modes table (study C's transparent and routed columns)
+// marks every figure of a scenario whose VMs ran under TCG, gives a mode ratio between two
+// such scenarios with the mark, and none between an emulated and a real one.
+func TestModesTCGMark(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		vm      []string // scenarios on runtime vm
+		cells   int      // cells with the mark (throughput and ratio)
+		ratioC0 string   // what the C0 row's transparent ÷ routed cell holds
+	}{
+		{"none", nil, 0, "0.45×"},
+		{"all", []string{"c0", "c2", "c0-routed", "c2-routed"}, 8, "0.45× [0.38, 0.53] (" + EmulatedMark + ")"},
+		{"routed only", []string{"c0-routed", "c2-routed"}, 6, "| " + EmulatedMark + " |"},
+	} {
+		in := flowsInput()
+		in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+		for _, sc := range in.Scenarios {
+			rt := "netns"
+			if slices.Contains(tt.vm, sc) {
+				rt = "vm"
+			}
+			for trial := 1; trial <= 2; trial++ {
+				in.Samples = append(in.Samples, results.Sample{Experiment: in.Run.Experiment, Scenario: sc, Trial: trial, Probe: "deploy", Metric: "deploy_time",
+					Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+			}
+		}
+		r, err := Build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md bytes.Buffer
+		if err := r.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		var table []string
+		for _, l := range strings.Split(md.String(), "\n") {
+			if strings.HasPrefix(l, "| C0 ") || strings.HasPrefix(l, "| C2 ") {
+				table = append(table, l)
+			}
+		}
+		got := strings.Count(strings.Join(table, "\n"), EmulatedMark)
+		if len(table) != 2 || got != tt.cells || !strings.Contains(table[0], tt.ratioC0) {
+			t.Errorf("%s: %d marks in the modes rows, want %d, C0 with %q:\n%s", tt.name, got, tt.cells, tt.ratioC0, strings.Join(table, "\n"))
+		}
 	}
 }

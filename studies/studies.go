@@ -48,7 +48,7 @@ type Study struct {
 	// another is refused with it.
 	NetnsOnly string
 	// VMFlag, when set, says how the study runs its functions as VMs instead of --runtime vm
-	// (study C: --vm, which leaves the routed scenarios out and gates TCG); --runtime vm is
+	// (study C: --vm, which makes every function of its data plane a VM and gates TCG); --runtime vm is
 	// refused with it.
 	VMFlag string
 	// VMColumn marks a study whose experiment puts its VM scenarios on runtime vm itself

@@ -11,27 +11,14 @@ import (
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// routedVMs is why a routed scenario of study C is left out of a run with its functions as
-// VMs: routed labs with VMs on emulated hosts deploy (runtime/vm TestHostsVMForwarder), but the
-// study's routed comparison scenarios would double the run's guests and were not tried so.
-const routedVMs = "not run with --vm: the routed comparison scenarios are left out of the VM run (they would double its guests, and were not tried with VMs); the study's own steering, transparent, runs with VM functions"
-
 // VMFunctions turns e, loaded by s.Load with no runtime, into the study's data plane with its
 // functions as VMs (`reproduce openstack-sfc --vm`: study C's VNFs were OpenStack VMs): every
-// transparent scenario's lab is decoded again from inputs on runtime vm (client and server
-// stay namespaces, every function a guest), and the routed scenarios are left out with the
-// reason in e.NotRun. Then VMScenarios gates them as study B's KVM column: under TCG only
-// with allowTCG, every figure marked report.EmulatedMark.
+// scenario's lab, transparent and routed, on four emulated hosts and on one, is decoded again
+// from inputs on runtime vm (client and server stay namespaces, every function a guest). Then
+// VMScenarios gates them as study B's KVM column: under TCG only with allowTCG, every figure
+// marked report.EmulatedMark.
 func (s *Study) VMFunctions(e *experiment.Experiment, inputs map[string][]byte) error {
-	var out []*experiment.Scenario
 	for _, sc := range e.Scenarios {
-		if sc.Plan.Steering != spec.SteeringTransparent {
-			if e.NotRun == nil {
-				e.NotRun = map[string]string{}
-			}
-			e.NotRun[sc.Name] = routedVMs
-			continue
-		}
 		name := "labs/" + path.Base(sc.LabPath)
 		data, ok := inputs[name]
 		if !ok {
@@ -54,23 +41,9 @@ func (s *Study) VMFunctions(e *experiment.Experiment, inputs map[string][]byte) 
 			return fmt.Errorf("scenario %s as VMs: %w", sc.Name, err)
 		}
 		sc.Plan, sc.Runtime = p, spec.RuntimeVM
-		out = append(out, sc)
 	}
-	if e.Scenario(e.Baseline) == nil || !containsScenario(out, e.Baseline) {
-		return fmt.Errorf("load %s with VM functions: its baseline %s is not a transparent scenario", s.Name, e.Baseline)
-	}
-	e.Scenarios = out
-	e.Reduced = joinReduced(e.Reduced, "the functions are VMs (--vm); the routed scenarios are left out")
+	e.Reduced = joinReduced(e.Reduced, "the functions are VMs (--vm)")
 	return nil
-}
-
-func containsScenario(ss []*experiment.Scenario, name string) bool {
-	for _, s := range ss {
-		if s.Name == name {
-			return true
-		}
-	}
-	return false
 }
 
 func joinReduced(a, b string) string {

@@ -192,7 +192,7 @@ func newReproduce() *cobra.Command {
 	cmd.Flags().BoolVar(&standard, "standard", false, "the study's scale reduced to fit a sitting, one to two hours on two cores (http-proxy: 10,000 requests up to 100k objects, fewer for 1M and 10M, 3 repetitions); the report says what was reduced")
 	cmd.Flags().StringVar(&runtime, "runtime", "", "run every scenario that does not name a runtime on this one (netns, docker, kubernetes, vm); refused where every scenario names its own, except vm on the studies with VM scenarios: single-host-chain --runtime vm runs its netns scenarios and its VM chains, http-proxy --runtime vm runs only its KVM column and the native baselines")
 	cmd.Flags().BoolVar(&allowTCG, "allow-tcg", false, "run the study's VM scenarios (http-proxy: the KVM column) under TCG where KVM is not usable; every figure of them is marked \"emulated CPU (TCG): not comparable\"")
-	cmd.Flags().BoolVar(&vmFuncs, "vm", false, "openstack-sfc only: its data plane with every function a VM, as the study's VNFs were (the transparent scenarios; under TCG only with --allow-tcg)")
+	cmd.Flags().BoolVar(&vmFuncs, "vm", false, "openstack-sfc only: its data plane with every function a VM, as the study's VNFs were (transparent and routed scenarios; under TCG only with --allow-tcg)")
 	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
 	return cmd
 }

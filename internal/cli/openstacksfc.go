@@ -261,8 +261,8 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions)
 }
 
-// reproduceOpenStackSFCVM runs study C's data plane with its functions as VMs (--vm): the
-// transparent scenarios on runtime vm, gated as study B's KVM column (TCG only with
+// reproduceOpenStackSFCVM runs study C's data plane with its functions as VMs (--vm): every
+// scenario, transparent and routed, on runtime vm, gated as study B's KVM column (TCG only with
 // --allow-tcg, every figure marked). The deploy-time part measures the control plane and
 // runs without it.
 func reproduceOpenStackSFCVM(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string, allowTCG bool) error {
