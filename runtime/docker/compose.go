@@ -215,7 +215,7 @@ func ComposeExport(p *plan.Plan, opts ComposeOptions) (*Export, error) {
 				svc.Ports = append(svc.Ports, fmt.Sprintf("%s:%d:%d/%s", pub.HostIP, pub.HostPort, pub.Port, pub.Protocol))
 			}
 		}
-		if runsSfclab(n) {
+		if RunsSfclab(n) {
 			exe, err := Runtime{Executable: opts.Executable}.executable()
 			if err != nil {
 				return nil, err
@@ -361,7 +361,7 @@ func NodeScript(p *plan.Plan, n *plan.Node) (string, error) {
 	for _, i := range n.Interfaces {
 		fmt.Fprintf(&b, "%s=$(wait_if %s)  # plan: %s on segment %s\n", ifVar(i.Name), i.Address, i.Name, i.Segment)
 	}
-	if runsSfclab(n) {
+	if RunsSfclab(n) {
 		fmt.Fprintf(&b, "%s=%s  # the host's sfclab, mounted read-only\n", vnf.ComposeProgramVar, SfclabPath)
 	}
 	b.WriteString("while ip route del default 2>/dev/null; do :; done  # lab traffic never leaves the lab\n")

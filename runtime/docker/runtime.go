@@ -249,8 +249,9 @@ func (r Runtime) parallel(ctx context.Context, n int, fn func(i int) error) erro
 // of the image per sfclab build would be minutes each time).
 const SfclabPath = "/usr/local/bin/sfclab"
 
-// runsSfclab reports whether a node's function runs the sfclab program in its node.
-func runsSfclab(n *plan.Node) bool {
+// RunsSfclab reports whether a node's function runs the sfclab program in its node (then its
+// container, or its pod on kubernetes, mounts the program at SfclabPath).
+func RunsSfclab(n *plan.Node) bool {
 	if n.Function == nil {
 		return false
 	}
@@ -580,7 +581,7 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 	if h := p.HostOf(n.Name); h != nil && h.CPUs != "" {
 		hc.Resources.CpusetCpus = h.CPUs // the emulated host's cores
 	}
-	if runsSfclab(n) {
+	if RunsSfclab(n) {
 		exe, err := r.executable()
 		if err != nil {
 			return nil, fmt.Errorf("create container %s: %w", name, err)

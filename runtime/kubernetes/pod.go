@@ -13,11 +13,8 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/proc"
 	"github.com/sfclab/sfclab/runtime/netns"
-	"github.com/sfclab/sfclab/vnf"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // podProcess is a pod's container as the sfclab agent on its Kubernetes node reaches it: by a
@@ -236,20 +233,6 @@ type exitError struct {
 
 func (e *exitError) Error() string { return e.msg }
 func (e *exitError) ExitCode() int { return e.code }
-
-// runsSfclab reports whether a node's function runs the sfclab program in its node (then
-// its pod mounts the program at docker.SfclabPath).
-func runsSfclab(n *plan.Node) bool {
-	if n.Function == nil {
-		return false
-	}
-	k, err := kinds.Get(n.Function.Kind)
-	if err != nil {
-		return false
-	}
-	sr, ok := k.(vnf.SelfRunner)
-	return ok && sr.RunsSfclab(n.Function)
-}
 
 // errNoEnter is Node.Do's refusal for a pod on another machine.
 var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; commands, daemons and readings go through the sfclab agent there")

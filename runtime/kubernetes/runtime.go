@@ -605,7 +605,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			sem <- struct{}{}
 			defer func() { <-sem }()
 			s := ""
-			if runsSfclab(n) {
+			if docker.RunsSfclab(n) {
 				s = self
 			}
 			if err := c.do(ctx, "POST", "/api/v1/namespaces/"+ns+"/pods", nil, r.podSpec(p, n, where[n.Name], nodeDir, s), nil); err != nil {
