@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"fmt"
 	"io/fs"
 	"os"
@@ -143,17 +142,10 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 	}
 	im := &Image{Key: key, Kernel: rel, Kind: spec.VMImageDebian, Suite: src.Suite, Packages: pkgs,
 		Created: time.Now().UTC(), DiskBytes: allocated(disk), BuildSeconds: time.Since(start).Seconds()}
-	data, _ := json.MarshalIndent(im, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
-		return nil, err
+	im, stored, err := storeImage(im, tmp, dir)
+	if err != nil || !stored {
+		return im, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(dir); serr == nil {
-			return readImage(dir) // built by someone else meanwhile
-		}
-		return nil, fmt.Errorf("store guest image: %w", err)
-	}
-	im.Dir = dir
 	b.logf("Debian guest image %s: root %d MB allocated, built in %s", key, im.DiskBytes>>20, time.Since(start).Round(time.Second))
 	return im, nil
 }

@@ -593,17 +593,10 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	}
 	_ = os.Remove(filepath.Join(tmp, "init"))
 	im := &Image{Key: key, Kernel: c.release, Kind: spec.VMImageBusybox, Programs: c.programs, Created: time.Now().UTC(), Bytes: st.Size()}
-	data, _ := json.MarshalIndent(im, "", "  ")
-	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
-		return nil, err
+	im, stored, err := storeImage(im, tmp, dir)
+	if err != nil || !stored {
+		return im, err
 	}
-	if err := os.Rename(tmp, dir); err != nil {
-		if _, serr := os.Stat(dir); serr == nil {
-			return readImage(dir) // built by someone else meanwhile
-		}
-		return nil, fmt.Errorf("store guest image: %w", err)
-	}
-	im.Dir = dir
 	b.logf("guest image %s: initramfs %d MB", key, st.Size()>>20)
 	return im, nil
 }
@@ -784,4 +777,23 @@ func (b Builder) BusyboxFiles(programs []string) ([]string, error) {
 		out = append(out, filepath.Join("lib/modules", c.release, m))
 	}
 	return out, nil
+}
+
+// storeImage writes im's record into the build directory tmp and moves it to dir, where
+// the image then is. When another build stored dir meanwhile, that image is returned and
+// stored is false (the caller's tmp stays for it to remove).
+func storeImage(im *Image, tmp, dir string) (_ *Image, stored bool, err error) {
+	data, _ := json.MarshalIndent(im, "", "  ")
+	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
+		return nil, false, err
+	}
+	if err := os.Rename(tmp, dir); err != nil {
+		if _, serr := os.Stat(dir); serr == nil {
+			other, err := readImage(dir) // built by someone else meanwhile
+			return other, false, err
+		}
+		return nil, false, fmt.Errorf("store guest image: %w", err)
+	}
+	im.Dir = dir
+	return im, true, nil
 }
