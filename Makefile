@@ -20,11 +20,14 @@ cluster:
 # The images the tests boot: the Docker node image and the VM guests' Debian root, both made
 # by debootstrap from this host's APT mirror and reused while their package lists stand (cold:
 # minutes each, waiting on the mirror and dpkg more than on the CPU, so `make test` builds them
-# beside the cluster's compile instead of inside the first test that needs them).
+# beside the cluster's compile instead of inside the first test that needs them, and side by
+# side with each other).
 images: deps
 	@$(MAKE) --no-print-directory build
-	./$(BIN) images build
-	./$(BIN) images build --runtime vm --image debian
+	@log=$$(mktemp); ./$(BIN) images build > $$log 2>&1 & node=$$!; \
+	./$(BIN) images build --runtime vm --image debian; vm=$$?; \
+	wait $$node; n=$$?; cat $$log; rm -f $$log; \
+	test $$vm -eq 0 && test $$n -eq 0
 
 # bin/sfclab-guest is the VM guests' init and agent (runtime vm copies it into guest images
 # when it sits beside sfclab, built from the same source; sfclab itself otherwise).
