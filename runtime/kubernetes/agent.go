@@ -667,10 +667,36 @@ func (r Runtime) ensureAgent(ctx context.Context, c *client, self string, kubeNo
 		Metadata struct {
 			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					NodeSelector map[string]string `json:"nodeSelector"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
 	}
 	err := c.do(ctx, "GET", dsPath, nil, nil, &ds)
 	switch {
 	case err == nil && ds.Metadata.Annotations[annotationBinary] == agentRevision(self):
+		// A node selector (set by hand: sfclab's spec has none) that a node does not match
+		// places no agent there: no use waiting for one.
+		if sel := ds.Spec.Template.Spec.NodeSelector; len(sel) > 0 {
+			for _, kn := range kubeNodes {
+				var node struct {
+					Metadata struct {
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				}
+				if err := c.do(ctx, "GET", "/api/v1/nodes/"+kn, nil, nil, &node); err != nil {
+					return nil, fmt.Errorf("wait for the sfclab agent on node %s: %w", kn, err)
+				}
+				for k, v := range sel {
+					if l, ok := node.Metadata.Labels[k]; !ok || l != v {
+						return nil, fmt.Errorf("wait for the sfclab agent on node %s: its DaemonSet places no pod there: the node has no label %s=%s of its node selector (kubectl -n %s get daemonset %s -o yaml)", kn, k, v, AgentNamespace, AgentName)
+					}
+				}
+			}
+		}
 	case err == nil || isNotFound(err):
 		if err == nil { // another program's agent: replace it
 			q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}}
