@@ -892,5 +892,5 @@ func destroyOnNodes(ctx context.Context, c *client, lab string) error {
 // removeAgent deletes the agent's namespace (its DaemonSet and pods with it) and waits until
 // it is gone; nothing to do when it does not exist.
 func removeAgent(ctx context.Context, c *client) error {
-	return deleteNamespace(ctx, c, AgentNamespace)
+	return deleteNamespace(ctx, c, AgentNamespace, true)
 }
