@@ -30,7 +30,7 @@ exec env SFCLAB_K8S_CLI_CHILD=1 "$FAKE_KUBECTL_BIN" "$@"
 
 // TestAgentSessions: requests to an agent pod go on one session (one exec): answers and
 // errors come back named by the agent pod, its node and the request; a session idle for
-// sessionIdle closes (its exec ends) and the next request opens another; a request to an
+// sessionIdle after its last request closes and the next request opens another; a request to an
 // agent pod the API server no longer has fails naming it, with no exec; an agent of an sfclab
 // without sessions is asked with one exec per request. Runs the agent program of this binary
 // behind a fake kubectl and a fake API server; needs no cluster.
@@ -62,7 +62,7 @@ func TestAgentSessions(t *testing.T) {
 		b, _ := os.ReadFile(log)
 		return strings.Fields(strings.ReplaceAll(strings.TrimSpace(string(b)), " ", "_"))
 	}
-	restore := kubernetes.SetSessionIdle(time.Second)
+	restore := kubernetes.SetSessionIdle(time.Hour)
 	defer restore()
 	ports := kubernetes.AgentPortsRequest{Ports: map[string]kubernetes.AgentPortRef{}}
 	var ans kubernetes.AgentHostsAnswer
@@ -73,8 +73,13 @@ func TestAgentSessions(t *testing.T) {
 	if want := "sfclab agent agent-1 on node n1: counters: agent counters: "; err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), "no steering data plane pinned") {
 		t.Errorf("counters of a lab without maps: %v, want %q and the agent's reason", err, want)
 	}
+	// A request resets the idle time to the one in force: the session closes after it.
+	kubernetes.SetSessionIdle(100 * time.Millisecond)
+	if err := kubernetes.AgentCall(kc, "n1", "agent-1", kubernetes.AgentPorts, ports, &ans); err != nil {
+		t.Fatalf("ports on a session: %v", err)
+	}
 	if got := execs(); len(got) != 1 || got[0] != "agent_serve" {
-		t.Errorf("execs for two requests: %q, want one session", got)
+		t.Errorf("execs for three requests: %q, want one session", got)
 	}
 	deadline := time.Now().Add(20 * time.Second)
 	for kubernetes.SessionOpen(kc, "agent-1") {
