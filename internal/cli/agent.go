@@ -15,8 +15,9 @@ func newAgent() *cobra.Command {
 kubernetes runtime creates. Without an argument it waits (the DaemonSet's process); with a
 request (attach, link, hosts, steer, configure, bump, tables, counters, ports, node, destroy)
 it reads a JSON request on stdin, does it on this node (the lab's pods' namespaces, emulated
-hosts, steering maps, commands in the pods) and answers JSON on stdout. docs/kubernetes.md
-lists what each does.`,
+hosts, steering maps, commands in the pods) and answers JSON on stdout; with serve it takes
+any number of them on stdin until its end, a session (answers matched by ID).
+docs/kubernetes.md lists what each does.`,
 		Hidden: true,
 		Args:   cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {

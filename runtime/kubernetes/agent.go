@@ -30,10 +30,11 @@ import (
 // The sfclab agent: a DaemonSet (namespace sfclab-system) whose pod on every Kubernetes node
 // runs the sfclab program privileged, in the node's network and PID namespaces, with the
 // node's /run/netns mounted (mount propagation both ways), its BPF file system and
-// /run/sfclab. sfclab gives it the per-node part of a deploy through the API server's exec
-// (kubectl exec -i POD -- sfclab agent REQUEST, a
-// JSON request on stdin, a JSON answer on stdout), so the agent listens on no port and what
-// it may be asked is what RBAC grants on pods/exec in its namespace.
+// /run/sfclab. sfclab gives it the per-node part of a deploy through the API server's exec:
+// one exec per agent pod stays open as a session (kubectl exec -i POD -- sfclab agent serve,
+// session.go) that carries the requests (`sfclab agent REQUEST` takes one: a JSON request on
+// stdin, a JSON answer on stdout), so the agent listens on no port and what it may be asked
+// is what RBAC grants on pods/exec in its namespace.
 //
 // What the agent does: the requests below (AgentAttach, AgentLink, AgentHosts, AgentSteer,
 // AgentDestroy): it names the lab's pods' network namespaces on its node, wires their
@@ -210,13 +211,25 @@ func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
 		return nil
 	}
 	op := args[0]
-	if len(args) != 1 || !slices.Contains(agentRequests, op) {
-		return fmt.Errorf("agent: unknown request %q (the agent takes: %s)", strings.Join(args, " "), strings.Join(agentRequests, ", "))
+	if len(args) != 1 || (op != AgentServe && !slices.Contains(agentRequests, op)) {
+		return fmt.Errorf("agent: unknown request %q (the agent takes: %s)", strings.Join(args, " "), strings.Join(append(slices.Clone(agentRequests), AgentServe), ", "))
+	}
+	if op == AgentServe {
+		return agentServe(stdin, stdout)
 	}
 	dec := json.NewDecoder(stdin)
 	dec.DisallowUnknownFields()
-	read := func(v any) error {
-		if err := dec.Decode(v); err != nil {
+	ans, err := agentDo(context.Background(), op, func(v any) error { return dec.Decode(v) })
+	if err != nil {
+		return err
+	}
+	return json.NewEncoder(stdout).Encode(ans)
+}
+
+// agentDo does one request op, its body read by read, and returns its answer.
+func agentDo(ctx context.Context, op string, read func(any) error) (any, error) {
+	decode := func(v any) error {
+		if err := read(v); err != nil {
 			return fmt.Errorf("read request: %w", err)
 		}
 		return nil
@@ -226,64 +239,66 @@ func AgentMain(args []string, stdin io.Reader, stdout io.Writer) error {
 	switch op {
 	case AgentAttach:
 		var req AgentRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			ans, err = attach(req)
 		}
 	case AgentLink:
 		var req AgentLinkRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentLink(req)
 		}
 	case AgentHosts:
 		var req AgentHostsRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			ans, err = agentHosts(req)
 		}
 	case AgentSteer:
 		var req AgentSteerRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentSteer(req)
 		}
 	case AgentDestroy:
 		var req AgentDestroyRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentDestroy(req.Lab)
 		}
 	case AgentConfigure:
 		var req AgentConfigureRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentConfigure(req)
 		}
 	case AgentBump:
 		var req AgentBumpRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentBump(req)
 		}
 	case AgentTables:
 		var req AgentTablesRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			err = agentTables(req)
 		}
 	case AgentCounters:
 		var req AgentDestroyRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			ans, err = agentCounters(req.Lab)
 		}
 	case AgentPorts:
 		var req AgentPortsRequest
-		if err = read(&req); err == nil {
+		if err = decode(&req); err == nil {
 			ans, err = agentPorts(req)
 		}
 	case AgentNode:
 		var req AgentNodeRequest
-		if err = read(&req); err == nil {
-			ans, err = agentNode(context.Background(), req)
+		if err = decode(&req); err == nil {
+			ans, err = agentNode(ctx, req)
 		}
+	default:
+		err = errors.New("unknown request")
 	}
 	if err != nil {
-		return fmt.Errorf("agent %s: %w", op, err)
+		return nil, fmt.Errorf("agent %s: %w", op, err)
 	}
-	return json.NewEncoder(stdout).Encode(ans)
+	return ans, nil
 }
 
 // agentUndo is the agent's undo stack for one request: unwound when the request fails.
@@ -652,10 +667,36 @@ func (r Runtime) ensureAgent(ctx context.Context, c *client, self string, kubeNo
 		Metadata struct {
 			Annotations map[string]string `json:"annotations"`
 		} `json:"metadata"`
+		Spec struct {
+			Template struct {
+				Spec struct {
+					NodeSelector map[string]string `json:"nodeSelector"`
+				} `json:"spec"`
+			} `json:"template"`
+		} `json:"spec"`
 	}
 	err := c.do(ctx, "GET", dsPath, nil, nil, &ds)
 	switch {
 	case err == nil && ds.Metadata.Annotations[annotationBinary] == agentRevision(self):
+		// A node selector (set by hand: sfclab's spec has none) that a node does not match
+		// places no agent there: no use waiting for one.
+		if sel := ds.Spec.Template.Spec.NodeSelector; len(sel) > 0 {
+			for _, kn := range kubeNodes {
+				var node struct {
+					Metadata struct {
+						Labels map[string]string `json:"labels"`
+					} `json:"metadata"`
+				}
+				if err := c.do(ctx, "GET", "/api/v1/nodes/"+kn, nil, nil, &node); err != nil {
+					return nil, fmt.Errorf("wait for the sfclab agent on node %s: %w", kn, err)
+				}
+				for k, v := range sel {
+					if l, ok := node.Metadata.Labels[k]; !ok || l != v {
+						return nil, fmt.Errorf("wait for the sfclab agent on node %s: its DaemonSet places no pod there: the node has no label %s=%s of its node selector (kubectl -n %s get daemonset %s -o yaml)", kn, k, v, AgentNamespace, AgentName)
+					}
+				}
+			}
+		}
 	case err == nil || isNotFound(err):
 		if err == nil { // another program's agent: replace it
 			q := url.Values{"gracePeriodSeconds": {"0"}, "propagationPolicy": {"Foreground"}}
@@ -715,9 +756,38 @@ func ignoreNotFound(err error) error {
 }
 
 // agentCall sends one request to the agent pod pod on Kubernetes node kn and decodes its
-// answer into ans (nil: none wanted).
-// Equivalent to: kubectl exec -i -n sfclab-system POD -c agent -- sfclab agent OP <req.json
+// answer into ans (nil: none wanted), on the session to that pod (session.go; one is started
+// when none is open). An agent whose program has no sessions is asked with one exec per
+// request (agentExec).
 func agentCall(ctx context.Context, c *client, kn, pod, op string, req, ans any) error {
+	// A session outlives its pod's API object for as long as the kubelet takes to stop the
+	// container: a pod deleted is gone for its requests at once, as for an exec of its own.
+	err := c.do(ctx, "GET", "/api/v1/namespaces/"+AgentNamespace+"/pods/"+pod, nil, nil, nil)
+	if err != nil {
+		return fmt.Errorf("sfclab agent %s on node %s: %s: %w", pod, kn, op, err)
+	}
+	for try := 0; try < 2; try++ {
+		var s *session
+		if s, err = openSession(c, kn, pod); err == nil {
+			err = s.call(ctx, op, req, ans)
+		}
+		if !errors.Is(err, errSessionClosing) {
+			break
+		}
+	}
+	if errors.Is(err, errNoSession) {
+		return agentExec(ctx, c, kn, pod, op, req, ans)
+	}
+	if err != nil {
+		return fmt.Errorf("sfclab agent %s on node %s: %s: %w", pod, kn, op, err)
+	}
+	return nil
+}
+
+// agentExec sends one request to the agent pod pod on Kubernetes node kn in an exec of its
+// own and decodes its answer into ans (nil: none wanted).
+// Equivalent to: kubectl exec -i -n sfclab-system POD -c agent -- sfclab agent OP <req.json
+func agentExec(ctx context.Context, c *client, kn, pod, op string, req, ans any) error {
 	kubectl, err := exec.LookPath("kubectl")
 	if err != nil {
 		return fmt.Errorf("ask the sfclab agent: sfclab reaches its agent through the API server's exec (kubectl exec), and kubectl is not on PATH: %w", err)
@@ -822,5 +892,5 @@ func destroyOnNodes(ctx context.Context, c *client, lab string) error {
 // removeAgent deletes the agent's namespace (its DaemonSet and pods with it) and waits until
 // it is gone; nothing to do when it does not exist.
 func removeAgent(ctx context.Context, c *client) error {
-	return deleteNamespace(ctx, c, AgentNamespace)
+	return deleteNamespace(ctx, c, AgentNamespace, true)
 }

@@ -5,6 +5,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -282,103 +283,126 @@ functions:
 // TestKill9ThenDestroyAll kills sfclab with SIGKILL while it deploys a lab on the cluster (its
 // pods running and wired, a function's setup still going), then runs `sfclab destroy --all`:
 // nothing of the lab is left in the cluster (namespace, pods) or on the host (network
-// namespaces, the pods' processes). Once with the journal as the killed deploy left it, once
-// with the journal gone, when only the namespace's labels in the cluster name the lab.
+// namespaces, the pods' processes). Two labs, deployed and killed at once, then one destroy
+// --all: one with the journal as the killed deploy left it, one with the journal gone, when
+// only the namespace's labels in the cluster name the lab.
 func TestKill9ThenDestroyAll(t *testing.T) {
 	requireCluster(t)
-	for _, tc := range []struct {
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	t.Setenv("SFCLAB_STATE_DIR", root)
+	ctx := context.Background()
+	type killed struct {
 		name, lab     string
 		removeJournal bool
-	}{
-		{"journal kept", "k8t-kill", false},
-		{"journal removed", "k8t-killnj", true},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			root := t.TempDir()
-			os.Chmod(root, 0o755)
-			os.Chmod(filepath.Dir(root), 0o755)
-			t.Setenv("SFCLAB_STATE_DIR", root)
-			// A setup that outlives the kill: the deploy is killed while it runs.
-			const sleep = "sleep 47"
-			file := filepath.Join(t.TempDir(), "lab.yaml")
-			yaml := fmt.Sprintf(`name: %s
+		sleep         string // a setup that outlives the kill: the deploy is killed while it runs
+		child         *exec.Cmd
+		out           bytes.Buffer
+		pids          []int
+	}
+	cases := []*killed{
+		{name: "journal kept", lab: "k8t-kill", sleep: "sleep 47"},
+		{name: "journal removed", lab: "k8t-killnj", removeJournal: true, sleep: "sleep 48"},
+	}
+	for _, tc := range cases {
+		file := filepath.Join(t.TempDir(), "lab.yaml")
+		yaml := fmt.Sprintf(`name: %s
 runtime: kubernetes
 endpoints: {client: {}, server: {}}
 functions:
   a: {kind: forwarder}
   slow: {kind: custom, params: {setup: [%q]}}
 chains: [{from: client, to: server, hops: [a, slow]}]
-`, tc.lab, sleep)
-			if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
-				t.Fatal(err)
-			}
-			ctx := context.Background()
-			t.Cleanup(func() { sfclab(t, ctx, io.Discard, "destroy", tc.lab) })
-			child := exec.Command(os.Args[0], "--kubeconfig", kubeconfig, "deploy", file)
-			child.Env = append(os.Environ(), cliChild+"=1")
-			var childOut bytes.Buffer
-			child.Stdout, child.Stderr = &childOut, &childOut
-			if err := child.Start(); err != nil {
-				t.Fatal(err)
-			}
-			deadline := time.Now().Add(90 * time.Second)
-			for len(processes(sleep)) == 0 {
-				if time.Now().After(deadline) {
-					child.Process.Kill()
-					child.Wait()
-					t.Fatalf("the deploy never reached the slow setup:\n%s", childOut.String())
-				}
-				time.Sleep(50 * time.Millisecond)
-			}
-			child.Process.Signal(syscall.SIGKILL)
-			child.Wait()
-			k := kubernetes.Runtime{Kubeconfig: kubeconfig}
-			if l, _ := k.Leftovers(ctx, tc.lab); len(l) == 0 {
-				t.Fatal("test setup: the killed deploy left nothing in the cluster to clean")
-			}
-			if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) == 0 {
-				t.Fatal("test setup: the killed deploy left no namespaces on the host to clean")
-			}
-			pids := labProcesses(t, tc.lab)
-			if len(pids) == 0 {
-				t.Fatal("test setup: no process found in the killed deploy's pods")
-			}
-			if tc.removeJournal {
-				if err := os.RemoveAll(filepath.Join(root, "labs", tc.lab)); err != nil {
-					t.Fatal(err)
-				}
-			}
-			t0 := time.Now()
-			var out bytes.Buffer
-			code, errOut := sfclab(t, ctx, &out, "destroy", "--all")
-			if code != 0 || !strings.Contains(out.String(), "destroyed lab "+tc.lab) {
-				t.Fatalf("destroy --all: exit %d\n%s%s", code, out.String(), errOut)
-			}
-			t.Logf("destroy --all after kill -9: %s", time.Since(t0).Round(time.Millisecond))
-			if l, err := k.Leftovers(ctx, tc.lab); err != nil || len(l) > 0 {
-				t.Errorf("left in the cluster: %v %v", l, err)
-			}
-			if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) > 0 {
-				t.Errorf("namespaces left on the host: %v", ns)
-			}
-			if _, err := os.Stat(filepath.Join(root, "labs", tc.lab)); err == nil {
-				t.Errorf("journal of %s left", tc.lab)
-			}
-			if agentNamespaceExists(t) {
-				t.Errorf("destroy --all left the agent's namespace %s", kubernetes.AgentNamespace)
-			}
-			// The API server forgets force-deleted pods at once; the kubelet then stops their
-			// containers, and the processes in them end.
-			deadline = time.Now().Add(60 * time.Second)
-			for len(processes(sleep)) > 0 || len(alive(pids)) > 0 {
-				if time.Now().After(deadline) {
-					t.Fatalf("processes of the lab's pods still run 60 s after destroy --all: %v %v", processes(sleep), alive(pids))
-				}
-				time.Sleep(200 * time.Millisecond)
-			}
-			t.Logf("the pods' processes gone %s after destroy --all began", time.Since(t0).Round(time.Millisecond))
-		})
+`, tc.lab, tc.sleep)
+		if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { sfclab(t, ctx, io.Discard, "destroy", tc.lab) })
+		tc.child = exec.Command(os.Args[0], "--kubeconfig", kubeconfig, "deploy", file)
+		tc.child.Env = append(os.Environ(), cliChild+"=1")
+		tc.child.Stdout, tc.child.Stderr = &tc.out, &tc.out
+		if err := tc.child.Start(); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { tc.child.Process.Kill(); tc.child.Wait() })
 	}
+	deadline := time.Now().Add(90 * time.Second)
+	for _, tc := range cases {
+		for len(processes(tc.sleep)) == 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: the deploy never reached the slow setup:\n%s", tc.name, tc.out.String())
+			}
+			time.Sleep(50 * time.Millisecond)
+		}
+	}
+	for _, tc := range cases {
+		tc.child.Process.Signal(syscall.SIGKILL)
+		tc.child.Wait()
+	}
+	k := kubernetes.Runtime{Kubeconfig: kubeconfig}
+	for _, tc := range cases {
+		if l, _ := k.Leftovers(ctx, tc.lab); len(l) == 0 {
+			t.Fatalf("%s: test setup: the killed deploy left nothing in the cluster to clean", tc.name)
+		}
+		if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) == 0 {
+			t.Fatalf("%s: test setup: the killed deploy left no namespaces on the host to clean", tc.name)
+		}
+		if tc.pids = labProcesses(t, tc.lab); len(tc.pids) == 0 {
+			t.Fatalf("%s: test setup: no process found in the killed deploy's pods", tc.name)
+		}
+		if tc.removeJournal {
+			if err := os.RemoveAll(filepath.Join(root, "labs", tc.lab)); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t0 := time.Now()
+	var out bytes.Buffer
+	code, errOut := sfclab(t, ctx, &out, "destroy", "--all")
+	if code != 0 {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out.String(), errOut)
+	}
+	t.Logf("destroy --all after kill -9: %s", time.Since(t0).Round(time.Millisecond))
+	for _, tc := range cases {
+		if !strings.Contains(out.String(), "destroyed lab "+tc.lab) {
+			t.Errorf("%s: destroy --all did not destroy lab %s:\n%s%s", tc.name, tc.lab, out.String(), errOut)
+		}
+		if l, err := k.Leftovers(ctx, tc.lab); err != nil || len(l) > 0 {
+			t.Errorf("%s: left in the cluster: %v %v", tc.name, l, err)
+		}
+		if ns, _ := netdev.ListNetns(plan.NetnsName(tc.lab, "")); len(ns) > 0 {
+			t.Errorf("%s: namespaces left on the host: %v", tc.name, ns)
+		}
+		if _, err := os.Stat(filepath.Join(root, "labs", tc.lab)); err == nil {
+			t.Errorf("%s: journal of %s left", tc.name, tc.lab)
+		}
+	}
+	if agentNamespaceExists(t) {
+		t.Errorf("destroy --all left the agent's namespace %s", kubernetes.AgentNamespace)
+	}
+	// The API server forgets force-deleted pods at once; the kubelet then stops their
+	// containers, and the processes in them end. The cluster's namespace controller removes
+	// the labs' namespaces (destroy does not wait for it).
+	deadline = time.Now().Add(60 * time.Second)
+	for _, tc := range cases {
+		for len(processes(tc.sleep)) > 0 || len(alive(tc.pids)) > 0 {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: processes of the lab's pods still run 60 s after destroy --all: %v %v", tc.name, processes(tc.sleep), alive(tc.pids))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	t.Logf("the pods' processes gone %s after destroy --all began", time.Since(t0).Round(time.Millisecond))
+	for _, tc := range cases {
+		for namespaceExists(t, kubernetes.Namespace(tc.lab)) {
+			if time.Now().After(deadline) {
+				t.Fatalf("%s: namespace %s still there 60 s after destroy --all", tc.name, kubernetes.Namespace(tc.lab))
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	t.Logf("the labs' namespaces gone %s after destroy --all began", time.Since(t0).Round(time.Millisecond))
 }
 
 // processes lists the PIDs whose command line is exactly cmdline (words joined by spaces).
@@ -462,23 +486,46 @@ func TestReproduceStudyCRefused(t *testing.T) {
 // agentNamespaceExists asks the cluster whether the agent's namespace is there.
 func agentNamespaceExists(t *testing.T) bool {
 	t.Helper()
-	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "get", "namespace", kubernetes.AgentNamespace, "-o", "name").CombinedOutput()
+	return namespaceExists(t, kubernetes.AgentNamespace)
+}
+
+// namespaceExists asks the cluster whether namespace ns is there (being deleted or not).
+func namespaceExists(t *testing.T, ns string) bool {
+	t.Helper()
+	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "get", "namespace", ns, "-o", "name").CombinedOutput()
 	if err != nil && strings.Contains(string(out), "NotFound") {
 		return false
 	}
 	if err != nil {
-		t.Fatalf("kubectl get namespace %s: %v: %s", kubernetes.AgentNamespace, err, out)
+		t.Fatalf("kubectl get namespace %s: %v: %s", ns, err, out)
 	}
 	return true
 }
 
 // TestAgent: a deploy runs the sfclab agent DaemonSet (privileged, host network and PID) on
-// the pods' node, which names the pods' network namespaces; with no agent pod on the node the
-// deploy fails, naming the node, and unwinds (no namespace in the cluster, none on the host).
+// the pods' node, which names the pods' network namespaces; a command runs in a pod of the
+// lab through the API server's exec (kubectl exec), its exit status passed on, as `sfclab
+// exec` does; with no agent pod on the node the deploy fails, naming the node, and unwinds
+// (no namespace in the cluster, none on the host).
 func TestAgent(t *testing.T) {
 	requireCluster(t)
 	d := deployer(t)
-	deployed(t, d, loadLab(t, "../../examples/baseline.yaml", "k8t-agent", spec.RuntimeKubernetes))
+	p, _ := deployed(t, d, loadLab(t, "../../examples/baseline.yaml", "k8t-agent", spec.RuntimeKubernetes))
+	t.Run("exec through the API", func(t *testing.T) {
+		t.Setenv("PATH", os.Getenv("PATH")+":/var/cache/sfclab-kube/bin")
+		n := node(t, d, p, p.Chains[0].From)
+		var out strings.Builder
+		cmd := exec.Command("sh", "-c", "hostname; exit 3")
+		cmd.Stdout = &out
+		err := n.Run(cmd)
+		var ee interface{ ExitCode() int }
+		if !errors.As(err, &ee) || ee.ExitCode() != 3 {
+			t.Errorf("exit status through kubectl exec: %v, want 3", err)
+		}
+		if got := strings.TrimSpace(out.String()); got != p.Chains[0].From {
+			t.Errorf("hostname in the pod: %q, want the pod's name %q", got, p.Chains[0].From)
+		}
+	})
 	out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "get", "pods", "-o",
 		`jsonpath={range .items[*]}{.spec.nodeName} {.spec.hostNetwork} {.spec.hostPID} {.spec.containers[0].securityContext.privileged} {.status.phase}{"\n"}{end}`).CombinedOutput()
 	if err != nil {
@@ -492,8 +539,11 @@ func TestAgent(t *testing.T) {
 	if out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "patch", "daemonset", kubernetes.AgentName, "-p", patch).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl patch: %v: %s", err, out)
 	}
-	t.Cleanup(func() { // the next deploy creates the agent again
-		exec.Command("kubectl", "--kubeconfig", kubeconfig, "delete", "namespace", kubernetes.AgentNamespace, "--wait=true", "--timeout=60s").Run()
+	t.Cleanup(func() { // the DaemonSet places its pod again; the next deploy waits for it
+		unpatch := `{"spec":{"template":{"spec":{"nodeSelector":null}}}}`
+		if out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "patch", "daemonset", kubernetes.AgentName, "-p", unpatch).CombinedOutput(); err != nil {
+			t.Errorf("kubectl patch: %v: %s", err, out)
+		}
 	})
 	old := kubernetes.PodTimeout
 	kubernetes.PodTimeout = 15 * time.Second

@@ -355,7 +355,8 @@ func cmpOr(a, b string) string {
 
 // Preflight checks, before anything is created, that the cluster answers, that every node
 // can be placed (see placement), that no node takes a device of a host (attachment drivers
-// other than veth are the netns and docker runtimes') and that the lab's namespace is free.
+// other than veth are the netns and docker runtimes') and that the lab's namespace is free
+// (it waits for one the cluster is removing).
 func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	c, err := r.client()
 	if err != nil {
@@ -381,18 +382,24 @@ func (r Runtime) Preflight(ctx context.Context, p *plan.Plan) error {
 	if _, err := r.placement(ctx, c, p); err != nil {
 		return err
 	}
-	err = c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab), nil, nil, nil)
+	found, deleting, err := getNamespace(ctx, c, Namespace(p.Lab))
 	switch {
-	case err == nil:
-		return fmt.Errorf("namespace %s exists already: destroy lab %s first (sfclab destroy %s)", Namespace(p.Lab), p.Lab, p.Lab)
-	case !isNotFound(err):
+	case err != nil:
 		return err
+	case deleting:
+		// A lab of the same name destroyed moments ago: the cluster removes its namespace.
+		if err := waitNamespaceGone(ctx, c, Namespace(p.Lab)); err != nil {
+			return fmt.Errorf("namespace %s of a destroyed lab %s is still being deleted by the cluster (kubectl get namespace %s -o yaml): %w", Namespace(p.Lab), p.Lab, Namespace(p.Lab), err)
+		}
+	case found:
+		return fmt.Errorf("namespace %s exists already: destroy lab %s first (sfclab destroy %s)", Namespace(p.Lab), p.Lab, p.Lab)
 	}
 	return nil
 }
 
-// Leftovers lists the lab's namespace when the cluster has it; without a kubeconfig there is
-// no cluster and nothing.
+// Leftovers lists the lab's namespace when the cluster has it, unless it is being deleted with
+// no pod left in it (the cluster removes it: Destroy does not wait for that); without a
+// kubeconfig there is no cluster and nothing.
 func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 	c, err := r.client()
 	if errors.Is(err, errNoKubeconfig) {
@@ -401,17 +408,30 @@ func (r Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 	if err != nil {
 		return nil, err
 	}
-	err = c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab), nil, nil, nil)
-	if isNotFound(err) {
-		return nil, nil
-	}
+	found, deleting, err := getNamespace(ctx, c, Namespace(lab))
 	if err != nil {
 		return nil, r.unreachable(lab, err)
+	}
+	if !found {
+		return nil, nil
+	}
+	if deleting {
+		// The cluster removes the namespace and its content (destroy deleted it): only pods
+		// still in it are left to remove.
+		var list struct{ Items []struct{} }
+		if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(lab)+"/pods", nil, nil, &list); err != nil && !isNotFound(err) {
+			return nil, err
+		}
+		if len(list.Items) == 0 {
+			return nil, nil
+		}
+		return []string{fmt.Sprintf("namespace %s (being deleted, %d pods in it)", Namespace(lab), len(list.Items))}, nil
 	}
 	return []string{"namespace " + Namespace(lab)}, nil
 }
 
-// Labs lists the labs whose namespaces the cluster has (by label), for `destroy --all`.
+// Labs lists the labs whose namespaces the cluster has (by label), not being deleted, for
+// `destroy --all`.
 func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 	c, err := r.client()
 	if errors.Is(err, errNoKubeconfig) {
@@ -423,7 +443,8 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 	var list struct {
 		Items []struct {
 			Metadata struct {
-				Labels map[string]string `json:"labels"`
+				Labels            map[string]string `json:"labels"`
+				DeletionTimestamp *string           `json:"deletionTimestamp"`
 			} `json:"metadata"`
 		}
 	}
@@ -433,7 +454,9 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 	}
 	var out []string
 	for _, ns := range list.Items {
-		if l := ns.Metadata.Labels[LabelLab]; l != "" {
+		// A namespace being deleted is a destroyed lab's (Destroy deleted its pods): the
+		// cluster removes it.
+		if l := ns.Metadata.Labels[LabelLab]; l != "" && ns.Metadata.DeletionTimestamp == nil {
 			out = append(out, l)
 		}
 	}
@@ -559,7 +582,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if err := c.do(ctx, "POST", "/api/v1/namespaces", nil, nsObj, nil); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
-	undo.Push("namespace "+ns, func() error { return deleteNamespace(context.Background(), c, ns) })
+	undo.Push("namespace "+ns, func() error { return deleteNamespace(context.Background(), c, ns, false) })
 	// The ServiceAccount admission refuses pods until the namespace's default account exists.
 	if err := poll(ctx, PodTimeout, func() (bool, error) {
 		err := c.do(ctx, "GET", "/api/v1/namespaces/"+ns+"/serviceaccounts/default", nil, nil, nil)
@@ -1055,8 +1078,9 @@ func (r Runtime) Sweep(ctx context.Context) error {
 	return nil
 }
 
-// Destroy deletes the lab's pods and namespace and waits until the API server has removed
-// them. The lab's namespaces on this machine (the pods' netns names, the fabric, emulated
+// Destroy deletes the lab's pods (the API server removes them at once) and namespace (the
+// cluster removes it, and what is left in it, some seconds later: deleteNamespace). The
+// lab's namespaces on this machine (the pods' netns names, the fabric, emulated
 // hosts) and the processes in them carry the lab's tag sfc.LAB.*: the netns runtime, which
 // every deployer has beside this one, removes them at the same time (doing it here too would
 // race it). Without a kubeconfig there is no cluster and nothing to do; an unreachable
@@ -1081,13 +1105,18 @@ func (r Runtime) Destroy(ctx context.Context, lab string) error {
 			errs = append(errs, r.unreachable(lab, err))
 			break
 		}
-		errs = append(errs, r.unreachable(lab, deleteNamespace(ctx, c, Namespace(lab))))
+		errs = append(errs, r.unreachable(lab, deleteNamespace(ctx, c, Namespace(lab), false)))
 	}
 	return errors.Join(errs...)
 }
 
-// deleteNamespace deletes a namespace and waits until the API server has removed it.
-func deleteNamespace(ctx context.Context, c *client, ns string) error {
+// deleteNamespace deletes a namespace's pods at once (no grace period) and the namespace;
+// with wait it waits until the API server has removed the namespace. The cluster's namespace
+// controller removes what is left in a deleted namespace, and the namespace, only 5 s after the
+// deletion (its namespaceDeletionGracePeriod, for HA API servers): a lab's destroy does not
+// wait for that (Leftovers and Preflight know a namespace being deleted), the agent's removal
+// does (a deploy cannot create the agent again in a namespace being deleted).
+func deleteNamespace(ctx context.Context, c *client, ns string, wait bool) error {
 	q := url.Values{"gracePeriodSeconds": {"0"}}
 	// Pods first, all at once, with no grace period; then the namespace.
 	if err := c.do(ctx, "DELETE", "/api/v1/namespaces/"+ns+"/pods", q, nil, nil); err != nil && !isNotFound(err) {
@@ -1097,20 +1126,49 @@ func deleteNamespace(ctx context.Context, c *client, ns string) error {
 	if isNotFound(err) {
 		return nil
 	}
-	if err != nil {
+	// 409: being deleted already.
+	if err != nil && !isConflict(err) {
 		return fmt.Errorf("delete namespace %s: %w", ns, err)
 	}
-	err = poll(ctx, PodTimeout, func() (bool, error) {
+	if !wait {
+		return nil
+	}
+	if err := waitNamespaceGone(ctx, c, ns); err != nil {
+		return fmt.Errorf("wait for namespace %s to go: %w", ns, err)
+	}
+	return nil
+}
+
+// waitNamespaceGone waits until the API server has removed namespace ns (PodTimeout).
+func waitNamespaceGone(ctx context.Context, c *client, ns string) error {
+	return poll(ctx, PodTimeout, func() (bool, error) {
 		err := c.do(ctx, "GET", "/api/v1/namespaces/"+ns, nil, nil, nil)
 		if isNotFound(err) {
 			return true, nil
 		}
 		return false, err
 	})
-	if err != nil {
-		return fmt.Errorf("wait for namespace %s to go: %w", ns, err)
+}
+
+// namespaceObj is the part of a namespace the runtime reads.
+type namespaceObj struct {
+	Metadata struct {
+		DeletionTimestamp *string `json:"deletionTimestamp"`
+	} `json:"metadata"`
+}
+
+// getNamespace reads namespace ns: found says whether it exists, deleting whether it is being
+// deleted.
+func getNamespace(ctx context.Context, c *client, ns string) (found, deleting bool, err error) {
+	var obj namespaceObj
+	err = c.do(ctx, "GET", "/api/v1/namespaces/"+ns, nil, nil, &obj)
+	if isNotFound(err) {
+		return false, false, nil
 	}
-	return nil
+	if err != nil {
+		return false, false, err
+	}
+	return true, obj.Metadata.DeletionTimestamp != nil, nil
 }
 
 var _ runtime.Runtime = Runtime{}

@@ -99,10 +99,19 @@ kubeconfig kubelet system:node:localhost
 echo "kubecluster: certificates and kubeconfigs $(since) s"
 
 # --- daemons -------------------------------------------------------------------------------
+# A daemon keeps none of this script's other open files: one inherited from the caller, such
+# as the host-wide test lock of `flock /tmp/sfclab-suite.lock go test ...`, would stay held for
+# as long as the cluster runs.
 daemon() { # name argv...
 	local name=$1
 	shift
-	setsid nohup "$@" >>"$KUBE_STATE/log/$name.log" 2>&1 </dev/null &
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		exec setsid nohup "$@" >>"$KUBE_STATE/log/$name.log" 2>&1 </dev/null
+	) &
 	echo $! >"$KUBE_RUN/$name.pid"
 }
 daemon etcd etcd --name sfclab-kube --data-dir "$KUBE_STATE/etcd" \
