@@ -13,7 +13,7 @@ import (
 )
 
 // iperf3Gbps sends a TCP transfer of secs seconds from client to server of a deployed lab.
-func iperf3Gbps(b *testing.B, l *labtest.Lab, secs string) float64 {
+func iperf3Gbps(b testing.TB, l *labtest.Lab, secs string) float64 {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
