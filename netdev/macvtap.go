@@ -1,16 +1,16 @@
 package netdev
 
 import (
+	"bytes"
 	"errors"
 	"fmt"
 	"os"
-	"path/filepath"
-	"runtime"
+	"os/exec"
 	"strconv"
 	"strings"
+	"syscall"
 
 	"github.com/vishvananda/netlink"
-	"github.com/vishvananda/netns"
 	"golang.org/x/sys/unix"
 )
 
@@ -51,70 +51,48 @@ func (d CharDev) String() string { return fmt.Sprintf("%d:%d", d.Major, d.Minor)
 
 // MacvtapDevice reads the number of macvtap link's character device (the one udev would name
 // /dev/tapIFINDEX) from sysfs as this namespace sees it: /sys/class/net/LINK/macvtap/tapN/dev.
-// sysfs shows the network devices of the namespace it was mounted in, so the read runs on a
-// thread of its own with a private mount namespace, switched into this network namespace,
-// with a sysfs mounted there; the thread is then discarded (never returned to Go's pool).
+// sysfs lists the network devices of the namespace it was mounted in, so a child process
+// started in this namespace, in a mount namespace of its own (private: nothing it mounts
+// reaches the host's), mounts a sysfs there and reads it. A child, not a thread of sfclab's:
+// a Go thread whose mount namespace changed must never run other code, and Go keeps the main
+// thread alive when a goroutine locked to it exits (its /proc/self/ns would then be wrong).
 // The number is the kernel's (minors are allocated host-wide), so a device node made from it
 // anywhere opens this macvtap, whatever the ifindex clashes between namespaces.
 //
 // Equivalent to: ip netns exec NS cat /sys/class/net/LINK/macvtap/tap*/dev
 func (n *NS) MacvtapDevice(link string) (CharDev, error) {
 	what := "read character device of macvtap " + n.where(link)
-	type result struct {
-		dev CharDev
-		err error
+	if err := checkIfname(link); err != nil {
+		return CharDev{}, fmt.Errorf("%s: %w", what, err)
 	}
-	done := make(chan result, 1)
-	go func() {
-		// Locked and never unlocked: the goroutine's exit ends the thread, whose mount and
-		// network namespaces are no longer the process's.
-		runtime.LockOSThread()
-		dev, err := n.readMacvtapDev(link)
-		done <- result{dev, err}
-	}()
-	r := <-done
-	if r.err != nil {
-		return CharDev{}, fmt.Errorf("%s: %w", what, r.err)
+	var out, errOut bytes.Buffer
+	err := n.Do(func() error {
+		cmd := exec.Command("sh", "-c", macvtapDevScript, "sh", link)
+		cmd.Stdout, cmd.Stderr = &out, &errOut
+		// Go makes the new mount namespace's mounts private before it execs sh.
+		cmd.SysProcAttr = &syscall.SysProcAttr{Unshareflags: syscall.CLONE_NEWNS}
+		return cmd.Run()
+	})
+	if err != nil {
+		msg := strings.TrimSpace(errOut.String())
+		if strings.Contains(msg, "no macvtap") {
+			return CharDev{}, fmt.Errorf("%s: %s: %w", what, msg, ErrNotFound)
+		}
+		return CharDev{}, fmt.Errorf("%s: %w: %s", what, err, msg)
 	}
-	return r.dev, nil
+	dev, err := parseCharDev(strings.TrimSpace(out.String()))
+	if err != nil {
+		return CharDev{}, fmt.Errorf("%s: %w", what, err)
+	}
+	return dev, nil
 }
 
-// readMacvtapDev runs on a locked thread that is thrown away afterwards.
-func (n *NS) readMacvtapDev(link string) (CharDev, error) {
-	if err := unix.Unshare(unix.CLONE_NEWNS); err != nil {
-		return CharDev{}, fmt.Errorf("unshare mount namespace: %w", err)
-	}
-	// No mount made here may reach the host's mount namespace.
-	if err := unix.Mount("", "/", "", unix.MS_SLAVE|unix.MS_REC, ""); err != nil {
-		return CharDev{}, fmt.Errorf("make mounts private: %w", err)
-	}
-	if n.fd.IsOpen() {
-		if err := netns.Set(n.fd); err != nil {
-			return CharDev{}, fmt.Errorf("enter netns: %w", err)
-		}
-	}
-	dir, err := os.MkdirTemp("", "sfclab-sysfs-")
-	if err != nil {
-		return CharDev{}, err
-	}
-	defer os.Remove(dir)
-	if err := unix.Mount("sysfs", dir, "sysfs", unix.MS_RDONLY|unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil {
-		return CharDev{}, fmt.Errorf("mount sysfs: %w", err)
-	}
-	defer unix.Unmount(dir, unix.MNT_DETACH)
-	taps, err := filepath.Glob(filepath.Join(dir, "class/net", link, "macvtap", "tap*", "dev"))
-	if err != nil {
-		return CharDev{}, err
-	}
-	if len(taps) != 1 {
-		return CharDev{}, fmt.Errorf("%d entries under /sys/class/net/%s/macvtap (is it a macvtap?): %w", len(taps), link, ErrNotFound)
-	}
-	b, err := os.ReadFile(taps[0])
-	if err != nil {
-		return CharDev{}, err
-	}
-	return parseCharDev(strings.TrimSpace(string(b)))
-}
+// macvtapDevScript mounts the namespace's sysfs over /sys (in the child's own mount
+// namespace) and prints the macvtap's device number, $1 the link.
+const macvtapDevScript = `mount -t sysfs -o ro,nosuid,nodev,noexec sysfs /sys || exit 1
+set -- /sys/class/net/"$1"/macvtap/tap*/dev
+if [ ! -f "$1" ]; then echo "no macvtap device under /sys/class/net/<link>/macvtap (is it a macvtap?)" >&2; exit 2; fi
+cat "$1"`
 
 // parseCharDev reads "MAJOR:MINOR".
 func parseCharDev(s string) (CharDev, error) {

@@ -18,6 +18,7 @@ import (
 // macvtap, and it no longer opens once the macvtap's namespace is gone.
 func TestMacvtapDevice(t *testing.T) {
 	requireRoot(t)
+	before := threadNamespaces(t)
 	fabric := newTestNS(t, "mvf")
 	if err := fabric.AddBridge("br0"); err != nil {
 		t.Fatal(err)
@@ -85,6 +86,13 @@ func TestMacvtapDevice(t *testing.T) {
 	if _, err := a.MacvtapDevice("lo"); !errors.Is(err, ErrNotFound) {
 		t.Errorf("device of lo: %v, want ErrNotFound", err)
 	}
+	// No thread of this process was left in another mount or network namespace (the reads
+	// happen in a child).
+	for ns := range threadNamespaces(t) {
+		if !before[ns] {
+			t.Errorf("a thread of the test is in %s after the reads; before, all were in %v", ns, before)
+		}
+	}
 	// The macvtap goes with its namespace (the kernel deletes it while cleaning the
 	// namespace up, shortly after the last reference goes).
 	b.Close()
@@ -107,4 +115,22 @@ func TestMacvtapDevice(t *testing.T) {
 		}
 		time.Sleep(20 * time.Millisecond)
 	}
+}
+
+// threadNamespaces is the set of network and mount namespaces the process's threads are in.
+func threadNamespaces(t *testing.T) map[string]bool {
+	t.Helper()
+	tasks, err := filepath.Glob("/proc/self/task/*")
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]bool{}
+	for _, task := range tasks {
+		for _, kind := range []string{"net", "mnt"} {
+			if l, err := os.Readlink(filepath.Join(task, "ns", kind)); err == nil {
+				out[l] = true
+			}
+		}
+	}
+	return out
 }
