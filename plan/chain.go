@@ -81,7 +81,8 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 		members := append(append([]*Node(nil), l.pos[k]...), l.pos[k+1]...)
 		docker := b.lab.Traits().Containers
 		// A segment with a member attached by another driver than veth is a bridge: the
-		// macvlan's parent, or where the moved device's far end is reached.
+		// macvlan's (or a VM's macvtap's) parent, or where the moved device's far end is
+		// reached.
 		// On emulated hosts every segment is a bridge per host (joined by VXLAN when its
 		// members are on several).
 		if len(members) > 2 || b.lab.Links == "bridge" || docker || hasDriver(members) || len(b.lab.Hosts) > 0 {
@@ -128,7 +129,7 @@ func (b *builder) chainSegments(l *chainLayout) bool {
 					where = "host-" + n.Host + "/"
 				}
 				iface.Peer = where + port
-				if n.Driver != nil && n.Driver.Type != spec.DriverEBPFRedirect { // no port of its own: on the bridge itself (macvlan), or a moved device
+				if (n.Driver != nil && n.Driver.Type != spec.DriverEBPFRedirect) || n.VM.Macvtap() { // no port of its own: on the bridge itself (macvlan, macvtap), or a moved device
 					iface.Peer = where + s.Bridge
 				}
 			}

@@ -109,10 +109,16 @@ type VM struct {
 	// Image is the guest image: spec.VMImageBusybox or spec.VMImageDebian ("" = busybox,
 	// as journals written before the field read).
 	Image string `json:"image,omitempty"`
+	// Backend is how the guest's ports reach the lab's network: spec.VMBackendTap or
+	// spec.VMBackendMacvtap ("" = tap, as journals written before the field read).
+	Backend string `json:"backend,omitempty"`
 	// Where is the vm: settings' place in the lab file (file:line:col), for errors found
 	// once the host is looked at; not journaled.
 	Where string `json:"-"`
 }
+
+// Macvtap reports whether the VM's ports are macvtaps on their segments' bridges.
+func (v *VM) Macvtap() bool { return v != nil && v.Backend == spec.VMBackendMacvtap }
 
 // Interface is one network interface of a node, on one segment.
 type Interface struct {

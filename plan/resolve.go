@@ -169,8 +169,7 @@ func (b *builder) groupNodes(name string) []*Node {
 				n.Function = &svc
 			}
 			if vm != nil {
-				n.VM = &VM{CPUs: vm.CPUs, Memory: vm.Memory, Pin: vm.Pin, NIC: vm.NIC, Image: vm.Image,
-					Where: (&spec.Error{File: lab.File, Pos: vm.Pos}).Where()}
+				n.VM = planVM(lab, vm)
 				if !lab.Traits().Containers {
 					// a namespace lab with a VM: runtime vm builds on netns; a docker lab
 					// stays docker, its runtime boots the VMs in their containers
@@ -320,7 +319,7 @@ func (a *allocator) advance() {
 // hasDriver reports whether any node has an attachment driver other than veth.
 func hasDriver(nodes []*Node) bool {
 	for _, n := range nodes {
-		if n.Driver != nil {
+		if n.Driver != nil || n.VM.Macvtap() {
 			return true
 		}
 	}

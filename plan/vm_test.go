@@ -60,3 +60,52 @@ functions:
 		})
 	}
 }
+
+// A routed VM with backend macvtap: its segments are bridges (the macvtaps' parent), its
+// interfaces sit on the bridge itself (Peer fabric/brN: no port of their own), the endpoints'
+// veths are bridge ports; the backend is kept in the plan.
+func TestMacvtapSegments(t *testing.T) {
+	lab, err := spec.Decode([]byte(`name: mv
+endpoints: {client: {kind: client}, server: {kind: server}}
+functions:
+  fwd: {kind: forwarder, vm: {backend: macvtap}}
+chains: [{from: client, to: server, hops: [fwd]}]
+`), "mv.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fwd := p.Node("fwd")
+	if !fwd.VM.Macvtap() || fwd.VM.Backend != spec.VMBackendMacvtap {
+		t.Fatalf("fwd vm %+v, want backend macvtap", fwd.VM)
+	}
+	if len(p.Segments) != 2 {
+		t.Fatalf("%d segments, want 2", len(p.Segments))
+	}
+	for _, s := range p.Segments {
+		if s.Bridge == "" {
+			t.Errorf("segment %s is a veth pair; a macvtap needs a bridge", s.Name)
+		}
+	}
+	for _, i := range fwd.Interfaces {
+		if seg := p.Segment(i.Segment); i.Peer != "fabric/"+seg.Bridge {
+			t.Errorf("fwd/%s peer %q, want fabric/%s", i.Name, i.Peer, seg.Bridge)
+		}
+	}
+	for _, name := range []string{"client", "server"} {
+		if peer := p.Node(name).Interfaces[0].Peer; peer == "" || peer == "fabric/"+p.Segment(p.Node(name).Interfaces[0].Segment).Bridge {
+			t.Errorf("%s peer %q, want a bridge port of its own", name, peer)
+		}
+	}
+	// The default backend keeps the veth pairs.
+	lab, _ = spec.Decode([]byte("name: mv\nendpoints: {client: {kind: client}, server: {kind: server}}\nfunctions:\n  fwd: {kind: forwarder, vm: {}}\nchains: [{from: client, to: server, hops: [fwd]}]\n"), "mv.yaml", kinds.Spec())
+	if p, err = plan.Build(lab); err != nil {
+		t.Fatal(err)
+	}
+	if p.Node("fwd").VM.Macvtap() || p.Segments[0].Bridge != "" {
+		t.Errorf("backend tap: vm %+v, segment bridge %q; want tap on a veth pair", p.Node("fwd").VM, p.Segments[0].Bridge)
+	}
+}

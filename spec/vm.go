@@ -16,6 +16,22 @@ const (
 	NICVirtio = "virtio"
 )
 
+// NIC backends: how a VM node's ports reach the lab's network on the host (vm: backend).
+const (
+	// VMBackendTap is the default: a tap per port in the node's host-side namespace, spliced
+	// (tc redirect both ways) to the node's veth end, so the host side has a device per port.
+	VMBackendTap = "tap"
+	// VMBackendMacvtap is study D's "Linux Bridge via macvtap": each port is a macvtap in
+	// bridge mode on the segment's bridge, with the guest's MAC; QEMU gets the macvtap's
+	// character device (made by sfclab in the lab's run directory) as the tap fd. Routed
+	// labs only: the macvtap is the guest's end, and the bridge is shared by every port, so
+	// transparent steering has no per-port host device to sit on.
+	VMBackendMacvtap = "macvtap"
+)
+
+// VMBackends are the values of vm: backend.
+var VMBackends = []string{VMBackendTap, VMBackendMacvtap}
+
 // Guest images a VM node may boot (vm: image).
 const (
 	// VMImageBusybox is the default: an initramfs with busybox and the host's programs copied
@@ -45,6 +61,9 @@ type VM struct {
 	NIC string `yaml:"nic,omitempty" json:"nic,omitempty"`
 	// Image is the guest image the node boots: busybox (default) or debian (docs/vm.md).
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
+	// Backend is how the guest's ports reach the lab's network: tap (default) or macvtap
+	// (routed labs without emulated hosts; docs/vm.md, "NIC backends").
+	Backend string `yaml:"backend,omitempty" json:"backend,omitempty"`
 
 	Pos Pos `yaml:"-" json:"-"`
 }
@@ -83,6 +102,9 @@ func (v *validator) vm(what string, m *VM) {
 	if m.Image == "" {
 		m.Image = VMImageBusybox
 	}
+	if m.Backend == "" {
+		m.Backend = VMBackendTap
+	}
 	if m.CPUs < 0 {
 		v.bad(m.Pos, "%s: vm cpus %d: give a positive number of vCPUs", what, m.CPUs)
 	}
@@ -97,6 +119,28 @@ func (v *validator) vm(what string, m *VM) {
 	}
 	if !slices.Contains(VMImages, m.Image) {
 		v.bad(m.Pos, "%s: vm image %q is not one of %s", what, m.Image, strings.Join(VMImages, ", "))
+	}
+	v.vmBackend(what, m)
+}
+
+// vmBackend checks vm: backend: a macvtap needs a routed lab whose segments are the lab's own
+// bridges in its fabric namespace.
+func (v *validator) vmBackend(what string, m *VM) {
+	switch m.Backend {
+	case VMBackendTap:
+		return
+	case VMBackendMacvtap:
+	default:
+		v.bad(m.Pos, "%s: vm backend %q is not one of %s", what, m.Backend, strings.Join(VMBackends, ", "))
+		return
+	}
+	switch {
+	case v.lab.Steering == SteeringTransparent:
+		v.bad(m.Pos, "%s: vm backend macvtap: not in a transparent lab: its steering programs sit on a device of each port's own on the host side, and a macvtap has none (it is the guest's end; its lower device is the segment's bridge, shared by every port); use backend: tap", what)
+	case len(v.lab.Hosts) > 0:
+		v.bad(m.Pos, "%s: vm backend macvtap: not on emulated hosts (hosts:) yet: their ports are made by package hosts, which makes veths and macvlans only; use backend: tap", what)
+	case v.lab.Traits().Containers:
+		v.bad(m.Pos, "%s: vm backend macvtap: not in a docker lab yet: its VMs boot in their containers, spliced to the interfaces Docker made on its own bridges, and a macvtap with the guest's MAC beside Docker's veth was not built; use backend: tap", what)
 	}
 }
 

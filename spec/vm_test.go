@@ -99,6 +99,39 @@ func TestVMDockerRefused(t *testing.T) {
 	}
 }
 
+// TestVMBackend: vm: backend defaults to tap; macvtap decodes in a routed namespace lab, and
+// the plan makes its segments bridges with the VM's interfaces on them (no port of their own).
+func TestVMBackend(t *testing.T) {
+	lab, err := spec.Decode([]byte(vmBase), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := lab.Functions["fwd"].VM.Backend; b != spec.VMBackendTap {
+		t.Errorf("default backend %q, want tap", b)
+	}
+	lab, err = spec.Decode([]byte(strings.Replace(vmBase, "vm: {cpus: 2}", "vm: {backend: macvtap}", 1)), "v.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := lab.Functions["fwd"].VM.Backend; b != spec.VMBackendMacvtap {
+		t.Errorf("backend %q, want macvtap", b)
+	}
+}
+
+// TestVMMacvtapTransparent: a transparent lab refuses a macvtap VM at its vm: settings, saying
+// why (steering needs a per-port device on the host side).
+func TestVMMacvtapTransparent(t *testing.T) {
+	src := strings.Replace(transparentBase, "a: {kind: forwarder, ports: {in: net, out: net}}", "a: {kind: forwarder, vm: {backend: macvtap}, ports: {in: net, out: net}}", 1)
+	_, err := spec.Decode([]byte(src), "t.yaml", kinds.Spec())
+	want := `t.yaml:8:28: function "a": vm backend macvtap: not in a transparent lab: its steering programs sit on a device of each port's own on the host side`
+	if err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("err = %v\nwant %q", err, want)
+	}
+	if _, err := spec.Decode([]byte(strings.Replace(src, "backend: macvtap", "backend: tap", 1)), "t.yaml", kinds.Spec()); err != nil {
+		t.Errorf("the same lab with backend tap: %v", err)
+	}
+}
+
 // TestVMBad: what a lab file cannot ask of a VM is refused at its place.
 func TestVMBad(t *testing.T) {
 	for _, tc := range []struct{ name, old, new, want string }{
@@ -108,9 +141,16 @@ func TestVMBad(t *testing.T) {
 		{"unknown field", "vm: {cpus: 2}", "vm: {vcpus: 2}", `unknown field "vcpus"`},
 		{"image", "vm: {cpus: 2}", "vm: {image: ubuntu}", `v.yaml:8:9: function "fwd": vm image "ubuntu" is not one of busybox, debian`},
 		{"image not a string", "vm: {cpus: 2}", "vm: {image: [debian]}", `v.yaml:8`},
+		{"backend", "vm: {cpus: 2}", "vm: {backend: vhost}", `v.yaml:8:9: function "fwd": vm backend "vhost" is not one of tap, macvtap`},
+		{"macvtap on emulated hosts", "name: vmlab\n", "name: vmlab\nhosts: [h1]\n", `function "fwd": vm backend macvtap: not on emulated hosts`},
+		{"macvtap in a docker lab", "name: vmlab\n", "name: vmlab\nruntime: docker\n", `function "fwd": vm backend macvtap: not in a docker lab yet`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			src := strings.Replace(vmBase, tc.old, tc.new, 1)
+			base := vmBase
+			if strings.Contains(tc.name, "macvtap") {
+				base = strings.Replace(vmBase, "vm: {cpus: 2}", "vm: {backend: macvtap}", 1)
+			}
+			src := strings.Replace(base, tc.old, tc.new, 1)
 			_, err := spec.Decode([]byte(src), "v.yaml", kinds.Spec())
 			if err == nil || !strings.Contains(err.Error(), tc.want) {
 				t.Errorf("err = %v\nwant %q", err, tc.want)

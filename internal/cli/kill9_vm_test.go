@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"errors"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -91,5 +92,92 @@ port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 	}
 	if sleepRunning("47") {
 		t.Error("the setup's process survived destroy --all")
+	}
+}
+
+// After kill -9 of a deploy whose VM's ports are macvtaps (QEMU started on the character
+// devices sfclab made), destroy --all leaves no QEMU, namespace, device node (the lab's
+// directory under vm.DevRoot) or macvtap (a node made from each one's number no longer opens).
+func TestKill9MacvtapVMThenDestroyAll(t *testing.T) {
+	requireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	privateState(t)
+	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	const lab = "t-kvmmv9"
+	file := writeLabFile(t, `name: t-kvmmv9
+endpoints: {client: {}, server: {}}
+functions:
+  a: {kind: forwarder, vm: {backend: macvtap}}
+chains: [{from: client, to: server, hops: [a]}]
+`)
+	child := exec.Command(os.Args[0], "deploy", file)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(60 * time.Second) // the guest image is built first
+	for len(vm.QEMUPids(lab)) == 0 {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			t.Fatal("deploy never started QEMU")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
+	devDir := filepath.Join(vm.DevRoot, lab)
+	nodes, err := filepath.Glob(filepath.Join(devDir, "a.*"))
+	if err != nil || len(nodes) != 2 {
+		t.Fatalf("test setup: the killed deploy left %v (%v) in %s, want the two macvtaps' device nodes", nodes, err, devDir)
+	}
+	probeDir := t.TempDir()
+	var probes []string
+	for _, n := range nodes {
+		var st syscall.Stat_t
+		if err := syscall.Stat(n, &st); err != nil {
+			t.Fatal(err)
+		}
+		p := filepath.Join(probeDir, filepath.Base(n))
+		if err := syscall.Mknod(p, syscall.S_IFCHR|0o600, int(st.Rdev)); err != nil {
+			t.Fatal(err)
+		}
+		probes = append(probes, p)
+	}
+	code, out, errOut := run(t, "destroy", "--all")
+	if code != 0 || !strings.Contains(out, "destroyed lab "+lab) {
+		t.Fatalf("destroy --all: exit %d\n%s%s", code, out, errOut)
+	}
+	if pids := vm.QEMUPids(lab); len(pids) > 0 {
+		t.Errorf("QEMU left: %v", pids)
+	}
+	if ns, _ := netdev.ListNetns("sfc." + lab); len(ns) > 0 {
+		t.Errorf("namespaces (with the macvtaps) left: %v", ns)
+	}
+	if _, err := os.Stat(devDir); !os.IsNotExist(err) {
+		t.Errorf("macvtap device directory %s left: %v", devDir, err)
+	}
+	// The macvtaps go with their namespace, deleted by the kernel shortly after.
+	deadline = time.Now().Add(10 * time.Second)
+	for _, p := range probes {
+		for {
+			f, err := os.OpenFile(p, os.O_RDWR, 0)
+			if err != nil {
+				if !errors.Is(err, syscall.ENXIO) && !errors.Is(err, syscall.ENODEV) {
+					t.Errorf("open %s after destroy --all: %v, want ENXIO (no such macvtap)", p, err)
+				}
+				break
+			}
+			f.Close()
+			if time.Now().After(deadline) {
+				t.Fatalf("macvtap %s still exists 10 s after destroy --all", filepath.Base(p))
+			}
+			time.Sleep(20 * time.Millisecond)
+		}
 	}
 }

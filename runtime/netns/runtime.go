@@ -173,7 +173,8 @@ const createWorkers = 2
 // a runtime that hands its namespaces to Link does the same.
 const FabricKey = "#fabric"
 
-// Link creates the veth pairs and bridges of every segment and addresses the interfaces.
+// Link creates the veth pairs and bridges of every segment and addresses the interfaces (a
+// VM node whose ports are macvtaps gets them on the segments' bridges instead of veths).
 // Bridged segments (few: fan-out groups) are wired one by one; the veth pairs between two
 // nodes, most of a big lab, and then every node's addresses go through linkWorkers at once:
 // the kernel serializes the changes under its rtnl lock, but the netlink round trips around
@@ -205,7 +206,14 @@ func (Runtime) Link(ctx context.Context, p *plan.Plan, ns map[string]*netdev.NS,
 		for i, m := range s.Members {
 			node, ifname := splitMember(m)
 			port := s.Ports[i]
-			if pn := p.Node(node); pn.Driver != nil {
+			if pn := p.Node(node); pn.VM.Macvtap() {
+				// A VM's port on macvtap: the guest's end, made in the node's host-side
+				// namespace on the bridge (runtime vm gives QEMU its character device).
+				if err := fabric.AddMacvtap(s.Bridge, ns[node], ifname, p.MTU); err != nil {
+					return fmt.Errorf("segment %s: %w", s.Name, err)
+				}
+				continue
+			} else if pn.Driver != nil {
 				if host == nil {
 					var err error
 					if host, err = netdev.OpenNS(""); err != nil {

@@ -44,15 +44,17 @@ func TestParseCPUList(t *testing.T) {
 }
 
 // The command line carries the host's TSC frequency, the accelerator decided, pinning, and a
-// virtio-net device per port with the veth's MAC on its tap.
+// virtio-net device per port with the veth's MAC on its tap (or, for a macvtap, on the
+// descriptor QEMU inherits).
 func TestMachineArgs(t *testing.T) {
 	m := machine{Name: "lab.fwd", VM: plan.VM{CPUs: 2, Memory: 300}, Accel: accel.Decision{Accel: accel.TCG},
 		Image: &Image{Dir: "/img"}, TSCkHz: 2596130, Socket: "/s", Console: "/c", PIDFile: "/p", Affinity: "1",
-		Ports: []port{{Tap: "vt0", MAC: "02:00:00:00:00:01"}, {Tap: "vt1", MAC: "02:00:00:00:00:02"}}}
+		Ports: []port{{Tap: "vt0", MAC: "02:00:00:00:00:01"}, {Tap: "vt1", MAC: "02:00:00:00:00:02"}, {FD: 3, MAC: "02:00:00:00:00:03"}}}
 	a := strings.Join(m.args(), " ")
 	for _, want := range []string{"taskset -c 1 qemu-system-x86_64", "microvm,accel=tcg", "-smp 2 -m 300",
 		"tsc_early_khz=2596130", "-kernel /img/vmlinux -initrd /img/initramfs.cpio",
 		"tap,id=n1,ifname=vt1,script=no,downscript=no -device virtio-net-device,netdev=n1,mac=02:00:00:00:00:02",
+		"-netdev tap,id=n2,fd=3 -device virtio-net-device,netdev=n2,mac=02:00:00:00:00:03",
 		"socket,id=agent,path=/s,server=on,wait=off", "-name lab.fwd,debug-threads=on"} {
 		if !strings.Contains(a, want) {
 			t.Errorf("args lack %q:\n%s", want, a)

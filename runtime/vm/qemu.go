@@ -21,9 +21,11 @@ const QEMU = "qemu-system-x86_64"
 // ErrNoQEMU means QEMU is not installed.
 var ErrNoQEMU = errors.New(QEMU + " is not installed: apt-get install qemu-system-x86")
 
-// port is one guest NIC: the tap QEMU opens and the MAC the guest sees.
+// port is one guest NIC: the tap QEMU opens by name, or the file descriptor it inherits (a
+// macvtap's character device), and the MAC the guest sees.
 type port struct {
 	Tap, MAC string
+	FD       int // > 0: QEMU's tap backend on this inherited descriptor instead of Tap
 }
 
 // machine is everything one QEMU command line is made of.
@@ -93,8 +95,11 @@ func (m machine) args() []string {
 	}
 	for i, p := range m.Ports {
 		id := "n" + strconv.Itoa(i)
-		a = append(a, "-netdev", "tap,id="+id+",ifname="+p.Tap+",script=no,downscript=no",
-			"-device", "virtio-net-device,netdev="+id+",mac="+p.MAC)
+		nd := "tap,id=" + id + ",ifname=" + p.Tap + ",script=no,downscript=no"
+		if p.FD > 0 {
+			nd = "tap,id=" + id + ",fd=" + strconv.Itoa(p.FD)
+		}
+		a = append(a, "-netdev", nd, "-device", "virtio-net-device,netdev="+id+",mac="+p.MAC)
 	}
 	if d := m.Image.Disk(); d != "" {
 		// The Debian root, read-only: every VM of the image shares the file (and the host's

@@ -42,6 +42,12 @@ import (
 // RunRoot holds each VM's socket, console log and QEMU log: RunRoot/LAB/NODE/.
 const RunRoot = "/run/sfclab-vm"
 
+// DevRoot holds the character devices of the lab's macvtaps, DevRoot/LAB/NODE.IFACE: made by
+// sfclab from the number the kernel gave the macvtap (the name udev would give, /dev/tapIFINDEX,
+// clashes between labs: ifindexes repeat across namespaces). It is on /dev, not under RunRoot,
+// because /run is mounted nodev on systemd hosts (a device node there cannot be opened).
+const DevRoot = "/dev/sfclab-vm"
+
 // DefaultBootTimeout bounds a guest's boot, from QEMU's start to the agent's first answer.
 const DefaultBootTimeout = 60 * time.Second
 
@@ -225,8 +231,10 @@ func hasVM(p *plan.Plan) bool {
 // runtime's to list, as they are its to remove).
 func (Runtime) Leftovers(ctx context.Context, lab string) ([]string, error) {
 	var out []string
-	if _, err := os.Stat(filepath.Join(RunRoot, lab)); err == nil {
-		out = append(out, filepath.Join(RunRoot, lab))
+	for _, root := range []string{RunRoot, DevRoot} {
+		if _, err := os.Stat(filepath.Join(root, lab)); err == nil {
+			out = append(out, filepath.Join(root, lab))
+		}
 	}
 	return out, nil
 }
@@ -260,6 +268,31 @@ func (r Runtime) PrepareMachines(ctx context.Context, p *plan.Plan, undo runtime
 	}
 	lab := p.Lab
 	undo.Push("VM run directory", func() error { return os.RemoveAll(filepath.Join(RunRoot, lab)) })
+	if hasMacvtap(p) {
+		if err := os.MkdirAll(filepath.Join(DevRoot, p.Lab), 0o700); err != nil {
+			return fmt.Errorf("create VM device directory: %w", err)
+		}
+		undo.Push("VM device directory", func() error { return removeDevDir(lab) })
+	}
+	return nil
+}
+
+// hasMacvtap reports whether a VM node of the plan has macvtap ports.
+func hasMacvtap(p *plan.Plan) bool {
+	for _, n := range p.Nodes {
+		if n.VM.Macvtap() {
+			return true
+		}
+	}
+	return false
+}
+
+// removeDevDir removes the lab's macvtap device nodes, and DevRoot when no lab has any left.
+func removeDevDir(lab string) error {
+	if err := os.RemoveAll(filepath.Join(DevRoot, lab)); err != nil {
+		return fmt.Errorf("remove VM device directory: %w", err)
+	}
+	_ = os.Remove(DevRoot)
 	return nil
 }
 
@@ -459,10 +492,31 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 		Socket: filepath.Join(dir, sockFile), Console: filepath.Join(dir, consoleFile),
 		PIDFile: filepath.Join(dir, pidFile), Cmdline: r.Cmdline, Affinity: n.VM.Pin,
 		Share: r.nodeDir(p.Lab)}
+	var files []*os.File // macvtaps' character devices, QEMU's descriptors 3, 4, ...
+	defer func() {
+		for _, f := range files {
+			f.Close()
+		}
+	}()
 	for i, ifc := range cfg.Interfaces {
 		tap := "vt" + strconv.Itoa(i)
 		if mac[ifc.Name] == "" {
 			return fmt.Errorf("find interface %s in the node's namespace", ifc.Name)
+		}
+		if n.VM.Macvtap() {
+			// The interface is the macvtap itself (on the segment's bridge); the guest's NIC
+			// takes its MAC, and QEMU its character device.
+			f, err := openMacvtap(ns, p.Lab, n.Name, ifc.Name)
+			if err != nil {
+				return err
+			}
+			files = append(files, f)
+			m.Ports = append(m.Ports, port{FD: 2 + len(files), MAC: mac[ifc.Name]})
+			cfg.Interfaces[i].MAC = mac[ifc.Name]
+			if cfg.Interfaces[i].MTU == 0 {
+				cfg.Interfaces[i].MTU = mtu[ifc.Name]
+			}
+			continue
 		}
 		// The tap and the guest's NIC take the veth's MTU (lower on emulated hosts joined by
 		// VXLAN than the lab's).
@@ -490,10 +544,15 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 	argv := m.args()
 	cmd := exec.Command(argv[0], argv[1:]...)
 	cmd.Stdout, cmd.Stderr = logf, logf
+	cmd.ExtraFiles = files
 	cmd.SysProcAttr = &syscall.SysProcAttr{Setsid: true}
 	t0 := time.Now()
 	err = node.Start(cmd)
 	logf.Close()
+	for _, f := range files { // QEMU has its own copies
+		f.Close()
+	}
+	files = nil
 	if err != nil {
 		return err
 	}
@@ -524,6 +583,27 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 	}
 	rec := BootRecord{Accel: dec, QEMUToAgent: ready, Guest: *boot, Configured: time.Since(t0)}
 	return rec.write(filepath.Join(dir, bootFile))
+}
+
+// openMacvtap opens the character device of macvtap ifname in the node's host-side namespace
+// ns: it reads the device's number there and makes the node DevRoot/LAB/NODE.IFNAME (removed
+// with the lab's device directory at destroy), then opens it for QEMU.
+//
+// Equivalent to: mknod /dev/sfclab-vm/LAB/NODE.IFNAME c $(ip netns exec NS cat /sys/class/net/IFNAME/macvtap/tap*/dev)
+func openMacvtap(ns *netdev.NS, lab, node, ifname string) (*os.File, error) {
+	dev, err := ns.MacvtapDevice(ifname)
+	if err != nil {
+		return nil, err
+	}
+	path := filepath.Join(DevRoot, lab, node+"."+ifname)
+	if err := netdev.MakeCharDev(path, dev); err != nil {
+		return nil, err
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		return nil, fmt.Errorf("open macvtap %s of node %s: %w", ifname, node, err)
+	}
+	return f, nil
 }
 
 // guestConfig is the node's network as the guest agent applies it: the node's sysctls, and
@@ -683,7 +763,8 @@ func QEMUPids(lab string) []int {
 	return out
 }
 
-// Destroy removes any QEMU of the lab and the VMs' run directory. What the netns side made
+// Destroy removes any QEMU of the lab, the VMs' run directory and their macvtaps' device
+// nodes. What the netns side made
 // (the nodes' namespaces and cgroups, the taps in them) carries the lab's tag sfc.LAB.*: the
 // netns runtime, which every deployer has beside this one and runs at the same time, removes
 // it. Doing it here too raced it: one destroy removed a cgroup the other was reading
@@ -702,7 +783,9 @@ func (Runtime) Destroy(ctx context.Context, lab string) error {
 		err = errors.Join(err, fmt.Errorf("remove VM run directory: %w", rerr))
 	}
 	_ = os.Remove(RunRoot) // when no lab has VMs left
-	return err
+	// The macvtaps themselves are in the VM nodes' namespaces, which the netns runtime
+	// deletes: they go with them.
+	return errors.Join(err, removeDevDir(lab))
 }
 
 // DescribeMachine says what a VM node is: vCPUs, memory, accelerator (with the TCG mark),
@@ -712,7 +795,7 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 	if n == nil || n.VM == nil {
 		return "", ""
 	}
-	desc = fmt.Sprintf("%d vCPU, %d MiB, nic %s", n.VM.CPUs, n.VM.Memory, n.VM.NIC)
+	desc = fmt.Sprintf("%d vCPU, %d MiB, nic %s on %s", n.VM.CPUs, n.VM.Memory, n.VM.NIC, backendOf(n.VM))
 	if n.VM.Pin != "" {
 		desc += ", pinned to cores " + n.VM.Pin
 	}
@@ -726,6 +809,16 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 		down = "its QEMU process is not running (the VM is gone)"
 	}
 	return desc, down
+}
+
+// backendOf says how a VM's ports reach the lab, for inspect: a macvtap in bridge mode on the
+// segment's bridge, or a tap spliced to the node's veth, served by QEMU's own backend (this
+// runtime never starts vhost-net).
+func backendOf(v *plan.VM) string {
+	if v.Macvtap() {
+		return "macvtap (bridge mode, QEMU's backend on its character device)"
+	}
+	return "tap (spliced to a veth, QEMU's backend)"
 }
 
 // qemuRunning reports whether the QEMU of VM node node of lab runs.
