@@ -217,16 +217,26 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 			err = errors.Join(err, fmt.Errorf("destroy: %w", derr))
 		}
 	}()
+	// The probes run with probeCtx, which a machine (VM) of the lab going down cancels at once
+	// (watchMachines): the trial fails then, with that reason, not at the end of a probe's
+	// own bound.
+	probeCtx, stopProbes := context.WithCancelCause(ctx)
 	// A function that died (a balancer's process killed, say) fails the trial with that
 	// reason, not only with what the probe saw (runs before the destroy above).
 	defer func() {
 		if cerr := r.Deployer.Check(context.WithoutCancel(ctx), p); cerr != nil {
-			if err != nil {
+			switch {
+			case errors.Is(context.Cause(probeCtx), errMachineDown):
+				cerr = fmt.Errorf("%w (the probes were stopped when it went down)", cerr)
+			case err != nil:
 				cerr = fmt.Errorf("%w (probe: %v)", cerr, err)
 			}
 			err = cerr
 		}
 	}()
+	watched := make(chan struct{})
+	go func() { defer close(watched); watchMachines(probeCtx, r.Deployer, p, stopProbes) }()
+	defer func() { stopProbes(nil); <-watched }()
 	deployLabels := map[string]string{"nodes": strconv.Itoa(len(p.Nodes)), "runtime": runtimeLabel(p)}
 	if p.Transparent != nil {
 		deployLabels["steering"], deployLabels["hosts"] = "transparent", strconv.Itoa(len(p.Transparent.Hosts))
@@ -272,7 +282,7 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		if st.Discard {
 			out = func(results.Sample) {}
 		}
-		if err := runStep(ctx, env, st, out); err != nil {
+		if err := runStep(probeCtx, env, st, out); err != nil {
 			if st.Discard {
 				return samples, fmt.Errorf("%s: %w", st.Name, err)
 			}

@@ -14,7 +14,7 @@ import (
 // error names each function that is down and why, and each machine (a VM) that is gone. A
 // bench trial calls it so that a probe failing because a function died says so.
 func (d *Deployer) Check(ctx context.Context, p *plan.Plan) error {
-	down := d.machinesDown(p)
+	down := d.MachinesDown(p)
 	var errs []error
 	for _, n := range p.Nodes {
 		if why, ok := down[n.Name]; ok {

@@ -31,10 +31,11 @@ func isMachine(p *plan.Plan, name string) bool {
 	return n != nil && n.VM != nil
 }
 
-// machinesDown is why each node of a deployed lab whose machine is gone (a VM whose QEMU
+// MachinesDown is why each node of a deployed lab whose machine is gone (a VM whose QEMU
 // died) is down, by node name: a bench trial fails with that reason, not only with what its
-// probe saw.
-func (d *Deployer) machinesDown(p *plan.Plan) map[string]string {
+// probe saw, and stops its probes as soon as it is so. It only looks on the host (no
+// command in a guest), cheap enough to poll.
+func (d *Deployer) MachinesDown(p *plan.Plan) map[string]string {
 	rt, err := d.Runtime(p.Runtime)
 	if err != nil {
 		return nil // Check's other look-ups say it

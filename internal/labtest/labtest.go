@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"strings"
+	"sync"
 	"syscall"
 	"testing"
 
@@ -38,22 +39,57 @@ const LockFile = "/tmp/sfclab-labtest.lock"
 // Exclusive makes the test wait for, then hold until it ends, a host-wide lock shared by the
 // tests of these packages that measure timings or put load on the host, so that `go test`
 // running packages in parallel does not make a CPU-burning test disturb a timing comparison.
+// The lock is the test process's: parallel tests of one package (t.Parallel) hold it
+// together, the first taking it and the last letting it go, and keep other test processes
+// out while any of them runs.
 //
 // Equivalent to: flock /tmp/sfclab-labtest.lock
 func Exclusive(t testing.TB) {
 	t.Helper()
+	if err := exclusive.acquire(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(exclusive.release)
+}
+
+// exclusive is this process's hold on LockFile, counted over the tests that hold it (a second
+// flock of the file by the same process, on another open file, would wait for the first).
+var exclusive lockHold
+
+type lockHold struct {
+	mu sync.Mutex // held while the lock is taken, so that the others wait for the flock
+	n  int
+	f  *os.File
+}
+
+func (h *lockHold) acquire() error {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n > 0 {
+		h.n++
+		return nil
+	}
 	f, err := os.OpenFile(LockFile, os.O_CREATE|os.O_RDWR, 0o644)
 	if err != nil {
-		t.Fatal(err)
+		return fmt.Errorf("open the test lock: %w", err)
 	}
 	if err := syscall.Flock(int(f.Fd()), syscall.LOCK_EX); err != nil {
 		f.Close()
-		t.Fatal(err)
+		return fmt.Errorf("take the test lock %s: %w", LockFile, err)
 	}
-	t.Cleanup(func() {
-		_ = syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
-		f.Close()
-	})
+	h.f, h.n = f, 1
+	return nil
+}
+
+func (h *lockHold) release() {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	if h.n--; h.n > 0 {
+		return
+	}
+	_ = syscall.Flock(int(h.f.Fd()), syscall.LOCK_UN)
+	h.f.Close()
+	h.f = nil
 }
 
 // Lab is a deployed test lab.
@@ -81,6 +117,13 @@ func Plan(t testing.TB, yaml string) *plan.Plan {
 // it when the test ends, checking that nothing is left.
 func Deploy(t testing.TB, yaml string) *Lab {
 	t.Helper()
+	return DeployWith(t, yaml, nil)
+}
+
+// DeployWith is Deploy with a deployer that configure, when not nil, sets up before the deploy
+// (its journal root set): runtimes of the test's own, say.
+func DeployWith(t testing.TB, yaml string, configure func(*deploy.Deployer)) *Lab {
+	t.Helper()
 	RequireRoot(t)
 	p := Plan(t, yaml)
 	if !strings.HasPrefix(p.Lab, "t-") {
@@ -94,6 +137,9 @@ func Deploy(t testing.TB, yaml string) *Lab {
 		t.Fatal(err)
 	}
 	d := &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf}
+	if configure != nil {
+		configure(d)
+	}
 	l := &Lab{D: d, P: p}
 	t.Cleanup(func() {
 		if t.Failed() { // keep the functions' configuration and logs for a post-mortem

@@ -11,9 +11,10 @@ import (
 	"github.com/sfclab/sfclab/cgroup"
 )
 
-// netstatGuest is busybox netstat -tan as a guest printed it (TestIperf3GuestServerStopped in
-// runtime/vm: iperf3 -s listening in a TCG guest), with the established lines of a test
-// (IPv4-mapped, as iperf3's dual-stack socket shows them) and another port's.
+// netstatGuest is busybox netstat -tan as a guest printed it (TestIperf3GuestServerStopped,
+// now TestGuestServersStopped/iperf3, in runtime/vm: iperf3 -s listening in a TCG guest),
+// with the established lines of a test (IPv4-mapped, as iperf3's dual-stack socket shows
+// them) and another port's.
 const netstatGuest = `Active Internet connections (servers and established)
 Proto Recv-Q Send-Q Local Address           Foreign Address         State       
 tcp        0      0 :::5201                 :::*                    LISTEN      

@@ -65,6 +65,7 @@ func proxyClient(node runtime.Node, addr string) *http.Client {
 // their guests.
 func TestVMSquid(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	t0 := time.Now()
 	l := labtest.Deploy(t, squidLab)
@@ -189,6 +190,7 @@ chains:
 // running and its Teardown stops it in the guest.
 func TestVMSfclabLB(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	l := labtest.Deploy(t, sfclbLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -264,6 +266,7 @@ func iperfThrough(ctx context.Context, t *testing.T, l *labtest.Lab) float64 {
 // kind's own Setup, carries an iperf3 transfer through it, and checks that Teardown stops it.
 func TestVMHAProxy(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	l := labtest.Deploy(t, haproxyLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -10,9 +10,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/runtime/docker"
+	"github.com/sfclab/sfclab/runtime/runtimes"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"github.com/sfclab/sfclab/spec"
 )
 
 const debianLab = `
@@ -33,25 +37,42 @@ chains:
 // dpkg).
 const debianProgram = "dpkg-query"
 
-// useDebianCache points the test's guest images at the shared image root, where
-// `sfclab images build --runtime vm --image debian` caches the Debian root: a cold build is
-// a debootstrap of bookworm with DebianBasePackages from deb.debian.org, which took 2 min
-// 41 s on the development host (2 vCPU, load ~5, 2026-11-27; docs/vm.md), too long to repeat
-// at every run. With the root cached the test takes two guest boots (seconds under TCG).
-// Under -short without a cached root the test is skipped, loudly; otherwise it builds it.
-func useDebianCache(t *testing.T) {
+// debianCache is the image root where `sfclab images build --runtime vm --image debian` caches
+// the Debian root (SFCLAB_TEST_VM_CACHE, or vm.DefaultImageRoot): a cold build is a
+// debootstrap of bookworm with DebianBasePackages from deb.debian.org, which took 2 min 41 s
+// on the development host (2 vCPU, load ~5, 2026-11-27; docs/vm.md), too long to repeat at
+// every run. With the root cached the test takes two guest boots (seconds under TCG). Under
+// -short without a cached root the test is skipped, loudly; otherwise its first deploy builds
+// it there.
+func debianCache(t *testing.T) string {
 	t.Helper()
 	root := os.Getenv("SFCLAB_TEST_VM_CACHE")
 	if root == "" {
 		root = vm.DefaultImageRoot
 	}
-	t.Setenv(vm.ImageRootEnv, root)
 	if testing.Short() {
-		if ims, _ := (vm.Builder{}).List(); !slices.ContainsFunc(ims, func(im *vm.Image) bool {
+		if ims, _ := (vm.Builder{Root: root}).List(); !slices.ContainsFunc(ims, func(im *vm.Image) bool {
 			return im.Disk() != "" && slices.Equal(im.Packages, vm.DebianPackages([]string{"forwarder"}))
 		}) {
 			t.Skipf("SKIPPED LOUDLY: no cached Debian guest root under %s and -short (a cold build takes minutes): sfclab images build --runtime vm --image debian", root)
 		}
+	}
+	return root
+}
+
+// withImageRoot makes a test deployer's VMs (runtime vm's and docker's) take their images
+// from root, not from the test binary's shared root (useSharedImages): a field of the
+// deployer's runtimes, not the process's environment, so that the test may run beside others.
+func withImageRoot(root string) func(*deploy.Deployer) {
+	return func(d *deploy.Deployer) {
+		rts := runtimes.All(runtimes.Options{StateRoot: d.Journal.Root})
+		machines := rts[spec.RuntimeVM].(vm.Runtime)
+		machines.Images.Root = root
+		rts[spec.RuntimeVM] = machines
+		dk := rts[spec.RuntimeDocker].(docker.Runtime)
+		dk.Machines = machines
+		rts[spec.RuntimeDocker] = dk
+		d.Runtimes = rts
 	}
 }
 
@@ -61,18 +82,19 @@ func useDebianCache(t *testing.T) {
 // (a second deploy builds nothing) and destroy leaves no QEMU, run directory or namespace.
 func TestDebianVMForwarder(t *testing.T) {
 	requireVM(t)
-	useDebianCache(t)
+	cache := debianCache(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
 	defer cancel()
 	start := time.Now()
-	l := labtest.Deploy(t, debianLab)
+	l := labtest.DeployWith(t, debianLab, withImageRoot(cache))
 	t.Logf("first deploy (image %s): %s", map[bool]string{true: "built", false: "cached"}[time.Since(start) > time.Minute], time.Since(start).Round(time.Millisecond))
 	sets, err := vm.ProgramSets(l.P)
 	if err != nil {
 		t.Fatal(err)
 	}
-	im, err := (vm.Builder{}).EnsureDebian(ctx, sets[0].Packages)
+	im, err := (vm.Builder{Root: cache}).EnsureDebian(ctx, sets[0].Packages)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -146,7 +168,7 @@ func TestDebianVMForwarder(t *testing.T) {
 
 	// A second deploy reuses the image: its root and initramfs are not rewritten.
 	start = time.Now()
-	l2 := labtest.Deploy(t, debianLab)
+	l2 := labtest.DeployWith(t, debianLab, withImageRoot(cache))
 	t.Logf("second deploy: %s", time.Since(start).Round(time.Millisecond))
 	if got := imageStamp(t, im); got != stamp {
 		t.Errorf("the second deploy rebuilt the image: %s, then %s", stamp, got)
@@ -179,7 +201,7 @@ func imageStamp(t *testing.T, im *vm.Image) string {
 // each one's boot to ready (QEMU start to the agent's first answer), to network configured,
 // and the whole deploy. The busybox image is built into a temporary image root; the Debian
 // root is taken from the shared cache (linked in: a cold build takes minutes; see
-// useDebianCache). Under TCG every figure is of an emulated CPU (accel.TCGMark).
+// debianCache). Under TCG every figure is of an emulated CPU (accel.TCGMark).
 //
 // Run: flock /tmp/sfclab-suite.lock go test -run '^$' -bench VMImageBoot -benchtime 3x ./runtime/vm/
 func BenchmarkVMImageBoot(b *testing.B) {

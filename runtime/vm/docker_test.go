@@ -28,7 +28,10 @@ import (
 )
 
 // dockerLab is a docker lab with a VM forwarder between two containers. Its pool keeps clear
-// of other labs' Docker networks (labtest plans without asking the engine what is taken).
+// of other labs' Docker networks (labtest plans without asking the engine what is taken); the
+// package's other docker labs each have a pool of their own (198.19.224.0/19 split in four
+// /21s), since their tests run at once (t.Parallel) and the engine refuses overlapping
+// networks.
 const dockerLab = `
 name: t-vmdock-fwd
 runtime: docker
@@ -66,6 +69,7 @@ func requireDocker(t *testing.T) {
 func TestDockerVMForwarder(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	p := labtest.Plan(t, dockerLab)
 	// Registered before Deploy's cleanup, so it runs after the destroy.
@@ -242,9 +246,10 @@ func deployChild() {
 func TestDockerVMKill9ThenDestroy(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	const lab = "t-vmdock-k9"
-	src := strings.Replace(dockerLab, "t-vmdock-fwd", lab, 1)
+	src := strings.NewReplacer("t-vmdock-fwd", lab, "198.19.248.0/21", "198.19.240.0/21").Replace(dockerLab)
 	p := labtest.Plan(t, src)
 	root := t.TempDir()
 	file := filepath.Join(t.TempDir(), "lab.yaml")
@@ -306,7 +311,7 @@ const dockerTransparentLab = `
 name: t-vmdock-tr
 runtime: docker
 steering: transparent
-addressing: {pool: 198.19.248.0/21}
+addressing: {pool: 198.19.232.0/21}
 endpoints:
   client: {kind: client}
   server: {kind: server}
@@ -331,6 +336,7 @@ port_chains:
 func TestDockerTransparentVMFunction(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	p := labtest.Plan(t, dockerTransparentLab)
 	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
@@ -481,12 +487,13 @@ func TestDockerVMProgramsChecked(t *testing.T) {
 func TestDockerVMOnHosts(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	for _, tc := range []struct{ name, lab string }{
 		{"routed", `
 name: t-vmdock-hr
 runtime: docker
-addressing: {pool: 198.19.248.0/21}
+addressing: {pool: 198.19.224.0/21}
 hosts: [h1, h2]
 endpoints:
   client: {kind: client, host: h1}
@@ -500,7 +507,7 @@ chains:
 name: t-vmdock-ht
 runtime: docker
 steering: transparent
-addressing: {pool: 198.19.248.0/21}
+addressing: {pool: 198.19.224.0/21}
 hosts: [h1, h2]
 endpoints:
   client: {kind: client, host: h1}

@@ -62,6 +62,7 @@ chains:
 // unwind: no namespace, QEMU, run directory or cgroup left.
 func TestBootFailureUnwinds(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	for _, tc := range []struct {
 		name string

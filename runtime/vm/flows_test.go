@@ -12,6 +12,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/flows"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
@@ -41,6 +42,7 @@ chains:
 // forwarders' egress counters moved, and the figures are marked TCG under TCG.
 func TestBenchFlowsVMServer(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab}},
 		"  flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}, {chain: b, protocol: tcp, duration: 2s}]}\n", nil)
@@ -86,12 +88,16 @@ func TestBenchFlowsVMServer(t *testing.T) {
 	}
 }
 
-// TestFlowsGuestServersStopped runs the flows probe against servers in a VM destination and
-// cancels it once both listen in the guest: the probe returns the cancellation, and the
-// one-off servers, which would wait for their clients for ever, are stopped in the guest
-// through its agent (seen by pidof there during the run, gone after it).
-func TestFlowsGuestServersStopped(t *testing.T) {
+// TestGuestServersStopped deploys one lab whose destination is a VM (behind namespace
+// forwarders) and leaves a probe's run early, twice: the one-off servers the probe started in
+// the guest, which would wait for their clients for ever, are stopped there through its agent
+// (seen by pidof in the guest during the run, gone after it).
+//   - iperf3: its Around fails before the client runs; the guest's netstat lines are what the
+//     probe's parser reads.
+//   - flows: cancelled once both flows' servers listen; the probe returns the cancellation.
+func TestGuestServersStopped(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	lab := strings.NewReplacer("vmflows-srv", "vmflows-stop", "  vfwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}", "  vfwd: {kind: forwarder}").Replace(vmFlowsLab)
 	p := labtest.Plan(t, lab)
@@ -115,39 +121,90 @@ func TestFlowsGuestServersStopped(t *testing.T) {
 		out, err := server.Output(ctx, nil, "sh", "-c", "pidof iperf3 || true")
 		return strings.Fields(string(out)), err
 	}
-	env := probe.Env{Plan: p, LogDir: t.TempDir(),
-		Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
-	// Long flows: the servers would run for a minute if the probe did not stop them.
-	pr := flows.New(flows.Config{Flows: []flows.Flow{{Chain: "a", Protocol: "tcp", Duration: time.Minute}, {Chain: "b", Protocol: "tcp", Duration: time.Minute}}})
-	runCtx, stop := context.WithCancel(ctx)
-	defer stop()
-	var during []string
-	watched := make(chan struct{})
-	go func() {
-		defer close(watched)
-		for runCtx.Err() == nil {
-			if pids, err := guestIperf3(); err == nil && len(pids) >= 2 {
-				during = pids
-				stop()
-				return
-			}
-			time.Sleep(200 * time.Millisecond)
+	// noneBefore fails a subtest whose guest still runs an iperf3 (a server the one before
+	// left): the subtest's own check would prove nothing.
+	noneBefore := func(t *testing.T) {
+		t.Helper()
+		if pids, err := guestIperf3(); err != nil || len(pids) > 0 {
+			t.Fatalf("test setup: iperf3 in the guest before the probe ran: %v, %v", pids, err)
 		}
-	}()
-	err = pr.Run(runCtx, env, func(results.Sample) {})
-	<-watched
-	if !errors.Is(err, context.Canceled) {
-		t.Fatalf("run: %v; want it cancelled once the servers ran", err)
 	}
-	if len(during) < 2 {
-		t.Fatalf("iperf3 in the guest during the run: %v; want both flows' servers", during)
-	}
-	after, err := guestIperf3()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(after) > 0 {
-		t.Errorf("iperf3 still runs in the guest after the probe returned: pids %v (they were %v during the run)", after, during)
-	}
-	t.Logf("flows' iperf3 servers in the guest: pids %v during the run, none after", during)
+
+	t.Run("iperf3", func(t *testing.T) {
+		noneBefore(t)
+		chain, err := p.ProbeChain("a")
+		if err != nil {
+			t.Fatal(err)
+		}
+		env := probe.Env{Plan: p, Chain: chain, LogDir: t.TempDir(),
+			Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+		refused := errors.New("around: the client is not run")
+		var during string
+		pr := iperf3.New(iperf3.Config{Duration: 2 * time.Second}).(probe.Timed).WithAround(func(func() (probe.Window, bool)) error {
+			out, err := server.Output(ctx, nil, "netstat", "-tan")
+			if err != nil {
+				return err
+			}
+			t.Logf("netstat -tan in the guest:\n%s", out)
+			pids, err := guestIperf3()
+			if err != nil {
+				return err
+			}
+			during = strings.Join(pids, " ")
+			return refused
+		})
+		if err := pr.Run(ctx, env, func(results.Sample) {}); !errors.Is(err, refused) {
+			t.Fatalf("run: %v; want the Around's error", err)
+		}
+		if during == "" {
+			t.Error("no iperf3 ran in the guest while the probe ran")
+		}
+		after, err := guestIperf3()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) > 0 {
+			t.Errorf("iperf3 still runs in the guest after the probe returned: pid %v (it was %s during the run)", after, during)
+		}
+		t.Logf("iperf3 server in the guest: pid %s during the run, none after", during)
+	})
+
+	t.Run("flows", func(t *testing.T) {
+		noneBefore(t)
+		env := probe.Env{Plan: p, LogDir: t.TempDir(),
+			Node: func(name string) (probe.Node, error) { return d.Node(p, name) }}
+		// Long flows: the servers would run for a minute if the probe did not stop them.
+		pr := flows.New(flows.Config{Flows: []flows.Flow{{Chain: "a", Protocol: "tcp", Duration: time.Minute}, {Chain: "b", Protocol: "tcp", Duration: time.Minute}}})
+		runCtx, stop := context.WithCancel(ctx)
+		defer stop()
+		var during []string
+		watched := make(chan struct{})
+		go func() {
+			defer close(watched)
+			for runCtx.Err() == nil {
+				if pids, err := guestIperf3(); err == nil && len(pids) >= 2 {
+					during = pids
+					stop()
+					return
+				}
+				time.Sleep(200 * time.Millisecond)
+			}
+		}()
+		err := pr.Run(runCtx, env, func(results.Sample) {})
+		<-watched
+		if !errors.Is(err, context.Canceled) {
+			t.Fatalf("run: %v; want it cancelled once the servers ran", err)
+		}
+		if len(during) < 2 {
+			t.Fatalf("iperf3 in the guest during the run: %v; want both flows' servers", during)
+		}
+		after, err := guestIperf3()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(after) > 0 {
+			t.Errorf("iperf3 still runs in the guest after the probe returned: pids %v (they were %v during the run)", after, during)
+		}
+		t.Logf("flows' iperf3 servers in the guest: pids %v during the run, none after", during)
+	})
 }

@@ -33,6 +33,7 @@ chains:
 // MTU.
 func TestHostsVMForwarder(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	l := labtest.Deploy(t, hostsLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -19,10 +19,12 @@ import (
 )
 
 // A guest that dies during a bench trial (its QEMU killed while ping runs through it) fails
-// the trial with that reason, not only with what the probe saw, and the trial's destroy
-// leaves nothing of the lab.
+// the trial with that reason, not only with what the probe saw, and at once: the trial stops
+// its probes (ping would go on sending for its count) and says so; the trial's destroy leaves
+// nothing of the lab.
 func TestBenchTrialNamesDeadVM(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	lab := strings.Replace(routedLab, "t-vmfwd", "t-vmdead", 1)
 	dir := t.TempDir()
@@ -73,6 +75,9 @@ func TestBenchTrialNamesDeadVM(t *testing.T) {
 	trials, _ := store.Trials()
 	if outcome.Failed != 1 || len(trials) != 1 || !strings.Contains(trials[0].Error, "node fwd is down: its QEMU process is not running") {
 		t.Fatalf("outcome %+v, trials %+v; want the trial failed because fwd's QEMU is gone", outcome, trials)
+	}
+	if stopped := "the probes were stopped when it went down"; !strings.Contains(trials[0].Error, stopped) {
+		t.Errorf("trial error %q; want %q (ping's 30 requests cut short when the guest died)", trials[0].Error, stopped)
 	}
 	t.Logf("failed trial recorded: %s", trials[0].Error)
 }

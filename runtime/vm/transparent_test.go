@@ -50,6 +50,7 @@ var ttlRE = regexp.MustCompile(`ttl=(\d+)`)
 // received and sent the packets, and a TCP transfer goes through.
 func TestTransparentVMFunction(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	l := labtest.Deploy(t, transparentLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)

@@ -40,6 +40,9 @@ func TestMain(m *testing.M) {
 	if agentDir != "" {
 		os.RemoveAll(agentDir)
 	}
+	if imagesDir != "" {
+		os.RemoveAll(imagesDir)
+	}
 	os.Exit(code)
 }
 
@@ -48,12 +51,36 @@ var (
 	agentDir  string
 	agentPath string
 	agentErr  error
+
+	imagesOnce sync.Once
+	imagesDir  string
+	imagesErr  error
 )
+
+// useSharedImages points the guest images of this test binary's tests at one temporary image
+// root, removed by TestMain: each image (one per program set) is built once per binary, not
+// once per test (a build is about a second of the host's CPU, a boot's worth under load). It
+// is set in the process's environment, as useGuestAgent's binary is, so that parallel tests
+// see it (t.Setenv is refused there); a test that needs another root (the Debian cache) gives
+// it to its deployer's runtimes (withImageRoot).
+func useSharedImages(tb testing.TB) {
+	tb.Helper()
+	imagesOnce.Do(func() {
+		if imagesDir, imagesErr = os.MkdirTemp("", "sfclab-vmimages-"); imagesErr != nil {
+			return
+		}
+		imagesErr = os.Setenv(vm.ImageRootEnv, imagesDir)
+	})
+	if imagesErr != nil {
+		tb.Fatalf("make the tests' guest image root: %v", imagesErr)
+	}
+}
 
 // useGuestAgent makes the guest images of a test hold cmd/sfclab-guest, built once per test
 // binary (6 MB, as make build installs it beside sfclab), not the test binary (tens of MB that
 // every guest's kernel unpacks at boot). Without a Go toolchain the test binary stays the
-// agent (its TestMain runs GuestMain).
+// agent (its TestMain runs GuestMain). The binary is named in the process's environment (for
+// every later test too, parallel ones included).
 func useGuestAgent(tb testing.TB) {
 	tb.Helper()
 	agentOnce.Do(func() {
@@ -66,14 +93,22 @@ func useGuestAgent(tb testing.TB) {
 		out, err := exec.CommandContext(ctx, "go", "build", "-ldflags=-s -w", "-o", agentPath, "github.com/sfclab/sfclab/cmd/sfclab-guest").CombinedOutput()
 		if err != nil {
 			agentErr = fmt.Errorf("build the guest agent: %w: %s", err, out)
+			return
 		}
+		agentErr = os.Setenv(vm.GuestAgentEnv, agentPath)
 	})
 	if agentErr != nil {
 		tb.Logf("guest agent: %v; the test binary is the agent", agentErr)
-		return
 	}
-	tb.Setenv(vm.GuestAgentEnv, agentPath)
 }
+
+// The tests that boot guests run two at a time (t.Parallel; go test's -parallel is the
+// host's cores): a TCG guest's vCPU is one host thread, and a test waits on its guests (boot,
+// agent, transfers through them) much of the time, so a second test's guests use the core
+// the first one's leave. They share the labtest lock (labtest.Exclusive holds it for the
+// process), the guest agent and image root (set in the environment, not by t.Setenv); their
+// labs have names, and the docker ones address pools, of their own. (The Debian test takes
+// its images from the shared cache by its deployer's runtimes: withImageRoot.)
 
 // requireVM skips loudly when the host lacks what a VM node needs.
 func requireVM(t *testing.T) {
@@ -85,7 +120,7 @@ func requireVM(t *testing.T) {
 	if _, _, err := vm.HostKernel(); err != nil {
 		t.Skipf("SKIPPED LOUDLY: %v", err)
 	}
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	useSharedImages(t)
 	useGuestAgent(t)
 }
 
@@ -110,6 +145,7 @@ chains:
 // iperf3 transfer through it; a connection to the denied port is dropped in the guest.
 func TestRoutedVMForwarder(t *testing.T) {
 	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	l := labtest.Deploy(t, routedLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
