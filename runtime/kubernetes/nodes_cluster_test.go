@@ -44,6 +44,20 @@ func startNode2(t *testing.T) {
 		if _, err := os.Stat("/run/netns/" + node2NS); err == nil {
 			t.Errorf("node2.sh stop left network namespace %s", node2NS)
 		}
+		// The cluster as the next test finds it: the agent DaemonSet wants no pod on kn2
+		// (else every destroy waits for one), and nothing is bound to kn2.
+		var desired string
+		for try := 0; try < 40; try++ {
+			out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "get", "daemonset", kubernetes.AgentName,
+				"-o", "jsonpath={.status.desiredNumberScheduled}", "--ignore-not-found").Output()
+			if desired = strings.TrimSpace(string(out)); err == nil && (desired == "" || desired == "1") {
+				break
+			}
+			time.Sleep(500 * time.Millisecond)
+		}
+		if desired != "" && desired != "1" {
+			t.Errorf("after node2.sh stop the agent DaemonSet still wants %s pods (one node left)", desired)
+		}
 	})
 	if err != nil {
 		t.Fatalf("node2.sh start: %v\n%s", err, out)

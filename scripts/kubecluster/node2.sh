@@ -168,7 +168,18 @@ stop() {
 	for c in $(cgroups2); do
 		[ -d "$c" ] && find "$c" -depth -type d -exec rmdir {} + 2>/dev/null
 	done
-	api_ready && kc delete node "$NODE2" --ignore-not-found >/dev/null 2>&1
+	# The node object, then what is still bound to it: the DaemonSet controller recreated its
+	# agent pod when the pods above were deleted, and it recounts its desired pods (it does
+	# not on a node's deletion) only when a pod of it changes: without this the DaemonSet
+	# would wait for an agent on kn2 until its pod is garbage-collected. Bounded: 15 s.
+	if api_ready; then
+		kc delete node "$NODE2" --ignore-not-found >/dev/null 2>&1
+		for _ in $(seq 1 30); do
+			[ -z "$(kc get pods -A --field-selector "spec.nodeName=$NODE2" -o name 2>/dev/null)" ] && break
+			kc delete pods -A --field-selector "spec.nodeName=$NODE2" --grace-period=0 --force --wait=false >/dev/null 2>&1
+			sleep 0.5
+		done
+	fi
 	rm -f "$KUBE_STATE/pki/kubelet-$NODE2".* "$KUBE_STATE/pki/kubelet-$NODE2-serving".* "$KUBE_STATE/kubelet-$NODE2.kubeconfig"
 	case $NODE2_STATE$NODE2_RUN in *sfclab-kube/"$NODE2"*sfclab-kube/"$NODE2") rm -rf "$NODE2_STATE" "$NODE2_RUN" ;; esac
 	echo "kubecluster: node $NODE2 stopped"
