@@ -496,8 +496,14 @@ func machineVXLANs(t *Topology, hn *netdev.NS, undo Undo) error {
 
 const netlinkAFBridge = 7 // AF_BRIDGE
 
+// handleIn opens a netlink handle in the named network namespace; "" is the caller's own
+// (a node's agent building its half of a topology on the node's devices).
 func handleIn(nsName string) (*netlink.Handle, error) {
-	fd, err := netns.GetFromName(nsName)
+	get := func() (netns.NsHandle, error) { return netns.GetFromName(nsName) }
+	if nsName == "" { // the caller's own (Topology.UnderlayNS)
+		get = netns.Get
+	}
+	fd, err := get()
 	if err != nil {
 		return nil, err
 	}

@@ -17,3 +17,16 @@ func TestRPSMask(t *testing.T) {
 		}
 	}
 }
+
+// TestHandleInOwn: the empty namespace name is the caller's own, whose loopback the handle
+// finds (a node's half of a topology creates its VXLAN devices there: UnderlayNS "").
+func TestHandleInOwn(t *testing.T) {
+	h, err := handleIn("")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer h.Close()
+	if _, err := h.LinkByName("lo"); err != nil {
+		t.Errorf("find lo in the caller's own namespace: %v", err)
+	}
+}

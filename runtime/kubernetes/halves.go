@@ -1,15 +1,20 @@
 package kubernetes
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"net"
 	"net/netip"
+	"net/url"
 	"slices"
+	"sync"
 
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/plan"
 )
 
-// The wiring of a lab across Kubernetes nodes (not enabled yet: placement still refuses a
+// The wiring of a lab across Kubernetes nodes (routed labs; placement refuses a transparent
 // lab on more than one node, docs/kubernetes.md): each node's agent builds its half of the
 // lab's topology, hosts.Topology.Local, whose VXLAN devices it creates in the node's own
 // network namespace on the device that holds the node's address and floods to the other
@@ -88,4 +93,78 @@ func localUnderlay(t *hosts.Topology) error {
 		}
 	}
 	return fmt.Errorf("build host %s of lab %s: %w", t.Local, t.Lab, hosts.ErrNoHost)
+}
+
+// labAgents returns the Kubernetes node of each of a deployed lab's pods (by lab node) and
+// the agent pod on each of those nodes: the ones the lab's deploy in this process started
+// with (deployAgents), else the ones running there now.
+func (r Runtime) labAgents(ctx context.Context, p *plan.Plan) (c *client, where, agents map[string]string, err error) {
+	c, err = r.client()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	var list struct{ Items []*podStatus }
+	q := url.Values{"labelSelector": {LabelLab + "=" + p.Lab}}
+	if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods", q, nil, &list); err != nil {
+		return nil, nil, nil, fmt.Errorf("find the pods of lab %s: %w", p.Lab, err)
+	}
+	where, agents = map[string]string{}, map[string]string{}
+	for _, ps := range list.Items {
+		kn := ps.Spec.NodeName
+		if kn == "" {
+			continue
+		}
+		where[ps.Metadata.Labels[LabelNode]] = kn
+		if agents[kn] == "" {
+			if agents[kn], err = agentOn(ctx, c, p.Lab, kn); err != nil {
+				return nil, nil, nil, err
+			}
+		}
+	}
+	for _, n := range p.Nodes {
+		if where[n.Name] == "" {
+			return nil, nil, nil, fmt.Errorf("find the pods of lab %s: pod %s is on no Kubernetes node", p.Lab, n.Name)
+		}
+	}
+	return c, where, agents, nil
+}
+
+// internalIPs reads the InternalIP of each Kubernetes node named: the underlay of a lab's
+// VXLAN devices between them.
+func internalIPs(ctx context.Context, c *client, kubeNodes []string) (map[string]netip.Addr, error) {
+	out := map[string]netip.Addr{}
+	for _, kn := range kubeNodes {
+		var n kubeNode
+		if err := c.do(ctx, "GET", "/api/v1/nodes/"+kn, nil, nil, &n); err != nil {
+			return nil, fmt.Errorf("read the address of Kubernetes node %s: %w", kn, err)
+		}
+		a, ok := n.internalIP()
+		if !ok {
+			return nil, fmt.Errorf("read the address of Kubernetes node %s: it has no InternalIP", kn)
+		}
+		out[kn] = a
+	}
+	return out, nil
+}
+
+// callEach sends each Kubernetes node's agent its request (reqs, by node) in parallel; ans,
+// when not nil, gives the answer to decode each node's into.
+func callEach[R any](ctx context.Context, c *client, agents map[string]string, op string, reqs map[string]R, ans func(kn string) any) error {
+	var wg sync.WaitGroup
+	errs := make([]error, len(reqs))
+	i := 0
+	for kn, req := range reqs {
+		var a any
+		if ans != nil {
+			a = ans(kn)
+		}
+		wg.Add(1)
+		go func(i int) {
+			defer wg.Done()
+			errs[i] = agentCall(ctx, c, kn, agents[kn], op, req, a)
+		}(i)
+		i++
+	}
+	wg.Wait()
+	return errors.Join(errs...)
 }

@@ -1,7 +1,9 @@
 package kubernetes
 
 import (
+	"encoding/json"
 	"net/netip"
+	"os"
 	"strings"
 	"testing"
 
@@ -68,5 +70,38 @@ func TestLocalUnderlay(t *testing.T) {
 	}
 	if err := localUnderlay(half("198.18.255.254")); err == nil || !strings.Contains(err.Error(), "none holds it") {
 		t.Errorf("an address no device holds: %v", err)
+	}
+}
+
+// TestKubeNodeUnderlay: a node's InternalIP is its underlay (none without one), and a node
+// whose boot ID is this machine's runs on this kernel (another's does not).
+func TestKubeNodeUnderlay(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := strings.TrimSpace(string(b))
+	for _, tc := range []struct {
+		name, json string
+		ip         string // "" = none
+		same       bool
+	}{
+		{"this kernel", `{"status":{"addresses":[{"type":"Hostname","address":"kn2"},{"type":"InternalIP","address":"198.19.253.2"}],"nodeInfo":{"bootID":"` + here + `"}}}`, "198.19.253.2", true},
+		{"another machine", `{"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.7"}],"nodeInfo":{"bootID":"0b5e3c1e-0000-4000-8000-000000000000"}}}`, "10.0.0.7", false},
+		{"no address, no boot ID", `{"status":{"addresses":[{"type":"Hostname","address":"x"}]}}`, "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n kubeNode
+			if err := json.Unmarshal([]byte(tc.json), &n); err != nil {
+				t.Fatal(err)
+			}
+			ip, ok := n.internalIP()
+			if got := map[bool]string{true: ip.String(), false: ""}[ok]; got != tc.ip {
+				t.Errorf("internalIP %q, want %q", got, tc.ip)
+			}
+			if got := n.sameKernel(); got != tc.same {
+				t.Errorf("sameKernel %v, want %v", got, tc.same)
+			}
+		})
 	}
 }

@@ -14,10 +14,12 @@
 // sfclab's own process opens no pod's namespace for any of this (TestRoutedChain6 and
 // TestTransparent deploy under a guard that proves it); only the probes' Go code enters a pod
 // on sfclab's own machine (Node.Do).
-// Still, the kinds write their configuration files into the lab's node directory on the
-// machine sfclab runs on, which the pods mount, and segments across nodes (VXLAN) are not
-// wired yet: every pod must run on this machine's Kubernetes node, and Preflight refuses a
-// lab placed elsewhere (docs/kubernetes.md).
+// A routed lab placed on several Kubernetes nodes (one emulated host each) is wired by each
+// node's agent building its own host, with VXLAN between the nodes' InternalIPs (halves.go);
+// a transparent one is refused there. Still, the kinds write their configuration files into
+// the lab's node directory on the machine sfclab runs on, which the pods mount: every pod must
+// run on a Kubernetes node of this machine (its kernel), and Preflight refuses a lab placed
+// elsewhere (docs/kubernetes.md).
 //
 // Commands run inside a pod's container through its namespaces (nsenter, by the agent on its
 // node); `sfclab exec` goes through the API server's exec (kubectl exec).
@@ -27,6 +29,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
 	"net"
 	"net/netip"
 	"net/url"
@@ -208,7 +211,31 @@ type kubeNode struct {
 			Type   string `json:"type"`
 			Status string `json:"status"`
 		} `json:"conditions"`
+		NodeInfo struct {
+			BootID string `json:"bootID"`
+		} `json:"nodeInfo"`
 	} `json:"status"`
+}
+
+// internalIP returns the node's InternalIP (its underlay: the agents' VXLAN devices use it).
+func (n *kubeNode) internalIP() (netip.Addr, bool) {
+	for _, a := range n.Status.Addresses {
+		if a.Type == "InternalIP" {
+			if ip, err := netip.ParseAddr(a.Address); err == nil {
+				return ip, true
+			}
+		}
+	}
+	return netip.Addr{}, false
+}
+
+// sameKernel reports whether the Kubernetes node runs on this machine's kernel (its boot ID
+// is this machine's): another kubelet on this machine, e.g. in a network namespace of its
+// own, whose pods share sfclab's file system (the lab's node directory).
+func (n *kubeNode) sameKernel() bool {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	id := strings.TrimSpace(string(b))
+	return err == nil && id != "" && n.Status.NodeInfo.BootID == id
 }
 
 func (n *kubeNode) ready() bool {
@@ -282,7 +309,9 @@ func machine() (string, []netip.Addr) {
 // placement maps each plan node to its Kubernetes node: the one its host names, or this
 // machine's. It refuses, before anything is created, a host that names no Kubernetes node
 // (at the host's place in the lab file), a node that is not Ready, one that is not this
-// machine (wiring other nodes needs the agent, not there yet) and an image absent on a node.
+// machine (the node directory the pods mount is this machine's; a node of this machine's
+// kernel counts), a transparent lab on several nodes (not wired yet), a node without an
+// InternalIP in a lab on several nodes (its VXLAN underlay) and an image absent on a node.
 func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[string]string, error) {
 	var list struct{ Items []*kubeNode }
 	if err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil, &list); err != nil {
@@ -328,10 +357,16 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		used[kn] = true
 	}
 	image := r.image()
+	if len(used) > 1 && p.Transparent != nil {
+		return nil, fmt.Errorf("place lab %s on Kubernetes nodes %s: transparent steering across Kubernetes nodes is not wired yet (each node's steering attachment, tables and counters; docs/kubernetes.md): place its hosts on one node, or make the lab routed", p.Lab, strings.Join(slices.Sorted(maps.Keys(used)), ", "))
+	}
 	for kn := range used {
 		n := byName[kn]
-		if kn != localName {
-			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on, and segments across nodes (VXLAN between the agents) are not wired yet (docs/kubernetes.md): place the lab's hosts on %s", p.Lab, kn, cmpOr(localName, "this machine's node"))
+		if kn != localName && !n.sameKernel() {
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on, which another machine's node does not see (docs/kubernetes.md): place the lab's hosts on nodes of this machine (%s)", p.Lab, kn, cmpOr(localName, "none"))
+		}
+		if _, ok := n.internalIP(); !ok && len(used) > 1 {
+			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node has no InternalIP, which the lab's VXLAN devices between its nodes use", p.Lab, kn)
 		}
 		if !n.ready() {
 			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node is not Ready", p.Lab, kn)
@@ -813,9 +848,11 @@ func (r Runtime) Link(ctx context.Context, p *plan.Plan, _ map[string]*netdev.NS
 
 // BuildHosts has the sfclab agent build a lab's emulated hosts and the pods' ports (package
 // hosts: a bridge per segment, veths into the pods) on the pods' node (deploy.SegmentWirer).
-// The lab's undo (the agent's destroy) removes them.
+// A lab on several Kubernetes nodes (one emulated host each) is split by nodeHalves: each
+// node's agent builds its own host, with VXLAN devices between the nodes' InternalIPs.
+// The lab's undo (the agents' destroy) removes them.
 func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topology, undo runtime.Undo) (map[string]hosts.PortAt, error) {
-	c, kn, agent, err := r.labAgent(ctx, p)
+	c, where, agents, err := r.labAgents(ctx, p)
 	if err != nil {
 		return nil, err
 	}
@@ -828,11 +865,40 @@ func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topol
 	if topo, err = inSlot(topo, slot); err != nil {
 		return nil, err
 	}
-	var ans AgentHostsAnswer
-	if err := agentCall(ctx, c, kn, agent, AgentHosts, AgentHostsRequest{Topology: topo}, &ans); err != nil {
+	reqs := map[string]AgentHostsRequest{}
+	if len(agents) == 1 {
+		for kn := range agents {
+			reqs[kn] = AgentHostsRequest{Topology: topo}
+		}
+	} else {
+		hostNode := map[string]string{}
+		for _, n := range p.Nodes {
+			hostNode[n.Host] = where[n.Name]
+		}
+		addrs, err := internalIPs(ctx, c, slices.Collect(maps.Keys(agents)))
+		if err != nil {
+			return nil, err
+		}
+		halves, err := nodeHalves(topo, hostNode, addrs)
+		if err != nil {
+			return nil, err
+		}
+		for kn, half := range halves {
+			reqs[kn] = AgentHostsRequest{Topology: half}
+		}
+	}
+	answers := map[string]*AgentHostsAnswer{}
+	for kn := range reqs {
+		answers[kn] = &AgentHostsAnswer{}
+	}
+	if err := callEach(ctx, c, agents, AgentHosts, reqs, func(kn string) any { return answers[kn] }); err != nil {
 		return nil, err
 	}
-	return ans.Ports, nil
+	ports := map[string]hosts.PortAt{}
+	for _, a := range answers {
+		maps.Copy(ports, a.Ports)
+	}
+	return ports, nil
 }
 
 // AttachSteering has the sfclab agent load a transparent lab's steering programs and attach
@@ -848,9 +914,10 @@ func (r Runtime) AttachSteering(ctx context.Context, p *plan.Plan, a steer.Attac
 
 // labAgent returns the Kubernetes node of a lab's pods and the agent pod there: the one the
 // lab's deploy in this process started with (deployAgents), else the one running there now
-// (inspect, serve: they never create or replace the agent). A lab whose pods are on several
-// nodes is refused: its segments would cross nodes, which the agents do not wire yet
-// (placement refuses such a lab before anything is created).
+// (inspect, serve: they never create or replace the agent). For what is wired on one node
+// only (a plain routed lab's Link, transparent steering): a lab whose pods are on several
+// nodes is refused (placement refuses a transparent one before anything is created; a routed
+// one on several nodes has hosts, which BuildHosts wires per node).
 func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod string, err error) {
 	c, err = r.client()
 	if err != nil {
@@ -876,7 +943,7 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 	}
 	slices.Sort(kubeNodes)
 	if len(kubeNodes) != 1 {
-		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; one node is wired, segments across nodes are not yet", p.Lab, strings.Join(kubeNodes, ", "))
+		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; this request is wired on one node only (transparent steering across nodes is not yet)", p.Lab, strings.Join(kubeNodes, ", "))
 	}
 	agent, err := agentOn(ctx, c, p.Lab, kubeNodes[0])
 	if err != nil {
@@ -933,43 +1000,48 @@ func agentOn(ctx context.Context, c *client, lab, kn string) (string, error) {
 	return agents[kn], nil
 }
 
-// Configure has the agent on the pods' node write each node's settings into its pod's
-// namespace (deploy.RemoteNodes), one request for the lab.
+// Configure has the agent on each of the lab's Kubernetes nodes write its pods' settings
+// into their namespaces (deploy.RemoteNodes), one request per node, the nodes in parallel.
 func (r Runtime) Configure(ctx context.Context, p *plan.Plan, set map[string]netdev.Settings) error {
-	c, kn, agent, err := r.labAgent(ctx, p)
+	c, where, agents, err := r.labAgents(ctx, p)
 	if err != nil {
 		return err
 	}
-	req := AgentConfigureRequest{Lab: p.Lab}
+	reqs := map[string]AgentConfigureRequest{}
 	for _, n := range p.Nodes {
 		if s, ok := set[n.Name]; ok {
+			kn := where[n.Name]
+			req := reqs[kn]
+			req.Lab = p.Lab
 			req.Nodes = append(req.Nodes, AgentNodeSettings{Node: n.Name, Netns: n.Netns, Settings: s})
+			reqs[kn] = req
 		}
 	}
-	if len(req.Nodes) == 0 {
-		return nil
-	}
-	return agentCall(ctx, c, kn, agent, AgentConfigure, req, nil)
+	return callEach(ctx, c, agents, AgentConfigure, reqs, nil)
 }
 
-// BumpInTheWire has the agent on the pods' node make transparent nodes bumps in the wire
+// BumpInTheWire has the agent on each node of the pods make them bumps in the wire
 // (deploy.RemoteNodes): each node travels without its function's parameters, with the fast
 // path they ask for.
 func (r Runtime) BumpInTheWire(ctx context.Context, p *plan.Plan, nodes []*plan.TNode) error {
 	if len(nodes) == 0 {
 		return nil
 	}
-	c, kn, agent, err := r.labAgent(ctx, p)
+	c, where, agents, err := r.labAgents(ctx, p)
 	if err != nil {
 		return err
 	}
-	req := AgentBumpRequest{Lab: p.Lab}
+	reqs := map[string]AgentBumpRequest{}
 	for _, n := range nodes {
 		bare := *n
 		bare.Function = nil
+		kn := where[n.Name]
+		req := reqs[kn]
+		req.Lab = p.Lab
 		req.Nodes = append(req.Nodes, AgentBumpNode{Node: &bare, Fast: steer.FastPathOf(n)})
+		reqs[kn] = req
 	}
-	return agentCall(ctx, c, kn, agent, AgentBump, req, nil)
+	return callEach(ctx, c, agents, AgentBump, reqs, nil)
 }
 
 // SteeringMaps reaches a transparent lab's steering maps, pinned on its pods' node, through

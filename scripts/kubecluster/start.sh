@@ -45,21 +45,6 @@ fi
 
 # --- certificates (openssl): one CA, the apiserver's serving cert, client certs -------------
 pki=$KUBE_STATE/pki
-cert() { # name CN O [SANs]
-	local name=$1 cn=$2 o=$3 san=${4:-}
-	openssl genrsa -out "$pki/$name.key" 2048 2>/dev/null
-	local ext=$pki/$name.ext
-	{
-		echo "basicConstraints=CA:FALSE"
-		echo "keyUsage=critical,digitalSignature,keyEncipherment"
-		if [ -n "$san" ]; then echo "extendedKeyUsage=serverAuth,clientAuth"; echo "subjectAltName=$san"; else echo "extendedKeyUsage=clientAuth"; fi
-	} >"$ext"
-	local subj="/CN=$cn"
-	[ -n "$o" ] && subj="/O=$o$subj"
-	openssl req -new -key "$pki/$name.key" -subj "$subj" -out "$pki/$name.csr" 2>/dev/null
-	openssl x509 -req -in "$pki/$name.csr" -CA "$pki/ca.crt" -CAkey "$pki/ca.key" -CAcreateserial \
-		-days 30 -extfile "$ext" -out "$pki/$name.crt" 2>/dev/null
-}
 openssl req -x509 -newkey rsa:2048 -nodes -keyout "$pki/ca.key" -out "$pki/ca.crt" -days 30 \
 	-subj "/CN=sfclab-kube-ca" 2>/dev/null
 cert apiserver kube-apiserver "" "IP:127.0.0.1,DNS:localhost,DNS:kubernetes,DNS:kubernetes.default,IP:$SERVICE_IP"
@@ -71,32 +56,20 @@ cert scheduler system:kube-scheduler ""
 cert kubelet system:node:localhost system:nodes
 openssl genrsa -out "$pki/sa.key" 2048 2>/dev/null
 openssl rsa -in "$pki/sa.key" -pubout -out "$pki/sa.pub" 2>/dev/null
-kubeconfig() { # name user
-	local b64ca b64crt b64key
-	b64ca=$(base64 -w0 <"$pki/ca.crt")
-	b64crt=$(base64 -w0 <"$pki/$1.crt")
-	b64key=$(base64 -w0 <"$pki/$1.key")
-	cat >"$KUBE_STATE/$1.kubeconfig" <<EOF
-apiVersion: v1
-kind: Config
-clusters:
-- name: sfclab-kube
-  cluster: {server: "$SERVER", certificate-authority-data: $b64ca}
-users:
-- name: $2
-  user: {client-certificate-data: $b64crt, client-key-data: $b64key}
-contexts:
-- name: sfclab-kube
-  context: {cluster: sfclab-kube, user: $2}
-current-context: sfclab-kube
-EOF
-	chmod 600 "$KUBE_STATE/$1.kubeconfig"
-}
 kubeconfig admin sfclab-admin
 kubeconfig controller-manager system:kube-controller-manager
 kubeconfig scheduler system:kube-scheduler
 kubeconfig kubelet system:node:localhost
 echo "kubecluster: certificates and kubeconfigs $(since) s"
+
+# The nodes' underlay: node 1's InternalIP on a bridge that node2.sh's nodes plug into.
+ip link add "$UNDERLAY_BRIDGE" type bridge
+ip addr add "$NODE1_IP/24" dev "$UNDERLAY_BRIDGE"
+ip link set "$UNDERLAY_BRIDGE" up
+# The apiserver reaches kubelets by node name: node 2's ($NODE2) is 127.0.0.1 in a hosts file
+# of its own, bind-mounted on /etc/hosts in the apiserver's private mount namespace (the
+# machine's /etc/hosts is never edited); the relay there leads to node 2's kubelet.
+{ cat /etc/hosts; echo "127.0.0.1 $NODE2"; } >"$KUBE_STATE/hosts"
 
 # --- daemons -------------------------------------------------------------------------------
 # A daemon keeps none of this script's other open files: one inherited from the caller, such
@@ -135,52 +108,16 @@ done
 exec runc "$@"
 EOF
 chmod +x "$KUBE_STATE/runc"
-cat >"$KUBE_STATE/containerd.toml" <<EOF
-version = 2
-root = "$KUBE_STATE/containerd"
-state = "$KUBE_RUN/containerd"
-disabled_plugins = ["io.containerd.snapshotter.v1.aufs", "io.containerd.snapshotter.v1.btrfs", "io.containerd.snapshotter.v1.zfs", "io.containerd.snapshotter.v1.devmapper", "io.containerd.tracing.processor.v1.otlp", "io.containerd.internal.v1.tracing"]
-[grpc]
-  address = "$CONTAINERD_SOCK"
-[ttrpc]
-  address = "$CONTAINERD_SOCK.ttrpc"
-[debug]
-  address = ""
-[metrics]
-  address = ""
-[plugins."io.containerd.internal.v1.opt"]
-  path = "$KUBE_STATE/opt"
-[plugins."io.containerd.grpc.v1.cri"]
-  sandbox_image = "$PAUSE_IMAGE"
-  enable_selinux = false
-  [plugins."io.containerd.grpc.v1.cri".containerd]
-    snapshotter = "overlayfs"
-    default_runtime_name = "runc"
-    [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc]
-      runtime_type = "io.containerd.runc.v2"
-      [plugins."io.containerd.grpc.v1.cri".containerd.runtimes.runc.options]
-        BinaryName = "$KUBE_STATE/runc"
-        SystemdCgroup = false
-  [plugins."io.containerd.grpc.v1.cri".cni]
-    bin_dir = "/usr/lib/cni"
-    conf_dir = "$KUBE_STATE/cni"
-    max_conf_num = 1
-EOF
-# Pods' own network: a bridge with no gateway and no masquerade (lab traffic never takes it;
-# sfclab wires its segments itself), addresses from the cluster's pod range.
-cat >"$KUBE_STATE/cni/10-sfclab-kube.conflist" <<EOF
-{"cniVersion": "0.4.0", "name": "sfclab-kube", "plugins": [
-  {"type": "bridge", "bridge": "$BRIDGE", "isGateway": false, "ipMasq": false, "hairpinMode": false,
-   "ipam": {"type": "host-local", "dataDir": "$KUBE_STATE/cni-ipam", "ranges": [[{"subnet": "$POD_CIDR"}]]}},
-  {"type": "loopback"}
-]}
-EOF
+containerd_conf "$KUBE_STATE/containerd.toml" "$KUBE_STATE/containerd" "$KUBE_RUN/containerd" "$CONTAINERD_SOCK" \
+	"$KUBE_STATE/opt" "$KUBE_STATE/cni"
+cni_conf "$KUBE_STATE/cni/10-sfclab-kube.conflist" sfclab-kube "$POD_CIDR" "$KUBE_STATE/cni-ipam"
 daemon containerd containerd --config "$KUBE_STATE/containerd.toml"
 
 # Debian's etcd 3.4 cannot answer the watch cache's progress requests, so reads the cache
 # serves wait for it to time out (3 s each: deleting a namespace took minutes). Without the
 # watch cache every read goes to etcd.
-daemon kube-apiserver "$KUBE_BIN/kube-apiserver" --bind-address=127.0.0.1 --secure-port="$API_PORT" \
+daemon kube-apiserver unshare -m --propagation private sh -c 'mount --bind "$0" /etc/hosts && exec "$@"' "$KUBE_STATE/hosts" \
+	"$KUBE_BIN/kube-apiserver" --bind-address=127.0.0.1 --secure-port="$API_PORT" \
 	--advertise-address=127.0.0.1 --endpoint-reconciler-type=none \
 	--etcd-servers="http://127.0.0.1:$ETCD_PORT" \
 	--client-ca-file="$pki/ca.crt" --tls-cert-file="$pki/apiserver.crt" --tls-private-key-file="$pki/apiserver.key" \
@@ -225,38 +162,10 @@ daemon kube-scheduler "$KUBE_BIN/kube-scheduler" --kubeconfig="$KUBE_STATE/sched
 	--authorization-kubeconfig="$KUBE_STATE/scheduler.kubeconfig" \
 	--bind-address=127.0.0.1 --secure-port="$SCHED_PORT" --cert-dir="$KUBE_STATE/sched" --leader-elect=false --profiling=false
 
-cat >"$KUBE_STATE/kubelet.yaml" <<EOF
-apiVersion: kubelet.config.k8s.io/v1beta1
-kind: KubeletConfiguration
-address: 127.0.0.1
-port: $KUBELET_PORT
-readOnlyPort: 0
-healthzBindAddress: 127.0.0.1
-healthzPort: $KUBELET_HEALTHZ_PORT
-tlsCertFile: $pki/kubelet-serving.crt
-tlsPrivateKeyFile: $pki/kubelet-serving.key
-authentication:
-  anonymous: {enabled: false}
-  webhook: {enabled: false}
-  x509: {clientCAFile: $pki/ca.crt}
-authorization: {mode: AlwaysAllow}
-cgroupDriver: cgroupfs
-containerRuntimeEndpoint: unix://$CONTAINERD_SOCK
-failSwapOn: false
-failCgroupV1: false
-makeIPTablesUtilChains: false
-podLogsDir: $KUBE_STATE/pod-logs
-volumePluginDir: $KUBE_STATE/kubelet/volume-plugins
-resolvConf: /etc/resolv.conf
-imageGCHighThresholdPercent: 100
-imageGCLowThresholdPercent: 99
-evictionHard: {memory.available: "100Mi", nodefs.available: "1%", imagefs.available: "1%", nodefs.inodesFree: "1%"}
-serializeImagePulls: false
-rotateCertificates: false
-localStorageCapacityIsolation: false
-EOF
+kubelet_conf "$KUBE_STATE/kubelet.yaml" "$KUBELET_PORT" "$KUBELET_HEALTHZ_PORT" kubelet-serving "$CONTAINERD_SOCK" \
+	"$KUBE_STATE/pod-logs" "$KUBE_STATE/kubelet/volume-plugins"
 daemon kubelet "$KUBE_BIN/kubelet" --config="$KUBE_STATE/kubelet.yaml" --kubeconfig="$KUBE_STATE/kubelet.kubeconfig" \
-	--hostname-override=localhost --root-dir="$KUBE_STATE/kubelet" --cert-dir="$KUBE_STATE/kubelet/pki"
+	--hostname-override=localhost --node-ip="$NODE1_IP" --root-dir="$KUBE_STATE/kubelet" --cert-dir="$KUBE_STATE/kubelet/pki"
 
 # Docker's FORWARD policy drops bridged traffic when br_netfilter is loaded: accept the pod
 # bridge's (tagged, removed by stop.sh).

@@ -28,6 +28,8 @@ kill_wait() { # pid...: SIGTERM, then SIGKILL after 2 s
 	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
 	sleep 0.2
 }
+# The second node first (node2.sh), when it runs or left anything.
+"$here/node2.sh" stop >/dev/null
 # A running cluster deletes its pods itself: the kubelet stops their sandboxes (the CNI
 # plugins remove the pods' interfaces and network namespaces). Bounded: 15 s.
 if running kubelet && api_ready; then
@@ -86,6 +88,7 @@ for root in "$KUBE_RUN" "$KUBE_STATE"; do
 		while read -r m; do umount -l "$m" 2>/dev/null; done
 done
 ip link del "$BRIDGE" 2>/dev/null
+ip link del "$UNDERLAY_BRIDGE" 2>/dev/null
 while rule=$(iptables -w -S FORWARD 2>/dev/null | grep -m1 -- '--comment sfclab-kube'); do
 	# shellcheck disable=SC2086
 	iptables -w ${rule/-A/-D} || break
