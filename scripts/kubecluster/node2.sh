@@ -70,10 +70,17 @@ start() {
 	cert "kubelet-$NODE2-serving" "system:node:$NODE2" system:nodes "IP:127.0.0.1,DNS:$NODE2"
 	kubeconfig "kubelet-$NODE2" "system:node:$NODE2"
 
+	# As start.sh's daemon: no inherited file (the caller's test lock) stays open in a daemon.
 	daemon2() { # name argv...
 		local name=$1
 		shift
-		setsid nohup "$@" >>"$KUBE_STATE/log/$NODE2-$name.log" 2>&1 </dev/null &
+		(
+			for fd in /proc/$BASHPID/fd/*; do
+				fd=${fd##*/}
+				((fd > 2)) && eval "exec $fd>&-"
+			done
+			exec setsid nohup "$@" >>"$KUBE_STATE/log/$NODE2-$name.log" 2>&1 </dev/null
+		) &
 		echo $! >"$NODE2_RUN/$name.pid"
 	}
 	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$NODE2_STATE/relay" ./relay)
