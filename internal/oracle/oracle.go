@@ -47,10 +47,26 @@ var ErrMissing = errors.New("the real networking-sfc server is not installed")
 
 // Available reports whether the oracle can run here: nil, or an error wrapping ErrMissing
 // that names the packages to install. The import check costs ~2 s of Python start-up, so the
-// answer is worked out once per process.
-func Available() error { return available() }
+// answer is worked out once per process (a server Start booted is the answer too).
+func Available() error {
+	availability.mu.Lock()
+	defer availability.mu.Unlock()
+	if !availability.known {
+		availability.err, availability.known = checkImports(), true
+	}
+	return availability.err
+}
 
-var available = sync.OnceValue(func() error {
+// availability is Available's answer, once known.
+var availability struct {
+	mu    sync.Mutex
+	known bool
+	err   error
+}
+
+// checkImports is Available's check: the paste configuration, and the Python modules the
+// server boots from.
+func checkImports() error {
 	if err := pasteConfig(); err != nil {
 		return err
 	}
@@ -60,7 +76,7 @@ var available = sync.OnceValue(func() error {
 			ErrMissing, Python, strings.Join(Packages, " "), strings.TrimSpace(string(out)))
 	}
 	return nil
-})
+}
 
 // pasteConfig is the cheap half of Available: neutron-server's api-paste.ini is installed.
 func pasteConfig() error {
@@ -134,6 +150,10 @@ func Start(ctx context.Context) (*Oracle, error) {
 		}
 		return nil, err
 	}
+	// The server booted from the modules Available checks.
+	availability.mu.Lock()
+	availability.known, availability.err = true, nil
+	availability.mu.Unlock()
 	return o, nil
 }
 
