@@ -28,7 +28,9 @@ func TestMain(m *testing.M) {
 	if root := os.Getenv("SFCLAB_API_CHILD"); root != "" {
 		os.Exit(childServer(root, os.Getenv("SFCLAB_API_RECORD")))
 	}
-	os.Exit(m.Run())
+	code := m.Run()
+	batch.close()
+	os.Exit(code)
 }
 
 // childServer serves the journal at root with a Recorder that writes its calls to record

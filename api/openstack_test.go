@@ -1,17 +1,22 @@
 package api
 
 import (
+	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http/httptest"
 	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/internal/oracle"
 )
 
 // osc runs the real OpenStack client against a server.
@@ -32,16 +37,126 @@ func newOSC(t testing.TB, url, token string) *osc {
 	return &osc{t: t, auth: auth}
 }
 
-// run runs `openstack ARGS...` and returns stdout, stderr and whether it exited 0.
+// oscTimeout bounds one command of the client.
+const oscTimeout = time.Minute
+
+// run runs `openstack ARGS...` and returns stdout, stderr and whether it exited 0. It runs
+// the client's entry point in the package's batch process (oscBatch), where the client's
+// start-up is paid once; runScript runs the `openstack` script itself.
 func (o *osc) run(args ...string) (string, string, bool) {
 	o.t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+	out, errOut, rc, err := batch.run(append(append([]string{}, o.auth...), args...))
+	if err != nil {
+		o.t.Fatalf("openstack %s: %v", strings.Join(args, " "), err)
+	}
+	return out, errOut, rc == 0
+}
+
+// runScript runs the `openstack` script in a process of its own, as a user does.
+func (o *osc) runScript(args ...string) (string, string, bool) {
+	o.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), oscTimeout)
 	defer cancel()
 	cmd := exec.CommandContext(ctx, "openstack", append(append([]string{}, o.auth...), args...)...)
 	var out, errOut bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &errOut
 	err := cmd.Run()
 	return out.String(), errOut.String(), err == nil
+}
+
+// batch is the package's OpenStack client process, started by the first command and ended
+// by TestMain.
+var batch oscBatch
+
+// oscBatch is one Python process running testdata/oscbatch.py: the `openstack` script's
+// main, openstackclient.shell.main, once per command, with the command's stdout, stderr and
+// exit status returned apart.
+type oscBatch struct {
+	mu     sync.Mutex
+	cmd    *exec.Cmd
+	in     io.WriteCloser
+	out    *bufio.Reader
+	stderr bytes.Buffer
+}
+
+// run sends one command's arguments and waits up to oscTimeout for its answer; on a timeout
+// or a broken process it ends the process (the next command starts another).
+func (b *oscBatch) run(argv []string) (stdout, stderr string, rc int, err error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	if b.cmd == nil {
+		if err := b.start(); err != nil {
+			return "", "", 0, err
+		}
+	}
+	req, _ := json.Marshal(argv)
+	type answer struct {
+		RC  int    `json:"rc"`
+		Out string `json:"out"`
+		Err string `json:"err"`
+	}
+	got := make(chan error, 1)
+	var a answer
+	go func() {
+		if _, err := b.in.Write(append(req, '\n')); err != nil {
+			got <- err
+			return
+		}
+		line, err := b.out.ReadBytes('\n')
+		if err == nil {
+			err = json.Unmarshal(line, &a)
+		}
+		got <- err
+	}()
+	select {
+	case err = <-got:
+	case <-time.After(oscTimeout):
+		err = fmt.Errorf("no answer within %s", oscTimeout)
+	}
+	if err != nil {
+		b.stop()
+		return "", "", 0, fmt.Errorf("run client batch: %w: %s", err, b.stderr.String())
+	}
+	return a.Out, a.Err, a.RC, nil
+}
+
+func (b *oscBatch) start() error {
+	b.stderr.Reset()
+	b.cmd = exec.Command(oracle.Python, "testdata/oscbatch.py")
+	b.cmd.Stderr = &b.stderr
+	b.cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL}
+	in, err := b.cmd.StdinPipe()
+	if err != nil {
+		return fmt.Errorf("start client batch: %w", err)
+	}
+	out, err := b.cmd.StdoutPipe()
+	if err != nil {
+		return fmt.Errorf("start client batch: %w", err)
+	}
+	if err := b.cmd.Start(); err != nil {
+		b.cmd = nil
+		return fmt.Errorf("start client batch: %w", err)
+	}
+	b.in, b.out = in, bufio.NewReader(out)
+	return nil
+}
+
+// stop ends the process, if any.
+func (b *oscBatch) stop() {
+	if b.cmd == nil {
+		return
+	}
+	b.in.Close()
+	_ = b.cmd.Process.Kill()
+	_ = b.cmd.Wait()
+	b.cmd = nil
+}
+
+// close ends the process, for TestMain.
+func (b *oscBatch) close() {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	b.stop()
 }
 
 // json runs a command with -f json and decodes its output.
@@ -132,8 +247,10 @@ func TestOpenStackClient(t *testing.T) {
 	if len(ports) != 8 {
 		t.Errorf("openstack port list: %d ports, want 8: %v", len(ports), ports)
 	}
+	// The `openstack` script itself, in a process of its own, once: the batch process runs
+	// the same entry point for the other commands.
 	bad := newOSC(t, h.url, "wrong")
-	if out, errOut, ok := bad.run("sfc", "port", "chain", "list"); ok {
+	if out, errOut, ok := bad.runScript("sfc", "port", "chain", "list"); ok {
 		t.Errorf("a wrong token was accepted: %s%s", out, errOut)
 	}
 	openstackChain(t, o, h.rec, "api-osc")

@@ -457,9 +457,22 @@ func TestFirewallOffload(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 to 5202 on the server itself: %v\n%s", err, out)
 	}
-	for try := range 3 {
-		if out, err := client.Output(context.Background(), nil, "timeout", "3", "iperf3", "-c", srvAddr, "-p", "5202", "-t", "1"); err == nil {
-			t.Fatalf("try %d: a connection to a port the firewall denies got through:\n%s", try, out)
+	// Three tries, at once: each waits its 3 s for a connection that must not come, and
+	// their SYNs and retransmissions interleave, so later ones follow denied ones as in a row.
+	type try struct {
+		out []byte
+		err error
+	}
+	tries := make(chan try, 3)
+	for range 3 {
+		go func() {
+			out, err := client.Output(context.Background(), nil, "timeout", "3", "iperf3", "-c", srvAddr, "-p", "5202", "-t", "1")
+			tries <- try{out, err}
+		}()
+	}
+	for i := range 3 {
+		if r := <-tries; r.err == nil {
+			t.Errorf("try %d: a connection to a port the firewall denies got through:\n%s", i, r.out)
 		}
 	}
 	final, _, err := steer.FwOffloadCounters(ns, "eth0")

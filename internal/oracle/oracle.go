@@ -46,15 +46,42 @@ var confTmpl string
 var ErrMissing = errors.New("the real networking-sfc server is not installed")
 
 // Available reports whether the oracle can run here: nil, or an error wrapping ErrMissing
-// that names the packages to install.
+// that names the packages to install. The import check costs ~2 s of Python start-up, so the
+// answer is worked out once per process (a server Start booted is the answer too).
 func Available() error {
-	if _, err := os.Stat("/etc/neutron/api-paste.ini"); err != nil {
-		return fmt.Errorf("%w: no /etc/neutron/api-paste.ini (apt-get install %s)", ErrMissing, strings.Join(Packages, " "))
+	availability.mu.Lock()
+	defer availability.mu.Unlock()
+	if !availability.known {
+		availability.err, availability.known = checkImports(), true
+	}
+	return availability.err
+}
+
+// availability is Available's answer, once known.
+var availability struct {
+	mu    sync.Mutex
+	known bool
+	err   error
+}
+
+// checkImports is Available's check: the paste configuration, and the Python modules the
+// server boots from.
+func checkImports() error {
+	if err := pasteConfig(); err != nil {
+		return err
 	}
 	out, err := exec.Command(Python, "-c", "import neutron.cmd.eventlet.server, networking_sfc.db.sfc_db").CombinedOutput()
 	if err != nil {
 		return fmt.Errorf("%w: %s cannot import neutron and networking_sfc (apt-get install %s): %s",
 			ErrMissing, Python, strings.Join(Packages, " "), strings.TrimSpace(string(out)))
+	}
+	return nil
+}
+
+// pasteConfig is the cheap half of Available: neutron-server's api-paste.ini is installed.
+func pasteConfig() error {
+	if _, err := os.Stat("/etc/neutron/api-paste.ini"); err != nil {
+		return fmt.Errorf("%w: no /etc/neutron/api-paste.ini (apt-get install %s)", ErrMissing, strings.Join(Packages, " "))
 	}
 	return nil
 }
@@ -84,9 +111,11 @@ type Oracle struct {
 
 // Start writes the configuration to a new temporary directory, starts the server in a
 // process group of its own and waits until it answers GET /v2.0/ports with 200. On any
-// failure it stops what it started and removes the directory.
+// failure it stops what it started and removes the directory; should the server exit
+// early, Available says whether a package is missing (the error then wraps ErrMissing).
+// The server's boot imports what Available checks, so Start does not check it first.
 func Start(ctx context.Context) (*Oracle, error) {
-	if err := Available(); err != nil {
+	if err := pasteConfig(); err != nil {
 		return nil, err
 	}
 	dir, err := os.MkdirTemp("", "sfclab-oracle-")
@@ -116,8 +145,15 @@ func Start(ctx context.Context) (*Oracle, error) {
 	go func() { _ = o.cmd.Wait(); close(o.done) }()
 	if err := o.wait(ctx); err != nil {
 		o.Stop()
+		if missing := Available(); missing != nil {
+			return nil, fmt.Errorf("start oracle: %w", missing)
+		}
 		return nil, err
 	}
+	// The server booted from the modules Available checks.
+	availability.mu.Lock()
+	availability.known, availability.err = true, nil
+	availability.mu.Unlock()
 	return o, nil
 }
 
