@@ -12,6 +12,7 @@ import (
 	"github.com/cilium/ebpf"
 	"github.com/cilium/ebpf/asm"
 	"github.com/cilium/ebpf/link"
+	"golang.org/x/sys/unix"
 )
 
 // StallWatch measures how long watched kernel threads (the chain's NAPI threads) wait for
@@ -101,6 +102,9 @@ func NewStallWatch(tids []int) (_ *StallWatch, err error) {
 			return nil, fmt.Errorf("load the %s program: %w", p.name, err)
 		}
 		w.progs = append(w.progs, prog)
+		if err := mountTracefs(); err != nil {
+			return nil, err
+		}
 		l, err := link.Tracepoint("sched", p.name, prog, nil)
 		if err != nil {
 			return nil, fmt.Errorf("attach to tracepoint sched/%s: %w", p.name, err)
@@ -238,4 +242,25 @@ func (w *StallWatch) Close() error {
 		}
 	}
 	return errors.Join(errs...)
+}
+
+// tracefsDir is where tracefs is mounted on systemd hosts (sys-kernel-tracing.mount) and
+// where cilium/ebpf looks first for a tracepoint's id.
+const tracefsDir = "/sys/kernel/tracing"
+
+// mountTracefs mounts tracefs at tracefsDir when neither it nor debugfs' tracing directory
+// is mounted (a host booted without systemd's mounts, as this development VM is), as
+// systemd does at boot. It stays mounted: cilium/ebpf settles the path once a process, so an
+// unmount would break the next watch in this one, and other processes may have found it.
+func mountTracefs() error {
+	for _, dir := range []string{tracefsDir, "/sys/kernel/debug/tracing"} {
+		var st unix.Statfs_t
+		if unix.Statfs(dir, &st) == nil && (st.Type == unix.TRACEFS_MAGIC || st.Type == unix.DEBUGFS_MAGIC) {
+			return nil
+		}
+	}
+	if err := unix.Mount("tracefs", tracefsDir, "tracefs", unix.MS_NOSUID|unix.MS_NODEV|unix.MS_NOEXEC, ""); err != nil && !errors.Is(err, unix.EBUSY) {
+		return fmt.Errorf("mount tracefs on %s (the sched tracepoints' ids are read there): %w", tracefsDir, err)
+	}
+	return nil
 }
