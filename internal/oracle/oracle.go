@@ -46,8 +46,20 @@ var confTmpl string
 var ErrMissing = errors.New("the real networking-sfc server is not installed")
 
 // Available reports whether the oracle can run here: nil, or an error wrapping ErrMissing
-// that names the packages to install.
+// that names the packages to install. The answer is found once per process (importing
+// neutron takes Python 2-3 s of CPU here) and kept: Start asks again.
 func Available() error {
+	available.Do(func() { available.err = findAvailable() })
+	return available.err
+}
+
+// available is Available's answer, found once.
+var available struct {
+	sync.Once
+	err error
+}
+
+func findAvailable() error {
 	if _, err := os.Stat("/etc/neutron/api-paste.ini"); err != nil {
 		return fmt.Errorf("%w: no /etc/neutron/api-paste.ini (apt-get install %s)", ErrMissing, strings.Join(Packages, " "))
 	}
