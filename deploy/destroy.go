@@ -11,6 +11,7 @@ import (
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/steer"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -46,7 +47,7 @@ func (d *Deployer) Destroy(ctx context.Context, lab string) error {
 	// Every runtime removes what carries the lab's tag, at the same time: a netns lab's
 	// namespaces go while the docker runtime asks its engine whether it holds anything.
 	errs := d.destroyRuntimes(ctx, lab)
-	if unfinished && len(errs) == 0 {
+	if unfinished && len(errs) == 0 && d.createsLate(p) {
 		errs = d.settle(ctx, lab)
 	}
 	// Steering programs went with the host namespaces; their pinned maps go now.
@@ -84,6 +85,22 @@ func (d *Deployer) destroyRuntimes(ctx context.Context, lab string) []error {
 		}
 	}
 	return errs
+}
+
+// createsLate reports whether objects of a lab whose deploy did not finish may still appear
+// after its process is gone: unless the plan is known and its runtime makes everything in
+// sfclab's own process (runtime.OwnCreates: netns, vm), whose labs are then destroyed in one
+// pass without waiting SettleGrace.
+func (d *Deployer) createsLate(p *plan.Plan) bool {
+	if p == nil {
+		return true
+	}
+	rt, err := d.Runtime(p.Runtime)
+	if err != nil {
+		return true
+	}
+	o, ok := rt.(runtime.OwnCreates)
+	return !ok || !o.CreatesOnlyInProcess()
 }
 
 // SettleGrace is how long destroy of a lab whose deploy did not finish waits for requests

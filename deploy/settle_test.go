@@ -24,6 +24,12 @@ type lateRuntime struct {
 
 func (r *lateRuntime) Name() string { return "late" }
 
+// ownRuntime is a lateRuntime that says it makes every object in sfclab's own process
+// (runtime.OwnCreates), as netns does.
+type ownRuntime struct{ *lateRuntime }
+
+func (ownRuntime) CreatesOnlyInProcess() bool { return true }
+
 func (r *lateRuntime) Leftovers(context.Context, string) ([]string, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
@@ -54,6 +60,7 @@ func TestDestroySettlesUnfinishedDeploy(t *testing.T) {
 	SettleGrace = 10 * time.Millisecond
 	for _, tc := range []struct {
 		name         string
+		own          bool
 		status       string
 		late         int
 		wantDestroys int
@@ -65,10 +72,17 @@ func TestDestroySettlesUnfinishedDeploy(t *testing.T) {
 		{name: "killed deploy, nothing late", status: journal.StatusDeploying, wantDestroys: 1},
 		{name: "ready lab, one pass", status: journal.StatusReady, late: 1, wantDestroys: 1, wantLeft: 1},
 		{name: "creates keep coming", status: journal.StatusDeploying, late: 100, wantDestroys: 1 + settleRounds, wantLeft: 1, wantErr: "keep appearing"},
+		// A runtime that makes everything in sfclab's process gets no second look: the late
+		// create (which it cannot have) is not waited for.
+		{name: "killed deploy, own creates, one pass", own: true, status: journal.StatusDeploying, late: 1, wantDestroys: 1, wantLeft: 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			rt := &lateRuntime{objects: 1, late: tc.late}
-			d := &Deployer{Journal: journal.Journal{Root: t.TempDir()}, Runtimes: map[string]runtime.Runtime{"late": rt}}
+			var as runtime.Runtime = rt
+			if tc.own {
+				as = ownRuntime{rt}
+			}
+			d := &Deployer{Journal: journal.Journal{Root: t.TempDir()}, Runtimes: map[string]runtime.Runtime{"late": as}}
 			if err := d.Journal.Create("t-late"); err != nil {
 				t.Fatal(err)
 			}

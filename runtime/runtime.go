@@ -104,3 +104,12 @@ type EnvironmentDescriber interface {
 	// Environment describes the engine; a value says "not available" when it does not answer.
 	Environment(ctx context.Context) map[string]string
 }
+
+// OwnCreates is a runtime whose every object (namespace, link, process, cgroup, QEMU) is made
+// by sfclab's own process, with no engine between that completes a request after its client
+// is gone: once a deploy's process is dead, nothing of its lab appears any more, so destroying
+// a lab whose deploy did not finish needs no second look (deploy.SettleGrace). Docker and
+// Kubernetes do not qualify: their engines finish a create a killed deploy left in flight.
+type OwnCreates interface {
+	CreatesOnlyInProcess() bool
+}

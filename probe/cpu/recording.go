@@ -5,6 +5,7 @@ import (
 	"errors"
 	"maps"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
@@ -56,17 +57,45 @@ func StartRecording(ctx context.Context, env probe.Env, self string) (*Recording
 			return nil, err
 		}
 	}
-	c := &Recording{ctx: ctx, env: env, sampler: sampler, first: map[string]cgroup.EngineStats{}}
+	c := &Recording{ctx: ctx, env: env, sampler: sampler}
+	c.first, _ = engineReadings(ctx, env, names) // a node without a first reading has no figure
+	return c, nil
+}
+
+// engineReadings reads the engine's counters of the named nodes that have an Engine, all at
+// once: the Docker Engine answers a stats request at its collector's next round, every second
+// (Docker 20.10, one-shot requests too), so one after the other they took a second per
+// container at both ends of every trial, and their readings spread over as many seconds. A
+// node whose reading fails is left out; the errors are returned joined.
+func engineReadings(ctx context.Context, env probe.Env, names []string) (map[string]cgroup.EngineStats, error) {
+	engines := map[string]Engine{}
 	for _, name := range names {
 		if n, err := env.Node(name); err == nil {
 			if e, ok := n.(Engine); ok {
-				if st, err := e.EngineCPU(ctx); err == nil {
-					c.first[name] = st
-				}
+				engines[name] = e
 			}
 		}
 	}
-	return c, nil
+	var (
+		mu   sync.Mutex
+		wg   sync.WaitGroup
+		errs []error
+	)
+	out := map[string]cgroup.EngineStats{}
+	for name, e := range engines {
+		wg.Go(func() {
+			st, err := e.EngineCPU(ctx)
+			mu.Lock()
+			defer mu.Unlock()
+			if err != nil {
+				errs = append(errs, err)
+				return
+			}
+			out[name] = st
+		})
+	}
+	wg.Wait()
+	return out, errors.Join(errs...)
 }
 
 // Track reads the cgroup counters every interval from now on (see Sampler.Track), so Stop can
@@ -76,21 +105,8 @@ func (c *Recording) Track(interval time.Duration) { c.sampler.Track(interval) }
 // Stop ends the recording and emits its samples: over w when it is not nil (the snapshots
 // inside it, see Sampler.StopWithin), else over the whole span since StartRecording.
 func (c *Recording) Stop(emit func(results.Sample), w *probe.Window) error {
-	var err error
 	// The engine's second readings first: they end docker_cpu_percent's span with the run.
-	second := map[string]cgroup.EngineStats{}
-	for _, name := range slices.Sorted(maps.Keys(c.first)) {
-		n, nerr := c.env.Node(name)
-		if nerr != nil {
-			continue
-		}
-		cur, serr := n.(Engine).EngineCPU(context.WithoutCancel(c.ctx))
-		if serr != nil {
-			err = errors.Join(err, serr)
-			continue
-		}
-		second[name] = cur
-	}
+	second, err := engineReadings(context.WithoutCancel(c.ctx), c.env, slices.Sorted(maps.Keys(c.first)))
 	var cs []results.Sample
 	var cerr error
 	if w != nil {

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -110,6 +111,12 @@ func TestComposeScript(t *testing.T) {
 	}
 }
 
+// composeVersion is the version of the docker-compose installed here, asked once.
+var composeVersion struct {
+	sync.Once
+	v string
+}
+
 // composeUp exports a plan as a compose file, brings it up with the compose tool installed here
 // (docker-compose v1) and brings it down at the end of the test, checking that nothing is left.
 // It returns the file, the container id of a service and a `docker exec` runner.
@@ -135,9 +142,12 @@ func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, 
 		out, err := cmd.CombinedOutput()
 		return string(out), err
 	}
-	if v, err := exec.Command(compose, "version", "--short").Output(); err == nil {
-		t.Logf("docker-compose %s", strings.TrimSpace(string(v)))
-	}
+	composeVersion.Do(func() {
+		if v, err := exec.Command(compose, "version", "--short").Output(); err == nil {
+			composeVersion.v = strings.TrimSpace(string(v))
+		}
+	})
+	t.Logf("docker-compose %s", composeVersion.v)
 	t.Cleanup(func() {
 		if out, err := run("down", "--timeout", "1"); err != nil {
 			t.Errorf("docker-compose down: %v\n%s", err, out)
@@ -154,12 +164,15 @@ func composeUp(t *testing.T, p *plan.Plan) (*bytes.Buffer, func(string) string, 
 	if out, err := run("up", "-d"); err != nil {
 		t.Fatalf("docker-compose up: %v\n%s\n%s", err, out, buf.String())
 	}
+	// A service's container, by the labels docker-compose ps reads (the docker CLI answers in
+	// milliseconds, docker-compose starts Python for a second each time).
 	id := func(service string) string {
-		out, err := run("ps", "-q", service)
-		if err != nil || strings.TrimSpace(out) == "" {
-			t.Fatalf("docker-compose ps %s: %v %s", service, err, out)
+		out, err := exec.Command("docker", "ps", "-a", "-q", "--no-trunc", "--filter", "label="+docker.LabelExported+"="+p.Lab,
+			"--filter", "label=com.docker.compose.service="+service).Output()
+		if err != nil || len(strings.Fields(string(out))) != 1 {
+			t.Fatalf("container of service %s: %v %q", service, err, out)
 		}
-		return strings.TrimSpace(out)
+		return strings.TrimSpace(string(out))
 	}
 	dockerExec := func(args ...string) (string, error) {
 		out, err := exec.Command("docker", append([]string{"exec"}, args...)...).CombinedOutput()

@@ -412,6 +412,20 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		defer cancel()
 		return r.Destroy(cctx, p.Lab)
 	})
+	// The containers and networks created are undone as Destroy removes them: containers
+	// first, all at once (Runtime.Parallel in flight), then networks; one by one, a failed
+	// deploy of 14 containers spent 6 s unwinding.
+	made := &madeObjects{}
+	u.Push("networks of lab "+p.Lab, func() error {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		return r.removeAll(made.list(true), func(id, name string) error { return removeNetwork(cctx, cli, id, name) })
+	})
+	u.Push("containers of lab "+p.Lab, func() error {
+		cctx, cancel := cleanupCtx()
+		defer cancel()
+		return r.removeAll(made.list(false), func(id, name string) error { return removeContainer(cctx, cli, id, name) })
+	})
 	// Whether the engine manages iptables is asked while the first networks are created.
 	fwc := make(chan bool, 1)
 	go func() { fwc <- userChainExists(ctx) }()
@@ -424,7 +438,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	start := time.Now()
 	err = r.parallel(ctx, len(order), func(i int) error {
 		if s, ok := order[i].(*plan.Segment); ok {
-			br, isInternal, err := r.createNetwork(ctx, cli, p, s, u)
+			br, isInternal, err := r.createNetwork(ctx, cli, p, s, made)
 			mu.Lock()
 			if err == nil {
 				bridges[s.Name] = br
@@ -462,7 +476,7 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		if !p.HostPorts() && !ready.wait(ctx, needs(n)) {
 			return ctx.Err() // a failed network reports itself
 		}
-		ns, err := r.createContainer(ctx, cli, p, n, image, nodeDir, u)
+		ns, err := r.createContainer(ctx, cli, p, n, image, nodeDir, made, u)
 		if err != nil {
 			return err
 		}
@@ -484,10 +498,51 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	return out, nil
 }
 
+// madeObjects records the containers and networks a deploy created, for its undo.
+type madeObjects struct {
+	mu                   sync.Mutex
+	containers, networks []engineObject
+}
+
+// engineObject is a container or network by ID, with its name for errors.
+type engineObject struct{ id, name string }
+
+// add records a container, or a network.
+func (m *madeObjects) add(network bool, id, name string) {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if network {
+		m.networks = append(m.networks, engineObject{id, name})
+	} else {
+		m.containers = append(m.containers, engineObject{id, name})
+	}
+}
+
+// list returns the networks, or the containers, recorded so far.
+func (m *madeObjects) list(networks bool) []engineObject {
+	m.mu.Lock()
+	defer m.mu.Unlock()
+	if networks {
+		return slices.Clone(m.networks)
+	}
+	return slices.Clone(m.containers)
+}
+
+// removeAll removes objects with at most Runtime.Parallel requests in flight, every one of
+// them whatever fails, and joins the errors.
+func (r Runtime) removeAll(objs []engineObject, remove func(id, name string) error) error {
+	limit := r.Parallel
+	if limit <= 0 {
+		limit = DefaultParallel
+	}
+	return pool.All(len(objs), limit, func(i int) error { return remove(objs[i].id, objs[i].name) })
+}
+
 // createNetwork creates a segment's network: a bridge with the plan's subnet, the segment's
 // gateway address on the host side and the lab's MTU; internal unless a port is published on
-// it. It returns the network's host bridge and whether the network is internal.
-func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, u runtime.Undo) (string, bool, error) {
+// it. It returns the network's host bridge and whether the network is internal; the network
+// is recorded in made for the deploy's undo.
+func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, made *madeObjects) (string, bool, error) {
 	name := NetworkName(p.Lab, s.Name)
 	internal := !published(p, s)
 	t0 := time.Now()
@@ -504,11 +559,7 @@ func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.
 		return "", false, fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
 	}
 	r.trace(StepNetworkCreate, t0)
-	u.Push("network "+name, func() error {
-		cctx, cancel := cleanupCtx()
-		defer cancel()
-		return removeNetwork(cctx, cli, res.ID, name)
-	})
+	made.add(true, res.ID, name)
 	return bridgeName(res.ID), internal, nil
 }
 
@@ -548,8 +599,9 @@ func removeNetwork(ctx context.Context, cli *client.Client, id, name string) err
 // bridgeName is the host bridge the engine makes for a network (br- and 12 hex digits).
 func bridgeName(id string) string { return "br-" + id[:min(12, len(id))] }
 
-// createContainer creates and starts a node's container on its first segment's network.
-func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *plan.Plan, n *plan.Node, image, nodeDir string, u runtime.Undo) (*netdev.NS, error) {
+// createContainer creates and starts a node's container on its first segment's network; the
+// container is recorded in made for the deploy's undo, the undo of what follows in u.
+func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *plan.Plan, n *plan.Node, image, nodeDir string, made *madeObjects, u runtime.Undo) (*netdev.NS, error) {
 	name := ContainerName(p.Lab, n.Name)
 	// Without interfaces of the engine's (Plan.HostPorts) the container starts in a namespace
 	// of its own with only lo, and package hosts gives it its ports.
@@ -609,11 +661,7 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
 	r.trace(StepCreate, t0)
-	u.Push("container "+name, func() error {
-		cctx, cancel := cleanupCtx()
-		defer cancel()
-		return removeContainer(cctx, cli, res.ID, name)
-	})
+	made.add(false, res.ID, name)
 	if !p.HostPorts() {
 		// The engine of API 1.41 takes one network at create; the others are added before
 		// the start, which then sets up every endpoint in one go.

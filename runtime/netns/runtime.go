@@ -36,6 +36,12 @@ const KillTimeout = 5 * time.Second
 // Name is "netns".
 func (Runtime) Name() string { return "netns" }
 
+// CreatesOnlyInProcess is true: sfclab's process makes every object of a lab itself
+// (runtime.OwnCreates).
+func (Runtime) CreatesOnlyInProcess() bool { return true }
+
+var _ runtime.OwnCreates = Runtime{}
+
 // Preflight checks, before anything is created, that every program the plan's functions and
 // run commands start is installed on this host (nodes share the host's filesystem); root is
 // checked by deploy.

@@ -69,6 +69,12 @@ type Runtime struct {
 // Name is "vm".
 func (Runtime) Name() string { return spec.RuntimeVM }
 
+// CreatesOnlyInProcess is true: sfclab's process makes every object of a lab itself
+// (runtime.OwnCreates).
+func (Runtime) CreatesOnlyInProcess() bool { return true }
+
+var _ runtime.OwnCreates = Runtime{}
+
 // InterfacesAfterSysctls is netns's answer: Link creates every interface.
 func (Runtime) InterfacesAfterSysctls() bool { return true }
 
