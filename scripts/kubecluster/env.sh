@@ -196,3 +196,31 @@ import_images() {
 		echo "kubecluster: imported $a"
 	done
 }
+# spawn LOG PIDFILE argv...: starts a daemon in a session of its own, its output in LOG, its
+# PID in PIDFILE. It keeps none of the caller's other open files: one inherited from the
+# caller, such as the host-wide test lock of `flock /tmp/sfclab-suite.lock go test ...`, would
+# stay held for as long as the cluster runs.
+spawn() {
+	local log=$1 pidfile=$2
+	shift 2
+	(
+		for fd in /proc/$BASHPID/fd/*; do
+			fd=${fd##*/}
+			((fd > 2)) && eval "exec $fd>&-"
+		done
+		exec setsid nohup "$@" >>"$log" 2>&1 </dev/null
+	) &
+	echo $! >"$pidfile"
+}
+kill_wait() { # pid...: SIGTERM, then SIGKILL after 2 s
+	local p
+	for p in "$@"; do kill "$p" 2>/dev/null; done
+	for _ in $(seq 1 20); do
+		local alive=0
+		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
+		((alive)) || return 0
+		sleep 0.1
+	done
+	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
+	sleep 0.2
+}

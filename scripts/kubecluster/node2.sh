@@ -70,19 +70,7 @@ start() {
 	cert "kubelet-$NODE2-serving" "system:node:$NODE2" system:nodes "IP:127.0.0.1,DNS:$NODE2"
 	kubeconfig "kubelet-$NODE2" "system:node:$NODE2"
 
-	# As start.sh's daemon: no inherited file (the caller's test lock) stays open in a daemon.
-	daemon2() { # name argv...
-		local name=$1
-		shift
-		(
-			for fd in /proc/$BASHPID/fd/*; do
-				fd=${fd##*/}
-				((fd > 2)) && eval "exec $fd>&-"
-			done
-			exec setsid nohup "$@" >>"$KUBE_STATE/log/$NODE2-$name.log" 2>&1 </dev/null
-		) &
-		echo $! >"$NODE2_RUN/$name.pid"
-	}
+	daemon2() { spawn "$KUBE_STATE/log/$NODE2-$1.log" "$NODE2_RUN/$1.pid" "${@:2}"; } # name argv...
 	(cd "$here" && CGO_ENABLED=0 go build -trimpath -ldflags "-s -w" -o "$NODE2_STATE/relay" ./relay)
 	daemon2 relay "$NODE2_STATE/relay" -netns "$nspath" \
 		-into "127.0.0.1:$NODE2_KUBELET_PORT" -out "127.0.0.1:$API_PORT"
@@ -109,19 +97,6 @@ start() {
 	wait_for "node $NODE2 Ready" 120 node2_ready
 	wait_for "node $NODE2 without taints" 60 node2_untainted
 	echo "kubecluster: node $NODE2 Ready after $(since) s (underlay $NODE2_IP, namespace $NODE2_NS)"
-}
-
-kill_wait() { # pid...: SIGTERM, then SIGKILL after 2 s
-	local p
-	for p in "$@"; do kill "$p" 2>/dev/null; done
-	for _ in $(seq 1 20); do
-		local alive=0
-		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
-		((alive)) || return 0
-		sleep 0.1
-	done
-	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
-	sleep 0.2
 }
 
 stop() {

@@ -72,21 +72,7 @@ ip link set "$UNDERLAY_BRIDGE" up
 { cat /etc/hosts; echo "127.0.0.1 $NODE2"; } >"$KUBE_STATE/hosts"
 
 # --- daemons -------------------------------------------------------------------------------
-# A daemon keeps none of this script's other open files: one inherited from the caller, such
-# as the host-wide test lock of `flock /tmp/sfclab-suite.lock go test ...`, would stay held for
-# as long as the cluster runs.
-daemon() { # name argv...
-	local name=$1
-	shift
-	(
-		for fd in /proc/$BASHPID/fd/*; do
-			fd=${fd##*/}
-			((fd > 2)) && eval "exec $fd>&-"
-		done
-		exec setsid nohup "$@" >>"$KUBE_STATE/log/$name.log" 2>&1 </dev/null
-	) &
-	echo $! >"$KUBE_RUN/$name.pid"
-}
+daemon() { spawn "$KUBE_STATE/log/$1.log" "$KUBE_RUN/$1.pid" "${@:2}"; } # name argv...
 daemon etcd etcd --name sfclab-kube --data-dir "$KUBE_STATE/etcd" \
 	--listen-client-urls "http://127.0.0.1:$ETCD_PORT" --advertise-client-urls "http://127.0.0.1:$ETCD_PORT" \
 	--listen-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" --initial-advertise-peer-urls "http://127.0.0.1:$ETCD_PEER_PORT" \

@@ -16,18 +16,6 @@ esac
 [[ $KUBE_STATE == /*sfclab-kube* && $KUBE_RUN == /*sfclab-kube* ]] || { echo "kubecluster: KUBE_STATE and KUBE_RUN must name sfclab-kube directories" >&2; exit 1; }
 ctr_() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 pidof_() { [ -f "$KUBE_RUN/$1.pid" ] && cat "$KUBE_RUN/$1.pid"; }
-kill_wait() { # pid...: SIGTERM, then SIGKILL after 2 s
-	local p
-	for p in "$@"; do kill "$p" 2>/dev/null; done
-	for _ in $(seq 1 20); do
-		local alive=0
-		for p in "$@"; do kill -0 "$p" 2>/dev/null && alive=1; done
-		((alive)) || return 0
-		sleep 0.1
-	done
-	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
-	sleep 0.2
-}
 # The second node first (node2.sh), when it runs or left anything.
 "$here/node2.sh" stop >/dev/null
 # A running cluster deletes its pods itself: the kubelet stops their sandboxes (the CNI
