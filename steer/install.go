@@ -24,12 +24,14 @@ type PortAttachment struct {
 }
 
 // TunnelAttachment is one host's steering VXLAN device Ifname in namespace NS, and the host's
-// address on the underlay.
+// address on the underlay. Remote: the host is on another machine (a Kubernetes node's part
+// of a lab): only its underlay address is recorded, for the local host's program to send to.
 type TunnelAttachment struct {
 	NS       string     `json:"ns"`
 	Host     uint32     `json:"host"`
 	Underlay netip.Addr `json:"underlay"`
 	Ifname   string     `json:"ifname"`
+	Remote   bool       `json:"remote,omitempty"`
 }
 
 // Install loads the lab's data plane (maps pinned under PinDir(lab), a program per host of a),
@@ -50,6 +52,12 @@ func Install(lab string, a Attachment) error {
 		}
 	}
 	for _, t := range a.Tunnels {
+		if t.Remote {
+			if err := dp.SetTunnel(t.Host, t.Underlay, 0); err != nil {
+				return err
+			}
+			continue
+		}
 		h, err := handleIn(t.NS)
 		if err != nil {
 			return fmt.Errorf("attach steering to tunnel %s/%s: %w", t.NS, t.Ifname, err)

@@ -15,6 +15,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+	"slices"
+	"strings"
 	gosync "sync"
 
 	"github.com/cilium/ebpf"
@@ -30,6 +32,20 @@ var ErrNotLoaded = errors.New("no steering data plane pinned")
 
 // PinDir returns the pin directory of a lab's maps.
 func PinDir(lab string) string { return filepath.Join(PinRoot, lab) }
+
+// NodePin names the maps of one Kubernetes node's part of a lab whose hosts are nodes of a
+// cluster (LAB@NODE): each node's agent pins its own part, and nodes that share a machine's
+// BPF file system (the test cluster's second node) must not share the maps. Unpin(lab) and
+// Pinned count them as the lab's.
+func NodePin(lab, node string) string { return lab + "@" + node }
+
+// labOfPin returns the lab a pin directory's name belongs to (LAB or LAB@NODE).
+func labOfPin(name string) string {
+	if i := strings.IndexByte(name, '@'); i >= 0 {
+		return name[:i]
+	}
+	return name
+}
 
 // Dataplane is a lab's loaded maps and one program copy per emulated host (each knows its
 // host id; all share the maps).
@@ -219,6 +235,15 @@ func Unpin(lab string) error {
 	if err := os.RemoveAll(PinDir(lab)); err != nil {
 		return fmt.Errorf("unpin steering maps of lab %s: %w", lab, err)
 	}
+	// The lab's nodes' parts (NodePin), when lab is a lab's name.
+	if !strings.Contains(lab, "@") {
+		parts, _ := filepath.Glob(PinDir(NodePin(lab, "*")))
+		for _, d := range parts {
+			if err := os.RemoveAll(d); err != nil {
+				return fmt.Errorf("unpin steering maps of lab %s: %w", lab, err)
+			}
+		}
+	}
 	// Leave PinRoot when it is empty, so nothing of sfclab stays in /sys/fs/bpf.
 	if ents, err := os.ReadDir(PinRoot); err == nil && len(ents) == 0 {
 		_ = os.Remove(PinRoot)
@@ -238,7 +263,9 @@ func Pinned() ([]string, error) {
 	}
 	var out []string
 	for _, e := range ents {
-		out = append(out, e.Name())
+		if lab := labOfPin(e.Name()); !slices.Contains(out, lab) {
+			out = append(out, lab)
+		}
 	}
 	return out, nil
 }

@@ -163,6 +163,7 @@ type AgentBumpNode struct {
 type AgentTablesRequest struct {
 	Lab    string      `json:"lab"`
 	Tables *sfc.Tables `json:"tables"`
+	Pin    string      `json:"pin,omitempty"` // as in AgentSteerRequest
 }
 
 // AgentCountersAnswer is a lab's steering counters and picks.
@@ -192,11 +193,16 @@ type AgentHostsAnswer struct {
 type AgentSteerRequest struct {
 	Lab        string           `json:"lab"`
 	Attachment steer.Attachment `json:"attachment"`
+	// Pin, when set, is where the maps of this node's part of a lab across nodes are pinned
+	// (steer.NodePin(Lab, node)); else they are the lab's (steer.PinDir(Lab)).
+	Pin string `json:"pin,omitempty"`
 }
 
 // AgentDestroyRequest asks the agent to remove a lab's state on its node.
 type AgentDestroyRequest struct {
 	Lab string `json:"lab"`
+	// Pin: as in AgentSteerRequest, for AgentCounters (AgentDestroy removes every part).
+	Pin string `json:"pin,omitempty"`
 }
 
 // AgentMain runs `sfclab agent`: with no argument it is the DaemonSet's long-running process
@@ -280,7 +286,7 @@ func agentDo(ctx context.Context, op string, read func(any) error) (any, error) 
 	case AgentCounters:
 		var req AgentDestroyRequest
 		if err = decode(&req); err == nil {
-			ans, err = agentCounters(req.Lab)
+			ans, err = agentCounters(req.Lab, req.Pin)
 		}
 	case AgentPorts:
 		var req AgentPortsRequest
@@ -398,8 +404,12 @@ func agentSteer(req AgentSteerRequest) error {
 	if err := unix.Statfs(bpffsDir, &st); err != nil || st.Type != unix.BPF_FS_MAGIC {
 		return fmt.Errorf("install steering of lab %s: the node has no BPF file system at %s (mount it on the node: mount -t bpf bpf %s, as systemd does at boot)", req.Lab, bpffsDir, bpffsDir)
 	}
-	if err := steer.Install(req.Lab, req.Attachment); err != nil {
-		return errors.Join(err, steer.Unpin(req.Lab))
+	pin, err := pinOf(req.Lab, req.Pin)
+	if err != nil {
+		return err
+	}
+	if err := steer.Install(pin, req.Attachment); err != nil {
+		return errors.Join(err, steer.Unpin(pin))
 	}
 	return nil
 }
@@ -503,7 +513,11 @@ func agentTables(req AgentTablesRequest) error {
 	if req.Tables == nil {
 		return errors.New("no tables")
 	}
-	dp, err := steer.Open(req.Lab)
+	pin, err := pinOf(req.Lab, req.Pin)
+	if err != nil {
+		return err
+	}
+	dp, err := steer.Open(pin)
 	if err != nil {
 		return err
 	}
@@ -511,9 +525,29 @@ func agentTables(req AgentTablesRequest) error {
 	return dp.Apply(req.Tables)
 }
 
+// pinOf returns where a request's maps are pinned: the lab's, or the part pin names, which
+// must be one of the lab's nodes' parts (steer.NodePin).
+func pinOf(lab, pin string) (string, error) {
+	if lab == "" {
+		return "", errors.New("no lab named")
+	}
+	if pin == "" {
+		return lab, nil
+	}
+	node, ok := strings.CutPrefix(pin, steer.NodePin(lab, ""))
+	if !ok || node == "" || strings.ContainsAny(node, "/@") {
+		return "", fmt.Errorf("steering maps %q are not a node's part of lab %s (%s)", pin, lab, steer.NodePin(lab, "NODE"))
+	}
+	return pin, nil
+}
+
 // agentCounters reads a lab's steering counters and picks.
-func agentCounters(lab string) (*AgentCountersAnswer, error) {
-	dp, err := steer.Open(lab)
+func agentCounters(lab, pin string) (*AgentCountersAnswer, error) {
+	pin, err := pinOf(lab, pin)
+	if err != nil {
+		return nil, err
+	}
+	dp, err := steer.Open(pin)
 	if err != nil {
 		return nil, err
 	}

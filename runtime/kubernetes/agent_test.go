@@ -86,3 +86,30 @@ func TestAgentMainRefuses(t *testing.T) {
 		})
 	}
 }
+
+// TestPinOf: an agent request pins a lab's maps under the lab, or under one node's part of
+// the lab (steer.NodePin), and nothing else.
+func TestPinOf(t *testing.T) {
+	for _, tc := range []struct {
+		lab, pin, want, err string
+	}{
+		{"l1", "", "l1", ""},
+		{"l1", "l1@kn2", "l1@kn2", ""},
+		{"l1", "l2@kn2", "", "not a node's part of lab l1"},
+		{"l1", "l1@", "", "not a node's part of lab l1"},
+		{"l1", "l1@a/../x", "", "not a node's part of lab l1"},
+		{"l1", "l1@a@b", "", "not a node's part of lab l1"},
+		{"", "", "", "no lab named"},
+	} {
+		got, err := pinOf(tc.lab, tc.pin)
+		if tc.err != "" {
+			if err == nil || !strings.Contains(err.Error(), tc.err) {
+				t.Errorf("pinOf(%q, %q): error %v, want %q", tc.lab, tc.pin, err, tc.err)
+			}
+			continue
+		}
+		if err != nil || got != tc.want {
+			t.Errorf("pinOf(%q, %q) = %q, %v; want %q", tc.lab, tc.pin, got, err, tc.want)
+		}
+	}
+}

@@ -14,11 +14,11 @@ import (
 	"github.com/sfclab/sfclab/plan"
 )
 
-// The wiring of a lab across Kubernetes nodes (routed labs; placement refuses a transparent
-// lab on more than one node, docs/kubernetes.md): each node's agent builds its half of the
-// lab's topology, hosts.Topology.Local, whose VXLAN devices it creates in the node's own
-// network namespace on the device that holds the node's address and floods to the other
-// nodes' addresses.
+// The wiring of a lab across Kubernetes nodes (docs/kubernetes.md): each node's agent builds
+// its half of the lab's topology, hosts.Topology.Local, whose VXLAN devices (a transparent
+// lab's steering device too) it creates in the node's own network namespace on the device
+// that holds the node's address and floods to the other nodes' addresses; AttachSteering
+// splits a transparent lab's steering the same way.
 
 // nodeHalves splits a lab's topology (in its slot) into one part per Kubernetes node, by
 // node: the part builds only the emulated host whose nodes run on that Kubernetes node

@@ -13,6 +13,7 @@ import (
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
+	"github.com/sfclab/sfclab/steer"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -116,7 +117,7 @@ func TestAcrossNodes(t *testing.T) {
 		t.Fatal(err)
 	}
 	d := deployer(t)
-	t.Run("transparent refused", func(t *testing.T) { transparentAcrossNodesRefused(t, d, dir) })
+	t.Run("transparent", func(t *testing.T) { transparentAcrossNodes(t, d, dir) })
 	t.Cleanup(func() { // after the lab's destroy (cleanups run last first)
 		if v := vxlanDevices(t); v != "" {
 			t.Errorf("VXLAN devices left in node %s's namespace:\n%s", node2, v)
@@ -148,16 +149,21 @@ func TestAcrossNodes(t *testing.T) {
 	t.Logf("iperf3 across nodes (client and server on localhost, f1 on %s): %.2f Gbit/s, %d bytes over %s", node2, bps/1e9, moved, node2Link)
 }
 
-// transparentAcrossNodesRefused: a transparent lab on two nodes is refused before anything
-// is created, with the reason (each node's steering is not wired yet).
-func transparentAcrossNodesRefused(t *testing.T, d *deploy.Deployer, dir string) {
+// transparentAcrossNodes deploys a transparent lab whose function runs on node 2 and whose
+// endpoints run on node 1: each node's agent steers its own emulated host's ports, and the
+// frames between them cross the steering VXLAN between the nodes (path and hop in the VNI).
+// Pings are steered into the function both ways (the reply's TTL, the per-hop counters, summed over the
+// nodes, count them into the function and out to their destination in each direction; the
+// function's pod received them; node 2's underlay carried them), and destroy leaves no
+// pinned maps of either node.
+func transparentAcrossNodes(t *testing.T, d *deploy.Deployer, dir string) {
 	file := filepath.Join(dir, "transparent.yaml")
 	yaml := "name: k8t-x2t\nruntime: kubernetes\nsteering: transparent\nnetworks: [n]\nhosts: [localhost, " + node2 + "]\n" +
-		"endpoints:\n  s: {kind: client, host: localhost, ports: {eth0: n}}\n  d: {kind: server, host: localhost, ports: {eth0: n}}\n" +
+		"endpoints:\n  client: {kind: client, host: localhost, ports: {eth0: n}}\n  server: {kind: server, host: localhost, ports: {eth0: n}}\n" +
 		"functions:\n  v: {kind: forwarder, host: " + node2 + ", ports: {in: n, out: n}}\n" +
 		"port_pairs:\n  pp: {ingress: v.in, egress: v.out}\nport_pair_groups:\n  g: {port_pairs: [pp]}\n" +
-		"flow_classifiers:\n  tcp: {protocol: tcp, logical_source_port: s.eth0, logical_destination_port: d.eth0}\n" +
-		"port_chains:\n  c: {flow_classifiers: [tcp], port_pair_groups: [g]}\n"
+		"flow_classifiers:\n  icmp: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}\n" +
+		"port_chains:\n  c: {flow_classifiers: [icmp], port_pair_groups: [g], chain_parameters: {symmetric: true}}\n"
 	if err := os.WriteFile(file, []byte(yaml), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -165,20 +171,102 @@ func transparentAcrossNodesRefused(t *testing.T, d *deploy.Deployer, dir string)
 	if err != nil {
 		t.Fatal(err)
 	}
-	p, release, err := d.Plan(context.Background(), lab)
+	t.Cleanup(func() { // after the lab's destroy (cleanups run last first)
+		left, _ := filepath.Glob(steer.PinDir(steer.NodePin(lab.Name, "*")))
+		if _, err := os.Stat(steer.PinDir(lab.Name)); err == nil {
+			left = append(left, steer.PinDir(lab.Name))
+		}
+		if len(left) > 0 {
+			t.Errorf("destroy left pinned steering maps: %v", left)
+		}
+		if v := vxlanDevices(t); v != "" {
+			t.Errorf("VXLAN devices left in node %s's namespace:\n%s", node2, v)
+		}
+	})
+	p, _ := deployed(t, d, lab)
+	if _, err := os.Stat(steer.PinDir(steer.NodePin(p.Lab, node2))); err != nil {
+		t.Errorf("node %s's agent pinned no steering maps of its part: %v", node2, err)
+	}
+	client, v := node(t, d, p, "client"), node(t, d, p, "v")
+	if kn := v.(*kubernetes.Node).KubeNode; kn != node2 {
+		t.Fatalf("pod v on Kubernetes node %s, want %s", kn, node2)
+	}
+	if kn := client.(*kubernetes.Node).KubeNode; kn != "localhost" {
+		t.Fatalf("pod client on Kubernetes node %s, want localhost", kn)
+	}
+	before := underlayBytes(t)
+	ttl := pingTTL(t, client, serverAddr(t, p))
+	// The forwarder routes what it is steered (its TTL drops by one): the server's reply
+	// crossed v, on the reverse path of the symmetric chain; without steering client and
+	// server meet on their bridge and the reply keeps TTL 64.
+	if want := 64 - 1; ttl != want {
+		t.Errorf("ping through v on %s: reply TTL %d, want %d (steered through v on the way back)", node2, ttl, want)
+	}
+	if moved := underlayBytes(t) - before; moved == 0 {
+		t.Errorf("node %s's underlay carried nothing while client pinged server through v there", node2)
+	}
+	info, err := d.Inspect(context.Background(), p.Lab)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer release()
-	_, err = d.Deploy(context.Background(), p, file)
-	if err == nil {
-		d.Destroy(context.Background(), p.Lab)
-		t.Fatal("a transparent lab across two Kubernetes nodes deployed")
+	if info.Steering == nil || info.Steering.Error != "" {
+		t.Fatalf("inspect steering: %+v", info.Steering)
 	}
-	if want := "transparent steering across Kubernetes nodes is not wired yet"; !strings.Contains(err.Error(), want) {
-		t.Errorf("error %q does not contain %q", err, want)
+	dirs := map[string]bool{}
+	for _, pa := range info.Steering.Paths {
+		if pa.Chain != "c" {
+			continue
+		}
+		dirs[pa.Dir] = true
+		if len(pa.Packets) != 2 || pa.Packets[0] == 0 || pa.Packets[1] == 0 {
+			t.Errorf("path %d of chain c (%s): packets into v and out to the destination %v, want both counted", pa.ID, pa.Dir, pa.Packets)
+		}
 	}
-	if l, _ := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), p.Lab); len(l) > 0 {
-		t.Errorf("refused lab left %v", l)
+	if len(dirs) != 2 {
+		t.Errorf("inspect shows chain c in directions %v, want both (symmetric)", dirs)
 	}
+	// Each node's part counted its own hops (the test reads both parts' pinned maps: the
+	// nodes share this machine's BPF file system), and inspect shows their sum.
+	var inspected, summed uint64
+	for _, pa := range info.Steering.Paths {
+		for _, n := range pa.Packets {
+			inspected += n
+		}
+	}
+	for _, kn := range []string{"localhost", node2} {
+		dp, err := steer.Open(steer.NodePin(p.Lab, kn))
+		if err != nil {
+			t.Fatalf("open node %s's part of the steering maps: %v", kn, err)
+		}
+		cs, err := dp.Counters()
+		dp.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var n uint64
+		for _, c := range cs {
+			n += c.Packets
+		}
+		if n == 0 {
+			t.Errorf("node %s's part of the steering maps counted nothing: %+v", kn, cs)
+		}
+		t.Logf("node %s's part counted %d packets: %+v", kn, n, cs)
+		summed += n
+	}
+	if summed != inspected {
+		t.Errorf("inspect shows %d packets on the paths, the nodes' parts hold %d", inspected, summed)
+	}
+	for _, n := range info.Nodes {
+		if n.Name != "v" {
+			continue
+		}
+		var rx uint64
+		for _, i := range n.Interfaces {
+			rx += i.Stats.RxPackets
+		}
+		if n.Error != "" || rx == 0 {
+			t.Errorf("inspect v on %s: received nothing on its ports (%s): %+v", node2, n.Error, n.Interfaces)
+		}
+	}
+	t.Logf("ping through v on %s, steered across the nodes: reply TTL %d; paths %+v", node2, ttl, info.Steering.Paths)
 }

@@ -26,6 +26,7 @@
 package kubernetes
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -310,7 +311,7 @@ func machine() (string, []netip.Addr) {
 // machine's. It refuses, before anything is created, a host that names no Kubernetes node
 // (at the host's place in the lab file), a node that is not Ready, one that is not this
 // machine (the node directory the pods mount is this machine's; a node of this machine's
-// kernel counts), a transparent lab on several nodes (not wired yet), a node without an
+// kernel counts), a node without an
 // InternalIP in a lab on several nodes (its VXLAN underlay) and an image absent on a node.
 func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[string]string, error) {
 	var list struct{ Items []*kubeNode }
@@ -357,9 +358,6 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		used[kn] = true
 	}
 	image := r.image()
-	if len(used) > 1 && p.Transparent != nil {
-		return nil, fmt.Errorf("place lab %s on Kubernetes nodes %s: transparent steering across Kubernetes nodes is not wired yet (each node's steering attachment, tables and counters; docs/kubernetes.md): place its hosts on one node, or make the lab routed", p.Lab, strings.Join(slices.Sorted(maps.Keys(used)), ", "))
-	}
 	for kn := range used {
 		n := byName[kn]
 		if kn != localName && !n.sameKernel() {
@@ -904,20 +902,103 @@ func (r Runtime) BuildHosts(ctx context.Context, p *plan.Plan, topo *hosts.Topol
 // AttachSteering has the sfclab agent load a transparent lab's steering programs and attach
 // them to the host ends of its ports on the pods' node (deploy.SegmentWirer). The maps are
 // pinned in the node's BPF file system; deploy and `sfclab serve` write the chains into them.
+//
+// A lab across Kubernetes nodes (one emulated host each) is split as BuildHosts splits it:
+// each node's agent loads the program of its own host only, attaches it to its host's ports
+// and steering VXLAN device, and records the other hosts' tunnels by their nodes' InternalIPs
+// (the underlay BuildHosts gave their VXLAN devices); its maps are the node's part of the
+// lab's (steer.NodePin), which the chains' tables are written to on every node.
 func (r Runtime) AttachSteering(ctx context.Context, p *plan.Plan, a steer.Attachment, _ runtime.Undo) error {
-	c, kn, agent, err := r.labAgent(ctx, p)
+	parts, err := r.steeringParts(ctx, p)
 	if err != nil {
 		return err
 	}
-	return agentCall(ctx, c, kn, agent, AgentSteer, AgentSteerRequest{Lab: p.Lab, Attachment: a}, nil)
+	if parts.single() {
+		return agentCall(ctx, parts.c, parts.kn[0], parts.agents[parts.kn[0]], AgentSteer, AgentSteerRequest{Lab: p.Lab, Attachment: a}, nil)
+	}
+	reqs := map[string]AgentSteerRequest{}
+	for _, kn := range parts.kn {
+		var half steer.Attachment
+		for _, h := range a.Hosts {
+			if parts.hostNode[h] == kn {
+				half.Hosts = append(half.Hosts, h)
+			}
+		}
+		for _, pt := range a.Ports {
+			if parts.hostNode[pt.Host] == kn {
+				half.Ports = append(half.Ports, pt)
+			}
+		}
+		for _, t := range a.Tunnels {
+			on := parts.hostNode[t.Host]
+			if on == "" {
+				return fmt.Errorf("steer lab %s: host %d is on no Kubernetes node", p.Lab, t.Host)
+			}
+			t.Underlay = parts.addrs[on]
+			t.Remote = on != kn
+			half.Tunnels = append(half.Tunnels, t)
+		}
+		reqs[kn] = AgentSteerRequest{Lab: p.Lab, Attachment: half, Pin: steer.NodePin(p.Lab, kn)}
+	}
+	return callEach(ctx, parts.c, parts.agents, AgentSteer, reqs, nil)
+}
+
+// steeringParts is where a transparent lab's steering is: its Kubernetes nodes (sorted),
+// their agents, each emulated host's node (by host id) and, on several nodes, each node's
+// InternalIP.
+type steeringParts struct {
+	c        *client
+	kn       []string
+	agents   map[string]string
+	hostNode map[uint32]string
+	addrs    map[string]netip.Addr
+}
+
+// single reports whether the lab is on one Kubernetes node (its maps are the lab's own).
+func (s *steeringParts) single() bool { return len(s.kn) == 1 }
+
+// pin returns where the maps of node kn's part are pinned ("" for a lab on one node).
+func (s *steeringParts) pin(lab, kn string) string {
+	if s.single() {
+		return ""
+	}
+	return steer.NodePin(lab, kn)
+}
+
+// steeringParts finds where a deployed transparent lab's steering is (steeringParts).
+func (r Runtime) steeringParts(ctx context.Context, p *plan.Plan) (*steeringParts, error) {
+	if p.Transparent == nil {
+		return nil, fmt.Errorf("steer lab %s: it is not transparent", p.Lab)
+	}
+	c, where, agents, err := r.labAgents(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	s := &steeringParts{c: c, agents: agents, kn: slices.Sorted(maps.Keys(agents)), hostNode: map[uint32]string{}}
+	for _, n := range p.Transparent.Nodes {
+		h := p.Transparent.Host(n.Host)
+		if h == nil {
+			return nil, fmt.Errorf("steer lab %s: node %s: %w", p.Lab, n.Name, hosts.ErrNoHost)
+		}
+		kn := where[n.Name]
+		if other := s.hostNode[h.ID]; other != "" && other != kn {
+			return nil, fmt.Errorf("steer lab %s: host %s has pods on Kubernetes nodes %s and %s (one node per host)", p.Lab, h.Name, other, kn)
+		}
+		s.hostNode[h.ID] = kn
+	}
+	if !s.single() {
+		if s.addrs, err = internalIPs(ctx, c, s.kn); err != nil {
+			return nil, err
+		}
+	}
+	return s, nil
 }
 
 // labAgent returns the Kubernetes node of a lab's pods and the agent pod there: the one the
 // lab's deploy in this process started with (deployAgents), else the one running there now
 // (inspect, serve: they never create or replace the agent). For what is wired on one node
-// only (a plain routed lab's Link, transparent steering): a lab whose pods are on several
-// nodes is refused (placement refuses a transparent one before anything is created; a routed
-// one on several nodes has hosts, which BuildHosts wires per node).
+// only (a plain routed lab's Link): a lab whose pods are on several nodes is refused (a lab
+// on several nodes has hosts, which BuildHosts and the steering wire per node).
 func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod string, err error) {
 	c, err = r.client()
 	if err != nil {
@@ -943,7 +1024,7 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 	}
 	slices.Sort(kubeNodes)
 	if len(kubeNodes) != 1 {
-		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; this request is wired on one node only (transparent steering across nodes is not yet)", p.Lab, strings.Join(kubeNodes, ", "))
+		return nil, "", "", fmt.Errorf("reach the sfclab agent of lab %s: its pods are on Kubernetes nodes [%s]; this request is wired on one node only", p.Lab, strings.Join(kubeNodes, ", "))
 	}
 	agent, err := agentOn(ctx, c, p.Lab, kubeNodes[0])
 	if err != nil {
@@ -1046,12 +1127,21 @@ func (r Runtime) BumpInTheWire(ctx context.Context, p *plan.Plan, nodes []*plan.
 
 // SteeringMaps reaches a transparent lab's steering maps, pinned on its pods' node, through
 // the agent there (deploy.RemoteNodes).
+// On several nodes the maps are each node's part: the tables go to every part, and the
+// counters are summed over them (each hop is counted on the node that steers it).
 func (r Runtime) SteeringMaps(ctx context.Context, p *plan.Plan) (steer.Maps, error) {
-	c, kn, agent, err := r.labAgent(ctx, p)
+	parts, err := r.steeringParts(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	return &agentMaps{ctx: ctx, c: c, kn: kn, agent: agent, lab: p.Lab}, nil
+	var ms nodeMaps
+	for _, kn := range parts.kn {
+		ms = append(ms, &agentMaps{ctx: ctx, c: parts.c, kn: kn, agent: parts.agents[kn], lab: p.Lab, pin: parts.pin(p.Lab, kn)})
+	}
+	if len(ms) == 1 {
+		return ms[0], nil
+	}
+	return ms, nil
 }
 
 // PortsAt reads where every port of a transparent lab is (the host-side ifindex and the
@@ -1062,22 +1152,35 @@ func (r Runtime) PortsAt(ctx context.Context, p *plan.Plan) (map[string]hosts.Po
 	if t == nil {
 		return nil, fmt.Errorf("read the ports of lab %s: it is not transparent", p.Lab)
 	}
-	c, kn, agent, err := r.labAgent(ctx, p)
+	parts, err := r.steeringParts(ctx, p)
 	if err != nil {
 		return nil, err
 	}
-	req := AgentPortsRequest{Ports: map[string]AgentPortRef{}}
+	reqs := map[string]AgentPortsRequest{}
 	for _, n := range t.Nodes {
 		h := t.Host(n.Host)
+		kn := parts.hostNode[h.ID]
+		req := reqs[kn]
+		if req.Ports == nil {
+			req.Ports = map[string]AgentPortRef{}
+		}
 		for _, pt := range n.Ports {
 			req.Ports[hosts.PortKey(n.Name, pt.Ifname)] = AgentPortRef{HostNS: h.Netns, HostIf: pt.HostIf, NodeNS: n.Netns, Ifname: pt.Ifname}
 		}
+		reqs[kn] = req
 	}
-	var ans AgentHostsAnswer
-	if err := agentCall(ctx, c, kn, agent, AgentPorts, req, &ans); err != nil {
+	answers := map[string]*AgentHostsAnswer{}
+	for kn := range reqs {
+		answers[kn] = &AgentHostsAnswer{}
+	}
+	if err := callEach(ctx, parts.c, parts.agents, AgentPorts, reqs, func(kn string) any { return answers[kn] }); err != nil {
 		return nil, err
 	}
-	return ans.Ports, nil
+	out := map[string]hosts.PortAt{}
+	for _, a := range answers {
+		maps.Copy(out, a.Ports)
+	}
+	return out, nil
 }
 
 // agentMaps is a lab's steering maps on its node, read and written by the agent there.
@@ -1086,17 +1189,18 @@ type agentMaps struct {
 	c         *client
 	kn, agent string
 	lab       string
+	pin       string               // the node's part of a lab across nodes (AgentSteerRequest)
 	counters  *AgentCountersAnswer // read once for Counters and Picks
 }
 
 func (m *agentMaps) Apply(t *sfc.Tables) error {
-	return agentCall(m.ctx, m.c, m.kn, m.agent, AgentTables, AgentTablesRequest{Lab: m.lab, Tables: t}, nil)
+	return agentCall(m.ctx, m.c, m.kn, m.agent, AgentTables, AgentTablesRequest{Lab: m.lab, Tables: t, Pin: m.pin}, nil)
 }
 
 func (m *agentMaps) read() (*AgentCountersAnswer, error) {
 	if m.counters == nil {
 		var ans AgentCountersAnswer
-		if err := agentCall(m.ctx, m.c, m.kn, m.agent, AgentCounters, AgentDestroyRequest{Lab: m.lab}, &ans); err != nil {
+		if err := agentCall(m.ctx, m.c, m.kn, m.agent, AgentCounters, AgentDestroyRequest{Lab: m.lab, Pin: m.pin}, &ans); err != nil {
 			return nil, err
 		}
 		m.counters = &ans
@@ -1121,6 +1225,69 @@ func (m *agentMaps) Picks() ([]steer.Pick, error) {
 }
 
 func (m *agentMaps) Close() error { return nil }
+
+// nodeMaps is a lab's steering maps on several Kubernetes nodes, one part per node: the
+// chains' tables are written to every part, and a hop's counters are summed over the parts
+// (the frames of a hop are counted where they are steered: at the host that sends them on,
+// as one kernel's shared maps count them on emulated hosts). Picks are every part's (each
+// host's program picks for the flows it steers).
+type nodeMaps []*agentMaps
+
+func (ms nodeMaps) Apply(t *sfc.Tables) error {
+	var errs []error
+	for _, m := range ms {
+		errs = append(errs, m.Apply(t))
+	}
+	return errors.Join(errs...)
+}
+
+func (ms nodeMaps) Counters() ([]steer.HopCounter, error) {
+	type hop struct{ path, hop uint32 }
+	sum := map[hop]*steer.HopCounter{}
+	var out []steer.HopCounter
+	var order []hop
+	for _, m := range ms {
+		cs, err := m.Counters()
+		if err != nil {
+			return nil, err
+		}
+		for _, c := range cs {
+			k := hop{c.Path, c.Hop}
+			if s := sum[k]; s != nil {
+				s.Packets += c.Packets
+				s.Bytes += c.Bytes
+				continue
+			}
+			c := c
+			sum[k] = &c
+			order = append(order, k)
+		}
+	}
+	slices.SortFunc(order, func(a, b hop) int {
+		if a.path != b.path {
+			return cmp.Compare(a.path, b.path)
+		}
+		return cmp.Compare(a.hop, b.hop)
+	})
+	for _, k := range order {
+		out = append(out, *sum[k])
+	}
+	return out, nil
+}
+
+func (ms nodeMaps) Picks() ([]steer.Pick, error) {
+	var out []steer.Pick
+	for _, m := range ms {
+		ps, err := m.Picks()
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, ps...)
+	}
+	return out, nil
+}
+
+func (ms nodeMaps) Close() error { return nil }
 
 // Sweep removes the sfclab agent (its namespace sfclab-system, with its DaemonSet and pods)
 // when the cluster has no sfclab lab left; `destroy --all` calls it after destroying every lab.
