@@ -88,6 +88,9 @@ func (r *Runner) Run(ctx context.Context, e *experiment.Experiment, dir string, 
 	if e.Reduced != "" {
 		run.Env["reduced"] = e.Reduced
 	}
+	if e.Placement != "" {
+		run.Env["placement"] = e.Placement
+	}
 	addVMEnv(run.Env, e)
 	var names []string
 	for _, s := range e.Scenarios {

@@ -34,6 +34,10 @@ type Experiment struct {
 	// Reduced says how this run is smaller than the study it reproduces (set by `sfclab
 	// reproduce --quick` or `--standard`, recorded with the run and shown in its report).
 	Reduced string `yaml:"-"`
+	// Placement says where the study's hosts ran when they are not this machine's emulated
+	// hosts (reproduce openstack-sfc --runtime kubernetes: its hosts on the cluster's nodes),
+	// recorded with the run.
+	Placement string `yaml:"-"`
 	// NotRun names the study's scenarios left out of this run and why (set by `sfclab
 	// reproduce`: study B's KVM column on a host without usable KVM, unless --allow-tcg).
 	NotRun map[string]string `yaml:"-"`

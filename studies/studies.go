@@ -175,6 +175,12 @@ func Published(name string) *report.Published {
 // scale is Full, Quick or Standard; runtime (when not "") is the runtime of every lab whose
 // scenario does not name one.
 func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inputs map[string][]byte, err error) {
+	return s.LoadEach(scale, runtime, nil)
+}
+
+// LoadEach is Load with each applied to every lab after --runtime (when each is not nil):
+// reproduce openstack-sfc --runtime kubernetes maps the study's hosts onto the cluster's nodes.
+func (s *Study) LoadEach(scale Scale, runtime string, each func(*spec.Lab) error) (e *experiment.Experiment, inputs map[string][]byte, err error) {
 	if s.NetnsOnly != "" && runtime != "" && runtime != spec.RuntimeNetns {
 		return nil, nil, fmt.Errorf("load study %s: it runs on the netns runtime only: %s; leave out --runtime", s.Name, s.NetnsOnly)
 	}
@@ -209,7 +215,10 @@ func (s *Study) Load(scale Scale, runtime string) (e *experiment.Experiment, inp
 		if err != nil || runtime == "" {
 			return l, err
 		}
-		return l, experiment.Override(l, runtime, "")
+		if err := experiment.Override(l, runtime, ""); err != nil || each == nil {
+			return l, err
+		}
+		return l, each(l)
 	}
 	if e, err = experiment.Decode(data, s.Experiment, path.Dir(s.Experiment), load); err != nil {
 		return nil, nil, err
