@@ -146,6 +146,7 @@ func newReport() *cobra.Command {
 func newReproduce() *cobra.Command {
 	var o overrides
 	var quick, standard, allowTCG, vmFuncs bool
+	var scenarios []string
 	var runtime, part string
 	cmd := &cobra.Command{
 		Use:   "reproduce STUDY",
@@ -155,6 +156,9 @@ func newReproduce() *cobra.Command {
 			if part != "" && args[0] != studies.OpenStackSFC {
 				return fmt.Errorf("reproduce %s: --part is for %s only", args[0], studies.OpenStackSFC)
 			}
+			if len(scenarios) > 0 && (args[0] != studies.OpenStackSFC || vmFuncs) {
+				return fmt.Errorf("reproduce %s: --scenario is for %s's data plane only (without --vm)", args[0], studies.OpenStackSFC)
+			}
 			if vmFuncs && args[0] != studies.OpenStackSFC {
 				return fmt.Errorf("reproduce %s: --vm is for %s only (its functions were VMs); %s has --runtime vm", args[0], studies.OpenStackSFC, args[0])
 			}
@@ -162,7 +166,7 @@ func newReproduce() *cobra.Command {
 				if vmFuncs {
 					return reproduceOpenStackSFCVM(cmd, &o, part, quick, standard, runtime, allowTCG)
 				}
-				return reproduceOpenStackSFC(cmd, &o, part, quick, standard, runtime)
+				return reproduceOpenStackSFC(cmd, &o, part, quick, standard, runtime, scenarios)
 			}
 			st, err := studies.Get(args[0])
 			if err != nil {
@@ -194,5 +198,6 @@ func newReproduce() *cobra.Command {
 	cmd.Flags().BoolVar(&allowTCG, "allow-tcg", false, "run the study's VM scenarios (http-proxy: the KVM column) under TCG where KVM is not usable; every figure of them is marked \"emulated CPU (TCG): not comparable\"")
 	cmd.Flags().BoolVar(&vmFuncs, "vm", false, "openstack-sfc only: its data plane with every function a VM, as the study's VNFs were (transparent and routed scenarios; under TCG only with --allow-tcg)")
 	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
+	cmd.Flags().StringSliceVar(&scenarios, "scenario", nil, "openstack-sfc --part data-plane only: run only these scenarios (repeatable or comma-separated, e.g. c1,c1-routed); the report says which ran")
 	return cmd
 }

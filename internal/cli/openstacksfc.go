@@ -25,6 +25,7 @@ import (
 	"github.com/sfclab/sfclab/apiplane"
 	"github.com/sfclab/sfclab/bench"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe/firstpacket"
@@ -223,17 +224,16 @@ const (
 // four emulated hosts, with the same chains on one host, transparent and routed) as a bench
 // experiment whose report lands in --out, then the REST deploy-time experiment, whose report
 // lands in --out/deploy-time (in --out itself with --part deploy-time).
-func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string) error {
-	if runtime == spec.RuntimeKubernetes {
-		if err := kubernetesPlacement(cmd.Context()); err != nil {
-			return err
-		}
-	}
+func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string, scenarios []string) error {
 	switch {
+	case len(scenarios) > 0 && part != partDataPlane:
+		return fmt.Errorf("reproduce %s --scenario: it selects data-plane scenarios; add --part %s", openstackSFC, partDataPlane)
 	case part != "" && part != partDataPlane && part != partDeployTime:
 		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
 	case standard:
 		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
+	case runtime == spec.RuntimeKubernetes && part != partDataPlane:
+		return fmt.Errorf("reproduce %s --runtime kubernetes: only its data plane runs on kubernetes (--part %s): its deploy-time part on the cluster is not done; run that part without --runtime", openstackSFC, partDataPlane)
 	case runtime != "" && runtime != "netns" && runtime != spec.RuntimeVM && part != partDataPlane: // vm: refused by Load with what to do
 		return fmt.Errorf("reproduce %s --runtime %s: only its data plane runs on %s (--part %s): the deploy-time lab's functions have both ports on one network of one host, which Docker's networks cannot give (the engine connects a container to a network once)", openstackSFC, runtime, runtime, partDataPlane)
 	case part == partDeployTime && o.duration != 0:
@@ -250,8 +250,23 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 	if quick {
 		scale = studies.Quick
 	}
-	e, inputs, err := st.Load(scale, runtime)
+	var each func(*spec.Lab) error
+	placement := ""
+	if runtime == spec.RuntimeKubernetes {
+		m, say, err := kubernetesPlacement(cmd.Context())
+		if err != nil {
+			return err
+		}
+		each = func(l *spec.Lab) error { return placeHosts(l, m) }
+		placement = say
+		fmt.Fprintf(cmd.ErrOrStderr(), "reproduce %s --runtime kubernetes: %s\n", openstackSFC, say)
+	}
+	e, inputs, err := st.LoadEach(scale, runtime, each)
 	if err != nil {
+		return err
+	}
+	e.Placement = placement
+	if err := keepScenarios(e, scenarios); err != nil {
 		return err
 	}
 	if err := runExperiment(cmd, e, o, bench.Files(inputs)); err != nil || part == partDataPlane {
@@ -295,19 +310,103 @@ func reproduceOpenStackSFCVM(cmd *cobra.Command, o *overrides, part string, quic
 	return runExperiment(cmd, e, o, bench.Files(inputs))
 }
 
-// kubernetesPlacement says whether study C's data plane can run on the kubernetes runtime's
-// cluster: its labs place the functions on four hosts as its Fig. 3 (contr01, comp02, comp03,
-// comp04), and on kubernetes a host is a Kubernetes node. It refuses, naming what the cluster
-// has and what is missing, when it cannot.
-func kubernetesPlacement(ctx context.Context) error {
+// studyHosts are the hosts of study C's Fig. 3, in the order they are mapped onto nodes.
+var studyHosts = []string{"contr01", "comp02", "comp03", "comp04"}
+
+// kubernetesPlacement maps study C's four hosts (Fig. 3) onto the kubernetes runtime's
+// cluster: host i goes to node i mod N of the cluster's nodes in name order, so with four or
+// more nodes each host is a node of its own, and with fewer some share one (the hosts then
+// merge into one emulated host per node, see placeHosts). It returns the mapping and the
+// sentence that says it, for the terminal and the run's environment.
+func kubernetesPlacement(ctx context.Context) (map[string]string, string, error) {
 	nodes, err := kubernetes.Runtime{}.Nodes(ctx)
 	if err != nil {
-		return fmt.Errorf("reproduce %s --runtime kubernetes: %w", openstackSFC, err)
+		return nil, "", fmt.Errorf("reproduce %s --runtime kubernetes: %w", openstackSFC, err)
 	}
-	if len(nodes) < 4 {
-		return fmt.Errorf("reproduce %s --runtime kubernetes: the study places its functions on four hosts (Fig. 3: contr01, comp02, comp03, comp04), each a Kubernetes node on this runtime, and the cluster has %d (%s); run it on netns, where the four hosts are emulated on this machine", openstackSFC, len(nodes), strings.Join(nodes, ", "))
+	if len(nodes) == 0 {
+		return nil, "", fmt.Errorf("reproduce %s --runtime kubernetes: the cluster has no nodes", openstackSFC)
 	}
-	return fmt.Errorf("reproduce %s --runtime kubernetes: the cluster has %d nodes (%s), but a lab on nodes other than the one sfclab runs on needs the sfclab agent DaemonSet that wires them, which is not done yet (docs/kubernetes.md); run it on netns", openstackSFC, len(nodes), strings.Join(nodes, ", "))
+	m, say := hostMapping(nodes)
+	return m, say, nil
+}
+
+// hostMapping maps studyHosts onto nodes (at least one) round-robin, and says so.
+func hostMapping(nodes []string) (map[string]string, string) {
+	m := map[string]string{}
+	var pairs []string
+	for i, h := range studyHosts {
+		m[h] = nodes[i%len(nodes)]
+		pairs = append(pairs, h+"->"+m[h])
+	}
+	how := "one node each"
+	if len(nodes) < len(studyHosts) {
+		how = "round-robin in name order, hosts on one node merged into one emulated host, so their hops do not cross nodes as in Fig. 3"
+	}
+	return m, fmt.Sprintf("the study's four hosts on %d node(s) (%s): %s", len(nodes), how, strings.Join(pairs, ", "))
+}
+
+// placeHosts renames the hosts of lab by m (study host -> Kubernetes node): hosts mapped to
+// the same node become one host, the first's.
+func placeHosts(lab *spec.Lab, m map[string]string) error {
+	if len(lab.Hosts) == 0 {
+		return nil
+	}
+	var hs []*spec.HostSpec
+	seen := map[string]bool{}
+	for _, h := range lab.Hosts {
+		n, ok := m[h.Name]
+		if !ok {
+			return fmt.Errorf("place lab %s on the cluster: host %s is not one of the study's (%s)", lab.Name, h.Name, strings.Join(studyHosts, ", "))
+		}
+		if seen[n] {
+			continue
+		}
+		seen[n] = true
+		c := *h
+		c.Name = n
+		hs = append(hs, &c)
+	}
+	lab.Hosts = hs
+	for _, e := range lab.Endpoints {
+		if e != nil && e.Host != "" {
+			e.Host = m[e.Host]
+		}
+	}
+	for _, f := range lab.Functions {
+		if f != nil && f.Host != "" {
+			f.Host = m[f.Host]
+		}
+	}
+	if errs := spec.Validate(lab); len(errs) > 0 {
+		return fmt.Errorf("place lab %s on the cluster: %w", lab.Name, errs)
+	}
+	return nil
+}
+
+// keepScenarios keeps only e's scenarios named in names (--scenario); unknown names are
+// refused with the scenarios there are. The run's reduction says which ran.
+func keepScenarios(e *experiment.Experiment, names []string) error {
+	if len(names) == 0 {
+		return nil
+	}
+	var kept []*experiment.Scenario
+	for _, n := range names {
+		sc := e.Scenario(n)
+		if sc == nil {
+			var all []string
+			for _, s := range e.Scenarios {
+				all = append(all, s.Name)
+			}
+			return fmt.Errorf("reproduce %s --scenario %s: no such scenario; it has %s", openstackSFC, n, strings.Join(all, ", "))
+		}
+		kept = append(kept, sc)
+	}
+	e.Scenarios = kept
+	if e.Scenario(e.Baseline) == nil {
+		e.Baseline = kept[0].Name
+	}
+	e.Reduced = strings.TrimSuffix(e.Reduced, ".") + "; only scenarios " + strings.Join(names, ", ") + " (--scenario)"
+	return nil
 }
 
 // oracleDeployTime runs experiment e again against the real networking-sfc server

@@ -465,21 +465,72 @@ func alive(pids []int) []int {
 	return out
 }
 
-// TestReproduceStudyCRefused: `reproduce openstack-sfc --runtime kubernetes` on the one-node
-// cluster is refused before anything runs, naming the four hosts of the study's Fig. 3 and
-// the nodes the cluster has.
-func TestReproduceStudyCRefused(t *testing.T) {
+// TestReproduceStudyCOnCluster: `reproduce openstack-sfc --runtime kubernetes` on the one-node
+// cluster runs (its smallest part: the data plane's chain C1, transparent, one quick
+// repetition), says on the terminal and in the run's environment that the study's four hosts
+// went onto the cluster's one node, measures C1 on kubernetes, and leaves nothing behind; the
+// study with its deploy-time part is refused, naming --part data-plane.
+func TestReproduceStudyCOnCluster(t *testing.T) {
 	requireCluster(t)
 	t.Setenv("SFCLAB_STATE_DIR", t.TempDir())
+	dir := filepath.Join(t.TempDir(), "run")
 	var out bytes.Buffer
-	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--runtime", "kubernetes", "--out", filepath.Join(t.TempDir(), "run"))
-	if code == 0 {
-		t.Fatalf("reproduce openstack-sfc on a one-node cluster ran:\n%s", out.String())
+	if code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--runtime", "kubernetes", "--out", dir); code == 0 || !strings.Contains(errOut, "only its data plane runs on kubernetes") {
+		t.Errorf("reproduce openstack-sfc --runtime kubernetes with its deploy-time part: exit %d, %q; want it refused, saying only the data plane runs", code, errOut)
 	}
-	for _, want := range []string{"four hosts", "contr01", "the cluster has 1 (localhost)"} {
-		if !strings.Contains(errOut, want) {
-			t.Errorf("refusal %q does not say %q", errOut, want)
+	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--part", "data-plane",
+		"--runtime", "kubernetes", "--scenario", "c1", "--repetitions", "1", "--duration", "1s", "--out", dir)
+	if code != 0 {
+		t.Fatalf("reproduce openstack-sfc --runtime kubernetes: exit %d: %s\n%s", code, errOut, out.String())
+	}
+	t.Logf("terminal:\n%s", errOut)
+	const want = "the study's four hosts on 1 node(s)"
+	const pairs = "contr01->localhost, comp02->localhost, comp03->localhost, comp04->localhost"
+	if !strings.Contains(errOut, want) || !strings.Contains(errOut, pairs) {
+		t.Errorf("the terminal does not say where the hosts went (%q, %q):\n%s", want, pairs, errOut)
+	}
+	store, err := results.Open(filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	run, err := store.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v := run.Env["placement"]; !strings.Contains(v, want) || !strings.Contains(v, pairs) {
+		t.Errorf("run environment placement = %q, want %q and %q", v, want, pairs)
+	}
+	if v := run.Env["scenarios"]; v != "c1" {
+		t.Errorf("run environment scenarios = %q, want c1", v)
+	}
+	if v := run.Env["reduced"]; !strings.Contains(v, "only scenarios c1") {
+		t.Errorf("run environment reduced = %q, want it to say only c1 ran", v)
+	}
+	samples, err := store.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	var deployed, throughput int
+	for _, s := range samples {
+		if s.Scenario != "c1" {
+			t.Errorf("sample of scenario %q, want only c1", s.Scenario)
 		}
+		if s.Probe == "deploy" && s.Labels["runtime"] == spec.RuntimeKubernetes {
+			deployed++
+		}
+		if s.Metric == "throughput" && s.Value > 0 {
+			throughput++
+		}
+	}
+	if deployed == 0 || throughput == 0 {
+		t.Errorf("c1: %d deploy samples on kubernetes, %d throughput samples above zero; want both (%d samples)", deployed, throughput, len(samples))
+	}
+	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), "sc-c1"); err != nil || len(l) > 0 {
+		t.Errorf("the run left lab sc-c1 in the cluster: %v %v", l, err)
+	}
+	if left, _ := netdev.ListNetns(plan.NetnsName("sc-c1", "")); len(left) > 0 {
+		t.Errorf("the run left namespaces of lab sc-c1 on the host: %v", left)
 	}
 }
 
