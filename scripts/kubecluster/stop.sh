@@ -97,8 +97,14 @@ done
 find /var/log/containers -maxdepth 1 -type l -lname "$KUBE_STATE/*" -delete 2>/dev/null
 [ -f "$KUBE_STATE/created-var-log-containers" ] && rmdir /var/log/containers 2>/dev/null
 # The BPF file system start.sh mounted, once nothing but the kernel's own entries is in it.
-if [ -f "$KUBE_STATE/mounted-bpffs" ] && [ -z "$(ls /sys/fs/bpf | grep -vx -e maps.debug -e progs.debug)" ]; then
-	umount /sys/fs/bpf
+# While other labs' maps are pinned there, the record goes back to sfclab's own mark, so that
+# the last unpin (package steer) unmounts it instead of nobody.
+if [ -f "$KUBE_STATE/mounted-bpffs" ]; then
+	if [ -z "$(ls /sys/fs/bpf | grep -vx -e maps.debug -e progs.debug)" ]; then
+		umount /sys/fs/bpf
+	else
+		mkdir -p /run/sfclab && touch /run/sfclab/bpffs-mounted
+	fi
 fi
 rm -rf "$KUBE_RUN" "$KUBE_STATE"
 echo "kubecluster: stopped; removed $KUBE_STATE and $KUBE_RUN"
