@@ -15,10 +15,19 @@ import (
 //
 // Equivalent to: ip -n NS link add NAME link PARENT netns TARGET mtu MTU type macvlan mode bridge
 func (n *NS) AddMacvlan(parent string, target *NS, name string, mtu int) error {
+	return n.addOnParent("macvlan", parent, target, name, mtu, func(attrs netlink.LinkAttrs) netlink.Link {
+		return &netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_BRIDGE}
+	})
+}
+
+// addOnParent creates the link that mk makes of attrs (name, MTU, parent parent of this
+// namespace, namespace target's) directly in target's namespace, left down: AddMacvlan's and
+// AddMacvtap's common part; kind names the link in errors.
+func (n *NS) addOnParent(kind, parent string, target *NS, name string, mtu int, mk func(netlink.LinkAttrs) netlink.Link) error {
 	if target == nil {
 		target = n
 	}
-	what := fmt.Sprintf("add macvlan %s on %s", target.where(name), n.where(parent))
+	what := fmt.Sprintf("add %s %s on %s", kind, target.where(name), n.where(parent))
 	if err := checkIfname(name); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
@@ -31,7 +40,7 @@ func (n *NS) AddMacvlan(parent string, target *NS, name string, mtu int) error {
 	attrs.MTU = mtu
 	attrs.ParentIndex = p.Attrs().Index
 	attrs.Namespace = netlink.NsFd(target.fd)
-	if err := h.LinkAdd(&netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_BRIDGE}); err != nil {
+	if err := h.LinkAdd(mk(attrs)); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	return nil

@@ -21,26 +21,9 @@ import (
 //
 // Equivalent to: ip -n NS link add NAME link PARENT netns TARGET mtu MTU type macvtap mode bridge
 func (n *NS) AddMacvtap(parent string, target *NS, name string, mtu int) error {
-	if target == nil {
-		target = n
-	}
-	what := fmt.Sprintf("add macvtap %s on %s", target.where(name), n.where(parent))
-	if err := checkIfname(name); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	h, p, err := n.link(parent)
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	attrs := netlink.NewLinkAttrs()
-	attrs.Name = name
-	attrs.MTU = mtu
-	attrs.ParentIndex = p.Attrs().Index
-	attrs.Namespace = netlink.NsFd(target.fd)
-	if err := h.LinkAdd(&netlink.Macvtap{Macvlan: netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_BRIDGE}}); err != nil {
-		return fmt.Errorf("%s: %w", what, err)
-	}
-	return nil
+	return n.addOnParent("macvtap", parent, target, name, mtu, func(attrs netlink.LinkAttrs) netlink.Link {
+		return &netlink.Macvtap{Macvlan: netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_BRIDGE}}
+	})
 }
 
 // CharDev is a character device's number.
