@@ -224,3 +224,22 @@ kill_wait() { # pid...: SIGTERM, then SIGKILL after 2 s
 	for p in "$@"; do kill -9 "$p" 2>/dev/null; done
 	sleep 0.2
 }
+# clear_containers SOCK: kills and deletes every container of the (running) containerd at
+# SOCK, which unmounts their root filesystems.
+clear_containers() {
+	local sock=$1 id
+	c_() { ctr -a "$sock" -n k8s.io "$@"; }
+	for id in $(c_ tasks ls -q 2>/dev/null); do c_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
+	for _ in $(seq 1 30); do
+		[ -z "$(c_ tasks ls 2>/dev/null | awk 'NR>1 && $3!="STOPPED"')" ] && break
+		sleep 0.1
+	done
+	for id in $(c_ tasks ls -q 2>/dev/null); do c_ tasks delete -f "$id" >/dev/null 2>&1; done
+	for id in $(c_ containers ls -q 2>/dev/null); do c_ containers delete "$id" >/dev/null 2>&1; done
+}
+# kill_shims SOCK: kills the shims of the containerd at SOCK (by the socket in their command
+# line) whose containers outlived clear_containers or their containerd.
+kill_shims() {
+	local p
+	for p in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $1" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+}

@@ -111,17 +111,8 @@ stop() {
 	fi
 	local p
 	p=$(pid2 kubelet) && kill_wait "$p"
-	if [ -S "$NODE2_SOCK" ] && running2 containerd; then
-		local id
-		for id in $(ctr2 tasks ls -q 2>/dev/null); do ctr2 tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
-		for _ in $(seq 1 30); do
-			[ -z "$(ctr2 tasks ls 2>/dev/null | awk 'NR>1 && $3!="STOPPED"')" ] && break
-			sleep 0.1
-		done
-		for id in $(ctr2 tasks ls -q 2>/dev/null); do ctr2 tasks delete -f "$id" >/dev/null 2>&1; done
-		for id in $(ctr2 containers ls -q 2>/dev/null); do ctr2 containers delete "$id" >/dev/null 2>&1; done
-	fi
-	for p in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $NODE2_SOCK" 2>/dev/null); do kill -9 "$p" 2>/dev/null; done
+	[ -S "$NODE2_SOCK" ] && running2 containerd && clear_containers "$NODE2_SOCK"
+	kill_shims "$NODE2_SOCK"
 	for d in containerd relay; do p=$(pid2 "$d") && kill_wait "$p"; done
 	local c
 	for c in $(cgroups2); do

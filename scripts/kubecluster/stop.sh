@@ -14,7 +14,6 @@ case $KUBE_STATE$KUBE_RUN in
 *//* | *..*) echo "kubecluster: odd KUBE_STATE or KUBE_RUN" >&2; exit 1 ;;
 esac
 [[ $KUBE_STATE == /*sfclab-kube* && $KUBE_RUN == /*sfclab-kube* ]] || { echo "kubecluster: KUBE_STATE and KUBE_RUN must name sfclab-kube directories" >&2; exit 1; }
-ctr_() { ctr -a "$CONTAINERD_SOCK" -n k8s.io "$@"; }
 pidof_() { [ -f "$KUBE_RUN/$1.pid" ] && cat "$KUBE_RUN/$1.pid"; }
 # The second node first (node2.sh), when it runs or left anything.
 "$here/node2.sh" stop >/dev/null
@@ -30,20 +29,9 @@ fi
 # Then the kubelet, so that it restarts nothing; then every container of the cluster's
 # containerd, killed and deleted (which unmounts their root filesystems).
 [ -n "$(pidof_ kubelet)" ] && kill_wait "$(pidof_ kubelet)"
-if [ -S "$CONTAINERD_SOCK" ] && running containerd; then
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks kill -s SIGKILL "$id" >/dev/null 2>&1; done
-	for _ in $(seq 1 30); do
-		[ -z "$(ctr_ tasks ls 2>/dev/null | awk 'NR>1 && $3!="STOPPED"')" ] && break
-		sleep 0.1
-	done
-	for id in $(ctr_ tasks ls -q 2>/dev/null); do ctr_ tasks delete -f "$id" >/dev/null 2>&1; done
-	for id in $(ctr_ containers ls -q 2>/dev/null); do ctr_ containers delete "$id" >/dev/null 2>&1; done
-fi
-# Shims of the cluster's containerd (by its socket in their command line) whose containers
-# outlived the above.
-for p in $(pgrep -f -- "containerd-shim-runc-v2 .*-address $CONTAINERD_SOCK" 2>/dev/null); do
-	kill -9 "$p" 2>/dev/null
-done
+[ -S "$CONTAINERD_SOCK" ] && running containerd && clear_containers "$CONTAINERD_SOCK"
+# Shims of the cluster's containerd whose containers outlived the above.
+kill_shims "$CONTAINERD_SOCK"
 for d in $DAEMONS; do
 	p=$(pidof_ "$d") && [ -n "$p" ] && kill_wait "$p"
 done
