@@ -560,6 +560,7 @@ func checkDeployTimeOnCluster(t *testing.T, dir, errOut string, reps, functions 
 			t.Errorf("deploy-time report lacks %q:\n%s", want, rep)
 		}
 	}
+	t.Logf("deploy-time report:\n%s", rep)
 	if strings.Contains(string(rep), "**Incomplete**: repetition") {
 		t.Errorf("deploy-time report is incomplete:\n%s", rep)
 	}
