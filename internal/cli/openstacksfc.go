@@ -19,6 +19,7 @@ import (
 	"path/filepath"
 	goruntime "runtime"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -76,6 +77,21 @@ func openFirstPacket(d *deploy.Deployer, p *plan.Plan) (*firstpacket.Probe, erro
 // quickFunctions is how many forwarders --quick deploys and chains (f1..f3).
 const quickFunctions = 3
 
+// byNumber orders node names by their stem, then by the number they end in (f2 before f10).
+func byNumber(a, b string) int {
+	split := func(s string) (string, int) {
+		i := len(s)
+		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+			i--
+		}
+		n, _ := strconv.Atoi(s[i:])
+		return s[:i], n
+	}
+	as, an := split(a)
+	bs, bn := split(b)
+	return cmp.Or(cmp.Compare(as, bs), cmp.Compare(an, bn), cmp.Compare(a, b))
+}
+
 // keepFunctions removes from the deploy-time lab every forwarder after the first n (f1..fn
 // stay), so that --quick deploys only the functions its chains use.
 func keepFunctions(lab *spec.Lab, n int) {
@@ -116,7 +132,7 @@ func deployTimeRuntime(ctx context.Context, d *deploy.Deployer, p *plan.Plan) (s
 	}
 	var where []string
 	for _, kn := range slices.Sorted(maps.Keys(on)) {
-		slices.Sort(on[kn])
+		slices.SortFunc(on[kn], byNumber)
 		where = append(where, fmt.Sprintf("%s on %s", strings.Join(on[kn], ", "), kn))
 	}
 	return fmt.Sprintf("runtime kubernetes (cluster %s); the lab's %d pods: %s. "+
