@@ -198,6 +198,6 @@ func newReproduce() *cobra.Command {
 	cmd.Flags().BoolVar(&allowTCG, "allow-tcg", false, "run the study's VM scenarios (http-proxy: the KVM column) under TCG where KVM is not usable; every figure of them is marked \"emulated CPU (TCG): not comparable\"")
 	cmd.Flags().BoolVar(&vmFuncs, "vm", false, "openstack-sfc only: its data plane with every function a VM, as the study's VNFs were (transparent and routed scenarios; under TCG only with --allow-tcg)")
 	cmd.Flags().StringVar(&part, "part", "", "openstack-sfc only: run only its data-plane or deploy-time part (default both: the data plane's report in --out, the deploy time in --out/deploy-time)")
-	cmd.Flags().StringSliceVar(&scenarios, "scenario", nil, "openstack-sfc --part data-plane only: run only these scenarios (repeatable or comma-separated, e.g. c1,c1-routed); the report says which ran")
+	cmd.Flags().StringSliceVar(&scenarios, "scenario", nil, "openstack-sfc only: run only these data-plane scenarios (repeatable or comma-separated, e.g. c1,c1-routed; the deploy-time part, without --part, runs as ever); the report says which ran")
 	return cmd
 }

@@ -5,17 +5,21 @@ import (
 	"net/url"
 
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
 	"github.com/sfclab/sfclab/internal/oracle"
 	"io/fs"
+	"maps"
 	"net"
 	"net/http"
 	"net/netip"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
+	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -26,7 +30,6 @@ import (
 	"github.com/sfclab/sfclab/bench"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
-	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe/firstpacket"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
@@ -53,29 +56,99 @@ func firstPacketAddr(p *plan.Plan) netip.AddrPort {
 	return netip.AddrPortFrom(n.Ports[0].Address.Addr(), firstPacketPort)
 }
 
-// openFirstPacket opens the probe's sockets in the client's and the server's namespaces.
-func openFirstPacket(p *plan.Plan) (*firstpacket.Probe, error) {
-	c, s := p.Transparent.Node("client"), p.Transparent.Node("server")
-	if c == nil || s == nil {
+// openFirstPacket opens the probe's sockets in the client's and the server's nodes, entered
+// through the lab's runtime (Node.Do): a netns node's named namespace, a pod's namespace when
+// sfclab runs on the pod's Kubernetes node (a pod on another machine is refused, saying so).
+func openFirstPacket(d *deploy.Deployer, p *plan.Plan) (*firstpacket.Probe, error) {
+	if p.Transparent.Node("client") == nil || p.Transparent.Node("server") == nil {
 		return nil, fmt.Errorf("%s: the lab needs nodes client and server", openstackSFCLab)
 	}
-	cns, err := netdev.OpenNS(c.Netns)
+	c, err := d.Node(p, "client")
 	if err != nil {
 		return nil, err
 	}
-	defer cns.Close()
-	sns, err := netdev.OpenNS(s.Netns)
+	s, err := d.Node(p, "server")
 	if err != nil {
 		return nil, err
 	}
-	defer sns.Close()
-	return firstpacket.Open(cns, sns, firstPacketAddr(p))
+	return firstpacket.Open(c, s, firstPacketAddr(p))
+}
+
+// quickFunctions is how many forwarders --quick deploys and chains (f1..f3).
+const quickFunctions = 3
+
+// byNumber orders node names by their stem, then by the number they end in (f2 before f10).
+func byNumber(a, b string) int {
+	split := func(s string) (string, int) {
+		i := len(s)
+		for i > 0 && s[i-1] >= '0' && s[i-1] <= '9' {
+			i--
+		}
+		n, _ := strconv.Atoi(s[i:])
+		return s[:i], n
+	}
+	as, an := split(a)
+	bs, bn := split(b)
+	return cmp.Or(cmp.Compare(as, bs), cmp.Compare(an, bn), cmp.Compare(a, b))
+}
+
+// keepFunctions removes from the deploy-time lab every forwarder after the first n (f1..fn
+// stay), so that --quick deploys only the functions its chains use.
+func keepFunctions(lab *spec.Lab, n int) {
+	for i := n + 1; lab.Functions[fmt.Sprintf("f%d", i)] != nil; i++ {
+		delete(lab.Functions, fmt.Sprintf("f%d", i))
+	}
+}
+
+// deployTimeRuntime says, for the terminal and the report, what the deploy-time lab runs on:
+// the runtime, and on kubernetes the cluster (version, server, nodes) and which Kubernetes
+// node each pod went to.
+func deployTimeRuntime(ctx context.Context, d *deploy.Deployer, p *plan.Plan) (string, error) {
+	name := cmp.Or(p.Runtime, spec.DefaultRuntime)
+	if name != spec.RuntimeKubernetes {
+		return fmt.Sprintf("runtime %s (every node a network namespace of this host)", name), nil
+	}
+	rt, err := d.Runtime(name)
+	if err != nil {
+		return "", err
+	}
+	cluster := "unknown cluster"
+	if r, ok := rt.(interface {
+		Describe(context.Context) (string, error)
+	}); ok {
+		if cluster, err = r.Describe(ctx); err != nil {
+			return "", fmt.Errorf("describe the cluster: %w", err)
+		}
+	}
+	on := map[string][]string{} // Kubernetes node -> pods
+	for _, n := range p.Nodes {
+		node, err := d.Node(p, n.Name)
+		if err != nil {
+			return "", err
+		}
+		if k, ok := node.(*kubernetes.Node); ok {
+			on[k.KubeNode] = append(on[k.KubeNode], n.Name)
+		}
+	}
+	var where []string
+	for _, kn := range slices.Sorted(maps.Keys(on)) {
+		slices.SortFunc(on[kn], byNumber)
+		where = append(where, fmt.Sprintf("%s on %s", strings.Join(on[kn], ", "), kn))
+	}
+	return fmt.Sprintf("runtime kubernetes (cluster %s); the lab's %d pods: %s. "+
+		"Study C's Fig. 3 spreads its functions over compute nodes; this lab names no hosts, so every pod runs on the Kubernetes node of the machine sfclab runs on "+
+		"(the first-packet probe enters the client's and the server's pods from sfclab's process) and the chains do not cross nodes: "+
+		"the REST steps time the API and the steering programmed through the sfclab agent",
+		cluster, len(p.Nodes), strings.Join(where, "; ")), nil
 }
 
 // runOpenStackSFC reproduces study C's deploy-time figure: it deploys the ten-function lab,
 // serves the networking-sfc API over it on a loopback port, and times the four REST steps at
 // the client over HTTP for chains of 1..10 functions, then writes report.md and samples.csv.
-func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int) (err error) {
+//
+// On runtime kubernetes (runtime is the --runtime flag) the lab's nodes are pods; the report
+// says so, with the cluster and where the pods went.
+func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int, runtime string) (err error) {
 	if err := deploy.CheckRoot(); err != nil {
 		return err
 	}
@@ -86,6 +159,12 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	lab, err := spec.Decode(data, openstackSFCLab, kinds.Spec())
 	if err != nil {
 		return err
+	}
+	if runtime == spec.RuntimeKubernetes {
+		lab.Runtime = runtime
+	}
+	if quick {
+		keepFunctions(lab, quickFunctions)
 	}
 	p, err := plan.Build(lab)
 	if err != nil {
@@ -100,7 +179,7 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		e.Functions = append(e.Functions, fmt.Sprintf("f%d", i))
 	}
 	if quick {
-		e.Repetitions, e.Functions = 2, e.Functions[:3]
+		e.Repetitions = 2
 	}
 	if repetitions > 0 {
 		e.Repetitions = repetitions
@@ -120,13 +199,18 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 			err = errors.Join(err, derr)
 		}
 	}()
+	where, err := deployTimeRuntime(ctx, d, p)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(errOut, "study C deploy time: %s\n", where)
 	rec := &api.Recorder{}
 	plane := &apiplane.Switch{Plane: &apiplane.Plane{Journal: d.Journal}, Other: rec}
 	s, err := api.New(ctx, api.Config{Journal: d.Journal, DataPlane: plane, Log: d.Log})
 	if err != nil {
 		return err
 	}
-	probe, err := openFirstPacket(p)
+	probe, err := openFirstPacket(d, p)
 	if err != nil {
 		return err
 	}
@@ -166,6 +250,7 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	fmt.Fprintf(&rep, "Each step is timed at the client over HTTP (the sum of its requests: 1 flow classifier, n port pairs, n port pair groups, 1 port chain).\n\n")
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
 	fmt.Fprintf(&rep, "Host: Linux %s, %d CPUs, journal %s; run %s.\n\n", strings.TrimSpace(string(kernel)), goruntime.NumCPU(), d.Journal.Root, time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&rep, "Lab on %s.\n\n", where)
 	fmt.Fprintf(&rep, "Data plane: **transparent eBPF** — the API answers a port chain create only after the lab's BPF maps steer it, so the PC step includes installing the steering. "+
 		"First packet: after the PC answer, UDP probes (every %s, at most %d probes or %s) go from the client's namespace to %s in the server's; the first one that arrives with its TTL lowered by the chain's length has crossed every function of the new chain (a probe that went straight arrives with TTL %d). "+
 		"Its arrival is timed from the PC answer and from the PC request's start.\n\n",
@@ -223,24 +308,24 @@ const (
 // reproduceOpenStackSFC runs study C: the data plane (Table I, Table II, Fig. 6 and the tap on
 // four emulated hosts, with the same chains on one host, transparent and routed) as a bench
 // experiment whose report lands in --out, then the REST deploy-time experiment, whose report
-// lands in --out/deploy-time (in --out itself with --part deploy-time).
+// lands in --out/deploy-time (in --out itself with --part deploy-time). With --runtime
+// kubernetes both parts run on the cluster: the data plane with the study's hosts placed on
+// its nodes (kubernetesPlacement), the deploy-time lab's pods on this machine's node.
 func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string, scenarios []string) error {
 	switch {
-	case len(scenarios) > 0 && part != partDataPlane:
-		return fmt.Errorf("reproduce %s --scenario: it selects data-plane scenarios; add --part %s", openstackSFC, partDataPlane)
+	case len(scenarios) > 0 && part == partDeployTime:
+		return fmt.Errorf("reproduce %s --scenario: it selects data-plane scenarios, and --part %s runs none; leave out --part or --scenario", openstackSFC, partDeployTime)
 	case part != "" && part != partDataPlane && part != partDeployTime:
 		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
 	case standard:
 		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full (about 25 minutes) or --quick", openstackSFC)
-	case runtime == spec.RuntimeKubernetes && part != partDataPlane:
-		return fmt.Errorf("reproduce %s --runtime kubernetes: only its data plane runs on kubernetes (--part %s): its deploy-time part on the cluster is not done; run that part without --runtime", openstackSFC, partDataPlane)
-	case runtime != "" && runtime != "netns" && runtime != spec.RuntimeVM && part != partDataPlane: // vm: refused by Load with what to do
+	case runtime != "" && runtime != "netns" && runtime != spec.RuntimeVM && runtime != spec.RuntimeKubernetes && part != partDataPlane: // vm: refused by Load with what to do
 		return fmt.Errorf("reproduce %s --runtime %s: only its data plane runs on %s (--part %s): the deploy-time lab's functions have both ports on one network of one host, which Docker's networks cannot give (the engine connects a container to a network once)", openstackSFC, runtime, runtime, partDataPlane)
 	case part == partDeployTime && o.duration != 0:
 		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
 	}
 	if part == partDeployTime {
-		return runOpenStackSFC(cmd, quick, o.out, o.repetitions)
+		return runOpenStackSFC(cmd, quick, o.out, o.repetitions, runtime)
 	}
 	st, err := studies.Get(openstackSFC)
 	if err != nil {
@@ -273,7 +358,7 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 		return err
 	}
 	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
-	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions)
+	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions, runtime)
 }
 
 // reproduceOpenStackSFCVM runs study C's data plane with its functions as VMs (--vm): every

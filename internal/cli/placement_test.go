@@ -1,6 +1,7 @@
 package cli
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -27,5 +28,14 @@ func TestHostMapping(t *testing.T) {
 		if len(m) != 4 || m["contr01"] != tc.nodes[0] {
 			t.Errorf("nodes %v: mapping %v", tc.nodes, m)
 		}
+	}
+}
+
+// TestByNumber: the deploy-time report lists a node's pods by name stem, then number.
+func TestByNumber(t *testing.T) {
+	names := []string{"server", "f10", "f2", "client", "f1", "f9", "x"}
+	slices.SortFunc(names, byNumber)
+	if got, want := strings.Join(names, " "), "client f1 f2 f9 f10 server x"; got != want {
+		t.Errorf("sorted %q, want %q", got, want)
 	}
 }

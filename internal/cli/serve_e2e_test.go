@@ -103,7 +103,9 @@ func TestServeChainApplyDestroy(t *testing.T) {
 	}
 }
 
-// TestReproduceOpenStackSFCQuick runs study C's deploy-time experiment in its quick form.
+// TestReproduceOpenStackSFCQuick runs study C's deploy-time experiment in its quick form: the
+// report records the runtime (netns) and the lab's three forwarders (--quick deploys only the
+// functions its chains use).
 func TestReproduceOpenStackSFCQuick(t *testing.T) {
 	requireRoot(t)
 	privateState(t)
@@ -116,7 +118,8 @@ func TestReproduceOpenStackSFCQuick(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{"| 3 | 2 |", "study C (published)", "transparent eBPF", "first packet after the PC answer"} {
+	for _, want := range []string{"| 3 | 2 |", "study C (published)", "transparent eBPF", "first packet after the PC answer",
+		"lab study-c (3 forwarders)", "Lab on runtime netns (every node a network namespace of this host)"} {
 		if !strings.Contains(string(rep), want) {
 			t.Errorf("report lacks %q:\n%s", want, rep)
 		}
@@ -210,6 +213,31 @@ port_chains: {file-icmp: {flow_classifiers: [icmp], port_pair_groups: [g1]}}
 	for _, want := range []string{"API PORT CHAIN", "udp-ppg-f2", "file-icmp", "api-" + list.PortChains[0].ID} {
 		if code != 0 || !strings.Contains(out, want) {
 			t.Errorf("inspect lacks %q: exit %d\n%s", want, code, out)
+		}
+	}
+}
+
+// TestReproduceOpenStackSFCRefusals: the combinations of study C's flags that cannot run are
+// refused before anything is deployed, each saying what to do. --runtime kubernetes is no
+// longer among them (its deploy-time part runs on the cluster: TestReproduceStudyCOnCluster
+// in runtime/kubernetes).
+func TestReproduceOpenStackSFCRefusals(t *testing.T) {
+	privateState(t)
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--part", "deploy-time", "--scenario", "c1"}, "--part deploy-time runs none; leave out --part or --scenario"},
+		{[]string{"--part", "both"}, `--part "both": use data-plane or deploy-time`},
+		{[]string{"--standard"}, "it has no --standard scale"},
+		{[]string{"--runtime", "docker"}, "only its data plane runs on docker (--part data-plane)"},
+		{[]string{"--runtime", "docker", "--part", "deploy-time"}, "only its data plane runs on docker (--part data-plane)"},
+		{[]string{"--part", "deploy-time", "--duration", "1s"}, "the deploy-time experiment has no iperf3 duration"},
+	} {
+		args := append([]string{"reproduce", "openstack-sfc", "--quick", "--out", t.TempDir()}, tc.args...)
+		code, _, errOut := run(t, args...)
+		if code == 0 || !strings.Contains(errOut, tc.want) {
+			t.Errorf("sfclab %s: exit %d, %q; want it refused with %q", strings.Join(args, " "), code, errOut, tc.want)
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net/http"
 	"net/netip"
 	"os"
@@ -466,23 +467,35 @@ func alive(pids []int) []int {
 }
 
 // TestReproduceStudyCOnCluster: `reproduce openstack-sfc --runtime kubernetes` on the one-node
-// cluster runs (its smallest part: the data plane's chain C1, transparent, one quick
-// repetition), says on the terminal and in the run's environment that the study's four hosts
-// went onto the cluster's one node, measures C1 on kubernetes, and leaves nothing behind; the
-// study with its deploy-time part is refused, naming --part data-plane.
+// cluster runs both its parts (without --part; the data plane cut to its chain C1,
+// transparent, one quick repetition; the deploy-time part quick, one repetition): it says on
+// the terminal and in the run's environment that the study's four hosts went onto the
+// cluster's one node and measures C1 on kubernetes; the deploy-time report records the runtime,
+// the cluster and where its pods went, and has every REST step of every chain (1..3 functions)
+// above zero and the first packet through each new chain arrived; nothing of either lab is
+// left behind.
 func TestReproduceStudyCOnCluster(t *testing.T) {
 	requireCluster(t)
-	t.Setenv("SFCLAB_STATE_DIR", t.TempDir())
+	root := t.TempDir()
+	os.Chmod(root, 0o755)
+	os.Chmod(filepath.Dir(root), 0o755)
+	t.Setenv("SFCLAB_STATE_DIR", root)
 	dir := filepath.Join(t.TempDir(), "run")
 	var out bytes.Buffer
-	if code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--runtime", "kubernetes", "--out", dir); code == 0 || !strings.Contains(errOut, "only its data plane runs on kubernetes") {
-		t.Errorf("reproduce openstack-sfc --runtime kubernetes with its deploy-time part: exit %d, %q; want it refused, saying only the data plane runs", code, errOut)
-	}
-	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick", "--part", "data-plane",
+	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick",
 		"--runtime", "kubernetes", "--scenario", "c1", "--repetitions", "1", "--duration", "1s", "--out", dir)
+	for _, lab := range []string{"sc-c1", "study-c"} {
+		if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), lab); err != nil || len(l) > 0 {
+			t.Errorf("the run left lab %s in the cluster: %v %v", lab, l, err)
+		}
+		if left, _ := netdev.ListNetns(plan.NetnsName(lab, "")); len(left) > 0 {
+			t.Errorf("the run left namespaces of lab %s on the host: %v", lab, left)
+		}
+	}
 	if code != 0 {
 		t.Fatalf("reproduce openstack-sfc --runtime kubernetes: exit %d: %s\n%s", code, errOut, out.String())
 	}
+	checkDeployTimeOnCluster(t, filepath.Join(dir, "deploy-time"), errOut, 1, 3)
 	t.Logf("terminal:\n%s", errOut)
 	const want = "the study's four hosts on 1 node(s)"
 	const pairs = "contr01->localhost, comp02->localhost, comp03->localhost, comp04->localhost"
@@ -526,11 +539,86 @@ func TestReproduceStudyCOnCluster(t *testing.T) {
 	if deployed == 0 || throughput == 0 {
 		t.Errorf("c1: %d deploy samples on kubernetes, %d throughput samples above zero; want both (%d samples)", deployed, throughput, len(samples))
 	}
-	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), "sc-c1"); err != nil || len(l) > 0 {
-		t.Errorf("the run left lab sc-c1 in the cluster: %v %v", l, err)
+}
+
+// checkDeployTimeOnCluster checks study C's deploy-time report in dir, of a run on the test
+// cluster with reps repetitions of chains of 1..functions functions: the report and the
+// terminal (errOut) name the runtime, the cluster and the node its pods ran on; samples.csv
+// has, per repetition and length, the four REST steps, their total and the first packet, each
+// above zero and below a bound no healthy run reaches (a minute per step; the probe's own
+// timeout for the first packet), the total the sum of the steps, and the first packet after
+// the PC request the PC step plus the first packet.
+func checkDeployTimeOnCluster(t *testing.T, dir, errOut string, reps, functions int) {
+	t.Helper()
+	rep, err := os.ReadFile(filepath.Join(dir, "report.md"))
+	if err != nil {
+		t.Fatal(err)
 	}
-	if left, _ := netdev.ListNetns(plan.NetnsName("sc-c1", "")); len(left) > 0 {
-		t.Errorf("the run left namespaces of lab sc-c1 on the host: %v", left)
+	const runtime = "runtime kubernetes (cluster v1."
+	for _, want := range []string{runtime, "at https://127.0.0.1:16443", "pods: client, f1, f2, f3, server on localhost", "transparent eBPF", "study C (published)"} {
+		if !strings.Contains(string(rep), want) {
+			t.Errorf("deploy-time report lacks %q:\n%s", want, rep)
+		}
+	}
+	t.Logf("deploy-time report:\n%s", rep)
+	if strings.Contains(string(rep), "**Incomplete**: repetition") {
+		t.Errorf("deploy-time report is incomplete:\n%s", rep)
+	}
+	if !strings.Contains(errOut, "study C deploy time: "+runtime) {
+		t.Errorf("the terminal does not say the deploy-time lab ran on kubernetes:\n%s", errOut)
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "samples.csv"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type key struct {
+		rep, n int
+		step   string
+	}
+	got := map[key]float64{}
+	lines := strings.Split(strings.TrimSpace(string(data)), "\n")
+	if len(lines) == 0 || lines[0] != "repetition,functions,step,seconds" {
+		t.Fatalf("samples.csv has no header:\n%s", data)
+	}
+	for _, l := range lines[1:] {
+		f := strings.Split(l, ",")
+		if len(f) != 4 {
+			t.Fatalf("samples.csv line %q: want 4 fields", l)
+		}
+		r, err1 := strconv.Atoi(f[0])
+		n, err2 := strconv.Atoi(f[1])
+		v, err3 := strconv.ParseFloat(f[3], 64)
+		if err := errors.Join(err1, err2, err3); err != nil {
+			t.Fatalf("samples.csv line %q: %v", l, err)
+		}
+		got[key{r, n, f[2]}] = v
+	}
+	steps := []string{"FC", "PP", "PPG", "PC", "total", "first_packet", "first_packet_pc"}
+	if len(got) != reps*functions*len(steps) {
+		t.Errorf("samples.csv has %d samples, want %d (%d repetitions x %d lengths x %v):\n%s", len(got), reps*functions*len(steps), reps, functions, steps, data)
+	}
+	for r := 1; r <= reps; r++ {
+		for n := 1; n <= functions; n++ {
+			v := func(step string) float64 { return got[key{r, n, step}] }
+			for _, step := range steps {
+				bound := 60.0
+				if strings.HasPrefix(step, "first_packet") {
+					bound = 60 + firstpacket.DefaultTimeout.Seconds()
+				}
+				if x := v(step); !(x > 0 && x < bound) {
+					t.Errorf("repetition %d, %d functions, %s: %g s, want above 0 and below %g s", r, n, step, x, bound)
+				}
+			}
+			if x := v("first_packet"); x >= firstpacket.DefaultTimeout.Seconds() {
+				t.Errorf("repetition %d, %d functions: first packet after %g s, beyond the probe's timeout %s", r, n, x, firstpacket.DefaultTimeout)
+			}
+			if sum := v("FC") + v("PP") + v("PPG") + v("PC"); math.Abs(sum-v("total")) > 1e-6 {
+				t.Errorf("repetition %d, %d functions: total %g s, the steps sum to %g s", r, n, v("total"), sum)
+			}
+			if pc := v("PC") + v("first_packet"); math.Abs(pc-v("first_packet_pc")) > 1e-6 {
+				t.Errorf("repetition %d, %d functions: first packet after the PC request %g s, want PC + first packet = %g s", r, n, v("first_packet_pc"), pc)
+			}
+		}
 	}
 }
 
