@@ -465,15 +465,15 @@ func studyCAcrossNodes(t *testing.T) {
 // nodeLeaves: node 2 leaves the cluster, first as a node gone silent with a lab's pod on it
 // (its kubelet killed, Ready=Unknown as the node controller sets it: node2.sh silence), then
 // deleted. The agent DaemonSet still wants a pod on node 2 and the API server still shows
-// node 2's agent pod running, yet no deploy or destroy on node 1 waits for it (PodTimeout is
-// 30 s here: a wait would fail them): a lab on node 1 deploys and destroys; a lab placed on
-// node 2 is refused before anything is created, naming the node and its state (once it is
-// deleted, at its place in the lab file); the destroy of the lab whose pod is on node 2
-// removes the rest and names node 2 and what its agent was not asked to remove, and a second
-// destroy finds nothing left.
+// node 2's agent pod running, yet no deploy or destroy on node 1 waits for it or asks it
+// (PodTimeout is 1 min here: a wait would fail them): a lab on node 1 deploys and destroys; a
+// lab placed on node 2 is refused before anything is created, naming the node and its state
+// (once it is deleted, at its place in the lab file); the destroy of the lab whose pod is on
+// node 2 removes the rest and names node 2 and what its agent was not asked to remove, and a
+// second destroy finds nothing left.
 func nodeLeaves(t *testing.T, d *deploy.Deployer, dir string) {
 	old := kubernetes.PodTimeout
-	kubernetes.PodTimeout = 30 * time.Second
+	kubernetes.PodTimeout = time.Minute
 	t.Cleanup(func() { kubernetes.PodTimeout = old })
 	ctx := context.Background()
 	rt := kubernetes.Runtime{Kubeconfig: kubeconfig}
