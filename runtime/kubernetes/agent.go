@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"maps"
 	"net/url"
 	"os"
 	"os/exec"
@@ -870,57 +869,6 @@ func agentAttach(ctx context.Context, c *client, agents map[string]string, reqs 
 	}
 	wg.Wait()
 	return pids, errors.Join(errs...)
-}
-
-// runningAgents waits until the agent DaemonSet has a running pod on every node it is
-// scheduled to (its desired number; a pod that died is replaced by the DaemonSet) and returns
-// them by Kubernetes node; no DaemonSet gives none.
-func runningAgents(ctx context.Context, c *client) (map[string]string, error) {
-	var ds struct {
-		Status struct {
-			DesiredNumberScheduled int `json:"desiredNumberScheduled"`
-		} `json:"status"`
-	}
-	err := c.do(ctx, "GET", "/apis/apps/v1/namespaces/"+AgentNamespace+"/daemonsets/"+AgentName, nil, nil, &ds)
-	if isNotFound(err) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("find the sfclab agent: %w", err)
-	}
-	out := map[string]string{}
-	q := url.Values{"labelSelector": {LabelAgent + "=true"}}
-	err = poll(ctx, PodTimeout, func() (bool, error) {
-		var list struct{ Items []*agentPod }
-		if err := c.do(ctx, "GET", "/api/v1/namespaces/"+AgentNamespace+"/pods", q, nil, &list); err != nil {
-			return false, err
-		}
-		clear(out)
-		for _, p := range list.Items {
-			if p.running() {
-				out[p.Spec.NodeName] = p.Metadata.Name
-			}
-		}
-		return len(out) >= ds.Status.DesiredNumberScheduled, nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("wait for the sfclab agent pods (kubectl -n %s get pods -o wide): %w", AgentNamespace, err)
-	}
-	return out, nil
-}
-
-// destroyOnNodes asks every running agent to remove lab's state on its node (AgentDestroy),
-// waiting for agent pods the DaemonSet is replacing.
-func destroyOnNodes(ctx context.Context, c *client, lab string) error {
-	agents, err := runningAgents(ctx, c)
-	if err != nil {
-		return fmt.Errorf("remove lab %s from its nodes: %w", lab, err)
-	}
-	var errs []error
-	for _, kn := range slices.Sorted(maps.Keys(agents)) {
-		errs = append(errs, agentCall(ctx, c, kn, agents[kn], AgentDestroy, AgentDestroyRequest{Lab: lab}, nil))
-	}
-	return errors.Join(errs...)
 }
 
 // removeAgent deletes the agent's namespace (its DaemonSet and pods with it) and waits until

@@ -180,6 +180,37 @@ functions:
 			t.Errorf("namespaces of lab k8t-api left on the host: %v", left)
 		}
 	})
+	do, create := restAPI(t, ctx)
+	port := func(node, iface string) string { return api.PortID("k8t-api", node, iface) }
+
+	d := deployer(t)
+	d.Journal.Root = root
+	p, err := d.ReadPlan("k8t-api")
+	if err != nil {
+		t.Fatal(err)
+	}
+	crosses, straight := firstPacket(t, p, "client", "server")
+	if !straight() {
+		t.Fatal("before any chain, UDP from the client did not reach the server straight")
+	}
+	pp := create("port_pairs", "port_pair", map[string]any{"name": "pp-f1", "ingress": port("f1", "ingress"), "egress": port("f1", "egress")})
+	ppg := create("port_pair_groups", "port_pair_group", map[string]any{"name": "ppg-f1", "port_pairs": []string{pp}})
+	fc := create("flow_classifiers", "flow_classifier", map[string]any{"name": "udp-in", "protocol": "udp",
+		"logical_source_port": port("client", "eth0")})
+	pc := create("port_chains", "port_chain", map[string]any{"name": "a", "port_pair_groups": []string{ppg}, "flow_classifiers": []string{fc}})
+	if !crosses(1) {
+		t.Fatal("with the chain created over the API, UDP from the client did not cross f1")
+	}
+	do("DELETE", "/v2.0/sfc/port_chains/"+pc, nil, 204)
+	if !straight() {
+		t.Fatal("after deleting the chain, UDP does not go straight to the server")
+	}
+}
+
+// restAPI starts `sfclab serve` on a free loopback port (stopped when the test ends) and
+// returns calls of its REST API: do sends a request and wants a status (its JSON answer
+// decoded), create makes one networking-sfc resource and returns its ID.
+func restAPI(t *testing.T, ctx context.Context) (do func(method, path string, body any, want int) map[string]any, create func(plural, singular string, body map[string]any) string) {
 	// sfclab serve on a free loopback port; its first line names the address.
 	sctx, stop := context.WithCancel(ctx)
 	pr, pw := io.Pipe()
@@ -202,7 +233,7 @@ functions:
 	}
 	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{}}
 	t.Cleanup(hc.CloseIdleConnections)
-	do := func(method, path string, body any, want int) map[string]any {
+	do = func(method, path string, body any, want int) map[string]any {
 		t.Helper()
 		var rd io.Reader
 		if body != nil {
@@ -227,19 +258,20 @@ functions:
 		_ = json.Unmarshal(data, &v)
 		return v
 	}
-	create := func(plural, singular string, body map[string]any) string {
+	create = func(plural, singular string, body map[string]any) string {
 		t.Helper()
 		v := do("POST", "/v2.0/sfc/"+plural, map[string]any{singular: body}, 201)
 		return v[singular].(map[string]any)["id"].(string)
 	}
-	port := func(node, iface string) string { return api.PortID("k8t-api", node, iface) }
+	return do, create
+}
 
-	d := deployer(t)
-	d.Journal.Root = root
-	p, err := d.ReadPlan("k8t-api")
-	if err != nil {
-		t.Fatal(err)
-	}
+// firstPacket opens a first-packet probe (UDP to port 40001) from node src to node dst of
+// deployed transparent lab p, closed when the test ends: crosses says whether a probe crossed
+// a chain of hops functions (its TTL lowered by that many) within 2 s, straight whether
+// probes reached dst unsteered (their TTL kept) and none crossed within 0.5 s.
+func firstPacket(t *testing.T, p *plan.Plan, src, dst string) (crosses func(hops int) bool, straight func() bool) {
+	t.Helper()
 	open := func(node string) *netdev.NS {
 		ns, err := netdev.OpenNS(p.Transparent.Node(node).Netns)
 		if err != nil {
@@ -248,37 +280,24 @@ functions:
 		t.Cleanup(func() { ns.Close() })
 		return ns
 	}
-	dst := netip.AddrPortFrom(p.Transparent.Node("server").Ports[0].Address.Addr(), 40001)
-	probe, err := firstpacket.Open(open("client"), open("server"), dst)
+	to := netip.AddrPortFrom(p.Transparent.Node(dst).Ports[0].Address.Addr(), 40001)
+	probe, err := firstpacket.Open(open(src), open(dst), to)
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { probe.Close() })
-	crosses := func() bool {
+	ctx := context.Background()
+	crosses = func(hops int) bool {
 		probe.Timeout = 2 * time.Second
-		_, err := probe.Run(ctx, 1)
+		_, err := probe.Run(ctx, hops)
 		return err == nil
 	}
-	straight := func() bool {
+	straight = func() bool {
 		probe.Timeout = 500 * time.Millisecond
 		r, err := probe.Run(ctx, 1)
 		return err != nil && r != nil && r.Direct > 0
 	}
-	if !straight() {
-		t.Fatal("before any chain, UDP from the client did not reach the server straight")
-	}
-	pp := create("port_pairs", "port_pair", map[string]any{"name": "pp-f1", "ingress": port("f1", "ingress"), "egress": port("f1", "egress")})
-	ppg := create("port_pair_groups", "port_pair_group", map[string]any{"name": "ppg-f1", "port_pairs": []string{pp}})
-	fc := create("flow_classifiers", "flow_classifier", map[string]any{"name": "udp-in", "protocol": "udp",
-		"logical_source_port": port("client", "eth0")})
-	pc := create("port_chains", "port_chain", map[string]any{"name": "a", "port_pair_groups": []string{ppg}, "flow_classifiers": []string{fc}})
-	if !crosses() {
-		t.Fatal("with the chain created over the API, UDP from the client did not cross f1")
-	}
-	do("DELETE", "/v2.0/sfc/port_chains/"+pc, nil, 204)
-	if !straight() {
-		t.Fatal("after deleting the chain, UDP does not go straight to the server")
-	}
+	return crosses, straight
 }
 
 // TestKill9ThenDestroyAll kills sfclab with SIGKILL while it deploys a lab on the cluster (its

@@ -198,8 +198,13 @@ func (r Runtime) Nodes(ctx context.Context) ([]string, error) {
 // kubeNode is the part of a Kubernetes Node the runtime reads.
 type kubeNode struct {
 	Metadata struct {
-		Name string `json:"name"`
+		Name              string            `json:"name"`
+		Labels            map[string]string `json:"labels"`
+		DeletionTimestamp *string           `json:"deletionTimestamp"`
 	} `json:"metadata"`
+	Spec struct {
+		Taints []taint `json:"taints"`
+	} `json:"spec"`
 	Status struct {
 		Addresses []struct {
 			Type    string `json:"type"`
@@ -239,13 +244,17 @@ func (n *kubeNode) sameKernel() bool {
 	return err == nil && id != "" && n.Status.NodeInfo.BootID == id
 }
 
-func (n *kubeNode) ready() bool {
+func (n *kubeNode) ready() bool { return n.readyCondition() == "Ready=True" }
+
+// readyCondition says the node's Ready condition as Ready=STATUS (True, False, Unknown: the
+// node controller's word for a kubelet that stopped reporting), or that it has none.
+func (n *kubeNode) readyCondition() string {
 	for _, c := range n.Status.Conditions {
 		if c.Type == "Ready" {
-			return c.Status == "True"
+			return "Ready=" + c.Status
 		}
 	}
-	return false
+	return "no Ready condition"
 }
 
 // hasImage reports whether the node's image list has ref (Docker Hub short names are
@@ -366,14 +375,29 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		if _, ok := n.internalIP(); !ok && len(used) > 1 {
 			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node has no InternalIP, which the lab's VXLAN devices between its nodes use", p.Lab, kn)
 		}
-		if !n.ready() {
-			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node is not Ready", p.Lab, kn)
+		if !n.ready() || n.Metadata.DeletionTimestamp != nil {
+			state := "is not Ready (" + n.readyCondition() + ")"
+			if n.Metadata.DeletionTimestamp != nil {
+				state = "is being deleted"
+			}
+			return nil, fmt.Errorf("%splace lab %s on Kubernetes node %s: the node %s: no pod of the lab can run there; place its hosts on Ready nodes (kubectl get nodes)", hostPlace(p, kn), p.Lab, kn, state)
 		}
 		if !n.hasImage(image) {
 			return nil, fmt.Errorf("image %s is not on Kubernetes node %s (pods do not pull it): import it there, e.g. `docker save %s | ctr -n k8s.io images import -` on the node, or push it to a registry the node pulls from and set the image", image, kn, image)
 		}
 	}
 	return out, nil
+}
+
+// hostPlace is "FILE:LINE:COL: host H: " for the host of p's lab file that names Kubernetes
+// node kn, or "" when no written host names it.
+func hostPlace(p *plan.Plan, kn string) string {
+	for _, h := range p.AllHosts() {
+		if h.Name == kn && placeRE.MatchString(h.Where) {
+			return h.Where + ": host " + h.Name + ": "
+		}
+	}
+	return ""
 }
 
 // placeRE matches the end of a place in a lab file (FILE:LINE or FILE:LINE:COL).
@@ -1071,14 +1095,17 @@ func agentOn(ctx context.Context, c *client, lab, kn string) (string, error) {
 			return pod, nil
 		}
 	}
-	agents, err := runningAgents(ctx, c)
+	v, err := runningAgents(ctx, c)
 	if err != nil {
 		return "", err
 	}
-	if agents[kn] == "" {
+	if v.pods[kn] == "" {
+		if why := v.why(kn); why != "" && v.nodes != nil {
+			return "", fmt.Errorf("reach the sfclab agent on Kubernetes node %s: the node %s", kn, why)
+		}
 		return "", fmt.Errorf("no sfclab agent runs on Kubernetes node %s (kubectl -n %s get pods -o wide)", kn, AgentNamespace)
 	}
-	return agents[kn], nil
+	return v.pods[kn], nil
 }
 
 // Configure has the agent on each of the lab's Kubernetes nodes write its pods' settings

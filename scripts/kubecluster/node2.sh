@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# node2.sh start|stop: a second node of the test cluster on this machine, for labs whose
+# node2.sh start|stop|silence: a second node of the test cluster on this machine, for labs whose
 # segments cross nodes (start.sh's cluster must run). Node 2 ($NODE2) is a containerd and a
 # kubelet of their own (roots, sockets, ports, cgroup root /$NODE2_CGROUP, so that neither
 # kubelet removes the other's pod cgroups) started inside the network namespace $NODE2_NS:
@@ -158,8 +158,25 @@ stop() {
 	echo "kubecluster: node $NODE2 stopped"
 }
 
+# silence: node 2 as a node that crashed or lost its network: its kubelet is killed (no
+# goodbye to the API server), its pods' processes keep running, and its Ready condition is set
+# to Unknown as the node lifecycle controller sets it (reason NodeStatusUnknown), which that
+# controller does by itself only after its grace period (50 s) without news from the kubelet.
+# The node object stays; stop removes the rest.
+silence() {
+	local p
+	p=$(pid2 kubelet) || { echo "kubecluster: node $NODE2 is not running" >&2; exit 1; }
+	kill -9 "$p"
+	for _ in $(seq 1 50); do kill -0 "$p" 2>/dev/null || break; sleep 0.1; done
+	rm -f "$NODE2_RUN/kubelet.pid"
+	kc patch node "$NODE2" --subresource=status --type=strategic -p \
+		'{"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"Kubelet stopped posting node status (node2.sh silence)."}]}}' >/dev/null
+	echo "kubecluster: node $NODE2 silenced (kubelet killed, Ready=Unknown)"
+}
+
 case ${1:-} in
 start) start ;;
 stop) stop ;;
-*) echo "usage: $0 start|stop" >&2; exit 2 ;;
+silence) silence ;;
+*) echo "usage: $0 start|stop|silence" >&2; exit 2 ;;
 esac
