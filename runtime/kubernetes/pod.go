@@ -235,4 +235,4 @@ func (e *exitError) Error() string { return e.msg }
 func (e *exitError) ExitCode() int { return e.code }
 
 // errNoEnter is Node.Do's refusal for a pod on another machine.
-var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; commands, daemons and readings go through the sfclab agent there")
+var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; ping, cpu and an iperf3 client there run through the sfclab agent (docs/kubernetes.md)")
