@@ -173,3 +173,36 @@ func TestRemoteNodeRefuses(t *testing.T) {
 		t.Errorf("Do: %v, want errNoEnter", err)
 	}
 }
+
+// TestForeign: a Kubernetes node is another machine's unless it is this machine (the name
+// localhost, its hostname or addresses) or of its kernel (boot ID); ForeignNodes makes any
+// node foreign.
+func TestForeign(t *testing.T) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		t.Fatal(err)
+	}
+	here := strings.TrimSpace(string(b))
+	for _, tc := range []struct {
+		name, json string
+		treat      []string
+		foreign    bool
+	}{
+		{"localhost", `{"metadata":{"name":"localhost"}}`, nil, false},
+		{"localhost treated as foreign", `{"metadata":{"name":"localhost"}}`, []string{"localhost"}, true},
+		{"this kernel", `{"metadata":{"name":"kn2"},"status":{"addresses":[{"type":"InternalIP","address":"198.19.253.2"}],"nodeInfo":{"bootID":"` + here + `"}}}`, nil, false},
+		{"loopback address", `{"metadata":{"name":"n1"},"status":{"addresses":[{"type":"InternalIP","address":"127.0.0.1"}]}}`, nil, false},
+		{"another machine", `{"metadata":{"name":"far"},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.7"}],"nodeInfo":{"bootID":"0b5e3c1e-0000-4000-8000-000000000000"}}}`, nil, true},
+		{"another machine, other nodes treated", `{"metadata":{"name":"far"},"status":{"addresses":[{"type":"InternalIP","address":"10.0.0.7"}]}}`, []string{"kn2"}, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var n kubeNode
+			if err := json.Unmarshal([]byte(tc.json), &n); err != nil {
+				t.Fatal(err)
+			}
+			if got := (Runtime{ForeignNodes: tc.treat}).foreign(&n); got != tc.foreign {
+				t.Errorf("foreign %v, want %v", got, tc.foreign)
+			}
+		})
+	}
+}
