@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io/fs"
+	"net/netip"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -15,24 +16,59 @@ import (
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
+	"github.com/sfclab/sfclab/vnf/httpserver"
 )
 
-// TestForeignNode deploys study A's fw-lb lab (client -> iptables firewall -> HAProxy ->
-// server) with the cluster's only node treated as another machine's (Runtime.ForeignNodes):
-// there is no second machine here, so sfclab must not see the pods' files, and it does not
-// write them: the pods mount the lab's directory on the node (NodeStateRoot/LAB, made by the
-// agent), never the journal's node directory, and HAProxy's configuration, pid file and log
-// (and an iperf3 server's log) are written and read there by the agent. iperf3 crosses the
-// firewall and HAProxy to the server; the files are in the node's lab directory and the
-// journal's node directory stays empty; the pods cannot be entered (Do), so the probes take
-// them for guests; destroy leaves nothing on the node or in the cluster.
+// foreignLab is study A's fw-lb lab (examples/fw-lb.yaml: client -> iptables firewall ->
+// HAProxy -> server) with an Apache origin as its server: two kinds that write files.
+const foreignLab = `name: k8r-far
+runtime: kubernetes
+links: bridge
+endpoints:
+  client: {kind: client}
+  server:
+    kind: http-server
+    http: {server: apache, port: 80, objects: [1k, 100k]}
+functions:
+  fw:
+    kind: firewall
+    params:
+      backend: iptables
+      masquerade: true
+      rules:
+        - {action: deny, protocol: tcp, port: 9999}
+  lb:
+    kind: l4lb
+    params: {impl: haproxy, port: 5201, splice: true, threads: 1}
+chains:
+  - name: web
+    from: client
+    to: server
+    classifier: {protocol: tcp, destination_port: 5201}
+    hops: [fw, lb]
+`
+
+// TestForeignNode deploys foreignLab with the cluster's only node treated as another
+// machine's (Runtime.ForeignNodes): there is no second machine here, so sfclab must not see
+// the pods' files, and it does not write them: the pods mount the lab's directory on the node
+// (NodeStateRoot/LAB, made by the agent), never the journal's node directory, and HAProxy's
+// and Apache's configuration, objects, pid files and logs (and an iperf3 server's log) are
+// written and read there by the agent. Apache's readiness GET goes through the agent
+// (vnf.Exchanger: the image has no wget). iperf3 crosses the firewall and HAProxy to the
+// server, a GET of an object crosses the firewall to Apache; the files are in the node's lab
+// directory and the journal's node directory stays empty; the pods cannot be entered (Do),
+// so the probes take them for guests; destroy leaves nothing on the node or in the cluster.
 func TestForeignNode(t *testing.T) {
 	requireCluster(t)
 	d := deployer(t)
 	rt := d.Runtimes[spec.RuntimeKubernetes].(kubernetes.Runtime)
 	rt.ForeignNodes = []string{"localhost"}
 	d.Runtimes[spec.RuntimeKubernetes] = rt
-	lab := loadLab(t, "../../examples/fw-lb.yaml", "k8r-far", spec.RuntimeKubernetes)
+	file := filepath.Join(t.TempDir(), "far.yaml")
+	if err := os.WriteFile(file, []byte(foreignLab), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	lab := loadLab(t, file, "k8r-far", spec.RuntimeKubernetes)
 	onNode := filepath.Join(kubernetes.NodeStateRoot, lab.Name)
 	if _, err := os.Stat(onNode); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("%s exists before the deploy: %v", onNode, err)
@@ -65,11 +101,16 @@ func TestForeignNode(t *testing.T) {
 		}
 	}
 
-	// HAProxy's files are on the node, where the pod sees them at the journal's path.
-	for _, f := range []string{"lb.haproxy.cfg", "lb.haproxy.pid", "lb.haproxy.log"} {
+	// HAProxy's and Apache's files are on the node, where the pods see them at the
+	// journal's path.
+	for _, f := range []string{"lb.haproxy.cfg", "lb.haproxy.pid", "lb.haproxy.log",
+		"server.www/httpd.conf", "server.www/daemon.pid", "server.www/server.log", "server.www/objects/1k", "server.www/objects/100k"} {
 		if _, err := os.Stat(filepath.Join(onNode, f)); err != nil {
-			t.Errorf("HAProxy's %s is not in the node's lab directory: %v", f, err)
+			t.Errorf("%s is not in the node's lab directory: %v", f, err)
 		}
+	}
+	if st, err := os.Stat(filepath.Join(onNode, "server.www/objects/100k")); err != nil || st.Size() != 100<<10 || !st.ModTime().Equal(httpserver.ObjectTime) {
+		t.Errorf("object 100k on the node: %v %v, want %d bytes dated %s", st, err, 100<<10, httpserver.ObjectTime)
 	}
 	cfg, err := os.ReadFile(filepath.Join(onNode, "lb.haproxy.cfg"))
 	if err != nil {
@@ -97,6 +138,14 @@ func TestForeignNode(t *testing.T) {
 	}
 	if ents, err := os.ReadDir(journalDir); err != nil || len(ents) > 0 {
 		t.Errorf("sfclab's journal node directory %s holds %v (%v): the pods' files must be on the node only", journalDir, ents, err)
+	}
+
+	// A GET from the client crosses the firewall to Apache (through the agent: no HTTP
+	// client in the image, no entering the pod).
+	origin := p.Node("server").Interfaces[0].Address.Addr()
+	reply, err := client.(vnf.Exchanger).Exchange(ctx, netip.AddrPortFrom(origin, 80).String(), []byte("GET /100k HTTP/1.0\r\n\r\n"), 0, 10*time.Second)
+	if err != nil || !strings.HasPrefix(string(reply), "HTTP/1.1 200") || !strings.Contains(string(reply), "Content-Length: 102400") {
+		t.Errorf("GET /100k from the client: %v\n%.300s", err, reply)
 	}
 
 	// inspect reads the functions' state (HAProxy's pid file) through the agent.

@@ -20,6 +20,7 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
@@ -167,7 +168,7 @@ func waitServing(ctx context.Context, node vnf.Node, hp *HTTPServerParams, pid i
 	for {
 		var err error
 		if guest {
-			err = guestServes(ctx, node, hp.Port, "http://"+addr+path)
+			err = guestServes(ctx, node, hp.Port, addr, path)
 		} else if err = listensOn(ctx, node, hp.Port, pid); err == nil {
 			err = get(node, addr, path)
 		}
@@ -222,8 +223,12 @@ func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
 // names one of the processes sharing a socket, a worker as often as the server's first
 // process; the caller checks that pid still runs, and the guest runs nothing else on the port.
 //
+// A node that exchanges bytes over a connection itself (vnf.Exchanger: a kubernetes pod on
+// another machine, whose image has no wget) is sent the GET and its status line is read.
+//
 // Equivalent to: netstat -tln | grep ':PORT ' && wget -q -O /dev/null URL
-func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) error {
+func guestServes(ctx context.Context, node vnf.Node, port uint16, addr, path string) error {
+	url := "http://" + addr + path
 	ok, err := vnf.Listens(ctx, node, net.JoinHostPort("0.0.0.0", strconv.Itoa(int(port))))
 	if err != nil {
 		return err
@@ -231,11 +236,24 @@ func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) er
 	if !ok {
 		return fmt.Errorf("nothing listens on port %d yet", port)
 	}
+	if x, ok := node.(vnf.Exchanger); ok {
+		reply, err := x.Exchange(ctx, addr, []byte("GET "+path+" HTTP/1.0\r\n\r\n"), 256, 2*time.Second)
+		if err != nil {
+			return fmt.Errorf("GET %s in the node: %w", url, err)
+		}
+		if status, _, _ := strings.Cut(string(reply), "\r\n"); !okStatus.MatchString(status) {
+			return fmt.Errorf("GET %s in the node: %q", url, status)
+		}
+		return nil
+	}
 	if _, err := node.Output(ctx, nil, "wget", "-q", "-O", "/dev/null", url); err != nil {
 		return fmt.Errorf("GET %s in the guest: %w", url, err)
 	}
 	return nil
 }
+
+// okStatus is the status line of a 2xx response.
+var okStatus = regexp.MustCompile(`^HTTP/1\.[01] 2[0-9][0-9]( |$)`)
 
 // get requests path from addr over a connection made inside the node and reads the response.
 func get(node vnf.Node, addr, path string) error {
