@@ -20,7 +20,7 @@ import (
 )
 
 // foreignLab is study A's fw-lb lab (examples/fw-lb.yaml: client -> iptables firewall ->
-// HAProxy -> server) with an Apache origin as its server: two kinds that write files.
+// HAProxy -> server) with an nginx origin (Apache cannot run in a pod: docs/kubernetes.md) as its server: two kinds that write files.
 const foreignLab = `name: k8r-far
 runtime: kubernetes
 links: bridge
@@ -28,7 +28,7 @@ endpoints:
   client: {kind: client}
   server:
     kind: http-server
-    http: {server: apache, port: 80, objects: [1k, 100k]}
+    http: {server: nginx, port: 80, objects: [1k, 100k]}
 functions:
   fw:
     kind: firewall
@@ -52,10 +52,10 @@ chains:
 // machine's (Runtime.ForeignNodes): there is no second machine here, so sfclab must not see
 // the pods' files, and it does not write them: the pods mount the lab's directory on the node
 // (NodeStateRoot/LAB, made by the agent), never the journal's node directory, and HAProxy's
-// and Apache's configuration, objects, pid files and logs (and an iperf3 server's log) are
-// written and read there by the agent. Apache's readiness GET goes through the agent
+// and nginx's configuration, objects, pid files and logs (and an iperf3 server's log) are
+// written and read there by the agent. nginx's readiness GET goes through the agent
 // (vnf.Exchanger: the image has no wget). iperf3 crosses the firewall and HAProxy to the
-// server, a GET of an object crosses the firewall to Apache; the files are in the node's lab
+// server, a GET of an object from HAProxy's node reaches nginx; the files are in the node's lab
 // directory and the journal's node directory stays empty; the pods cannot be entered (Do),
 // so the probes take them for guests; destroy leaves nothing on the node or in the cluster.
 func TestForeignNode(t *testing.T) {
@@ -101,15 +101,15 @@ func TestForeignNode(t *testing.T) {
 		}
 	}
 
-	// HAProxy's and Apache's files are on the node, where the pods see them at the
+	// HAProxy's and nginx's files are on the node, where the pods see them at the
 	// journal's path.
 	for _, f := range []string{"lb.haproxy.cfg", "lb.haproxy.pid", "lb.haproxy.log",
-		"server.www/httpd.conf", "server.www/daemon.pid", "server.www/server.log", "server.www/objects/1k", "server.www/objects/100k"} {
+		"server.www/nginx.conf", "server.www/daemon.pid", "server.www/server.log", "server.www/objects/obj-1k", "server.www/objects/obj-100k"} {
 		if _, err := os.Stat(filepath.Join(onNode, f)); err != nil {
 			t.Errorf("%s is not in the node's lab directory: %v", f, err)
 		}
 	}
-	if st, err := os.Stat(filepath.Join(onNode, "server.www/objects/100k")); err != nil || st.Size() != 100<<10 || !st.ModTime().Equal(httpserver.ObjectTime) {
+	if st, err := os.Stat(filepath.Join(onNode, "server.www/objects/obj-100k")); err != nil || st.Size() != 100<<10 || !st.ModTime().Equal(httpserver.ObjectTime) {
 		t.Errorf("object 100k on the node: %v %v, want %d bytes dated %s", st, err, 100<<10, httpserver.ObjectTime)
 	}
 	cfg, err := os.ReadFile(filepath.Join(onNode, "lb.haproxy.cfg"))
@@ -119,7 +119,7 @@ func TestForeignNode(t *testing.T) {
 	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	inPod, err := lb.Output(ctx, nil, "cat", filepath.Join(journalDir, "lb.haproxy.cfg"))
-	if err != nil || string(inPod) != string(cfg) || !strings.Contains(string(cfg), "haproxy") {
+	if err != nil || string(inPod) != string(cfg) || !strings.Contains(string(cfg), "frontend sfclab_in") {
 		t.Errorf("the lb pod reads %q (%v) at the journal's path, the node has %q", inPod, err, cfg)
 	}
 	pidText, err := vnf.ReadFile(lb, filepath.Join(journalDir, "lb.haproxy.pid"))
@@ -140,12 +140,13 @@ func TestForeignNode(t *testing.T) {
 		t.Errorf("sfclab's journal node directory %s holds %v (%v): the pods' files must be on the node only", journalDir, ents, err)
 	}
 
-	// A GET from the client crosses the firewall to Apache (through the agent: no HTTP
-	// client in the image, no entering the pod).
+	// A GET from HAProxy's node (the client has no route to the origin: HAProxy is its
+	// target) reaches nginx over their segment, through the agent (no HTTP client in the
+	// image, no entering the pod).
 	origin := p.Node("server").Interfaces[0].Address.Addr()
-	reply, err := client.(vnf.Exchanger).Exchange(ctx, netip.AddrPortFrom(origin, 80).String(), []byte("GET /100k HTTP/1.0\r\n\r\n"), 0, 10*time.Second)
-	if err != nil || !strings.HasPrefix(string(reply), "HTTP/1.1 200") || !strings.Contains(string(reply), "Content-Length: 102400") {
-		t.Errorf("GET /100k from the client: %v\n%.300s", err, reply)
+	reply, err := lb.(vnf.Exchanger).Exchange(ctx, netip.AddrPortFrom(origin, 80).String(), []byte("GET /obj-100k HTTP/1.0\r\n\r\n"), 0, 10*time.Second)
+	if err != nil || !strings.HasPrefix(string(reply), "HTTP/1.1 200") || !strings.Contains(string(reply), "Content-Length: 102400") || len(reply) < 100<<10 {
+		t.Errorf("GET /obj-100k from lb: %v (%d bytes)\n%.300s", err, len(reply), reply)
 	}
 
 	// inspect reads the functions' state (HAProxy's pid file) through the agent.
