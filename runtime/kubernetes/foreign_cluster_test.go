@@ -73,11 +73,16 @@ func TestForeignNode(t *testing.T) {
 	if _, err := os.Stat(onNode); !errors.Is(err, fs.ErrNotExist) {
 		t.Fatalf("%s exists before the deploy: %v", onNode, err)
 	}
+	_, rootErr := os.Stat(kubernetes.NodeStateRoot)
 	// Registered before deployed's destroy, so checked after it.
 	t.Cleanup(func() {
 		if _, err := os.Stat(onNode); !errors.Is(err, fs.ErrNotExist) {
 			t.Errorf("the lab's directory on the node is left after destroy: %v", err)
 			os.RemoveAll(onNode)
+		}
+		if _, err := os.Stat(kubernetes.NodeStateRoot); errors.Is(rootErr, fs.ErrNotExist) && !errors.Is(err, fs.ErrNotExist) {
+			t.Errorf("%s, made for the lab, is left after destroy: %v", kubernetes.NodeStateRoot, err)
+			os.Remove(kubernetes.NodeStateRoot)
 		}
 	})
 	p, _ := deployed(t, d, lab)

@@ -88,7 +88,12 @@ func agentFiles(req AgentFilesRequest) (*AgentFilesAnswer, error) {
 			perm = 0o755
 		}
 		// Searchable by others: servers in the pods run as other users (www-data, proxy).
-		if err := os.MkdirAll(dir, 0o755); err != nil {
+		// Once more when another lab's destroy removed the empty root meanwhile.
+		err := os.MkdirAll(dir, 0o755)
+		if errors.Is(err, fs.ErrNotExist) {
+			err = os.MkdirAll(dir, 0o755)
+		}
+		if err != nil {
 			return nil, fmt.Errorf("make the directory of lab %s: %w", req.Lab, err)
 		}
 	}
@@ -131,8 +136,8 @@ func agentFiles(req AgentFilesRequest) (*AgentFilesAnswer, error) {
 	return ans, nil
 }
 
-// removeLabDir removes the lab's directory on the agent's node (agentDestroy); nothing there is
-// not an error.
+// removeLabDir removes the lab's directory on the agent's node (agentDestroy), and
+// NodeStateRoot when no other lab's is left in it; nothing there is not an error.
 func removeLabDir(lab string) error {
 	if err := checkLabName(lab); err != nil {
 		return err
@@ -140,6 +145,7 @@ func removeLabDir(lab string) error {
 	if err := os.RemoveAll(filepath.Join(nodeRoot(), nodeLabDir(lab))); err != nil {
 		return fmt.Errorf("remove the directory of lab %s: %w", lab, err)
 	}
+	_ = os.Remove(filepath.Join(nodeRoot(), nodeStateRoot)) // fails while another lab's is there
 	return nil
 }
 

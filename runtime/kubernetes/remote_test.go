@@ -140,7 +140,20 @@ func TestAgentFiles(t *testing.T) {
 		t.Errorf("a refused lab name made a directory: %v", err)
 	}
 
-	// The lab's destroy removes its directory (twice: nothing there is no error).
+	// The lab's destroy removes its directory (twice: nothing there is no error), and the
+	// root once no lab's directory is left; another lab's keeps it.
+	if _, err := files(t, AgentFilesRequest{Op: FileMkdir, Lab: "k8r-other", Path: "."}); err != nil {
+		t.Fatal(err)
+	}
+	if err := removeLabDir(lab); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := os.Stat(filepath.Join(nodeStateRoot, "k8r-other")); err != nil {
+		t.Errorf("destroying lab %s removed another lab's directory: %v", lab, err)
+	}
+	if err := removeLabDir("k8r-other"); err != nil {
+		t.Fatal(err)
+	}
 	for range 2 {
 		if err := removeLabDir(lab); err != nil {
 			t.Fatal(err)
@@ -148,6 +161,9 @@ func TestAgentFiles(t *testing.T) {
 	}
 	if _, err := os.Stat(dir); !errors.Is(err, fs.ErrNotExist) {
 		t.Errorf("lab directory after destroy: %v", err)
+	}
+	if _, err := os.Stat(nodeStateRoot); !errors.Is(err, fs.ErrNotExist) {
+		t.Errorf("the root of the labs' directories, empty, after the last destroy: %v", err)
 	}
 	if _, err := os.Stat(filepath.Join(outside, "secret")); err != nil {
 		t.Errorf("destroy removed what a link in the lab's directory pointed to: %v", err)
