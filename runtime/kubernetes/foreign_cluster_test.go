@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
@@ -141,6 +142,22 @@ func TestForeignNode(t *testing.T) {
 	if _, err := os.Stat(filepath.Join(onNode, "iperf3-"+strconv.Itoa(port)+".log")); err != nil {
 		t.Errorf("the iperf3 server's log is not in the node's lab directory: %v", err)
 	}
+	// The iperf3 probe's server in a pod on another machine is a guest's: found listening
+	// with ss (the image has no netstat) and stopped through the agent.
+	srv, err := iperf3probe.StartServer(server, "server", 5202, filepath.Join(journalDir, "iperf3-probe-5202.log"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := iperf3probe.WaitServers(ctx, []iperf3probe.Server{srv}); err != nil {
+		t.Errorf("the iperf3 probe's server in a pod on another machine: %v", err)
+	}
+	if err := iperf3probe.StopServers([]iperf3probe.Server{srv}); err != nil {
+		t.Errorf("stop the iperf3 probe's server: %v", err)
+	}
+	if _, err := os.Stat(filepath.Join(onNode, "iperf3-probe-5202.log")); err != nil {
+		t.Errorf("the probe's server log is not in the node's lab directory: %v", err)
+	}
+
 	if ents, err := os.ReadDir(journalDir); err != nil || len(ents) > 0 {
 		t.Errorf("sfclab's journal node directory %s holds %v (%v): the pods' files must be on the node only", journalDir, ents, err)
 	}
