@@ -11,12 +11,12 @@ import (
 // StopDaemon stops a daemon a kind started with Node.Daemon and whose process group it wrote
 // to pidFile: when the group still runs a process naming marker (GroupRuns, in the guest for
 // a VM node; else it is gone already), SIGTERM to the group and SIGKILL after grace (at once for 0), then the pid
-// file is removed. A missing pid file is nothing to stop. what names the daemon in errors
+// file is removed. The pid file is in the node's file system (Files). A missing pid file is nothing to stop. what names the daemon in errors
 // ("squid", "server"). It works after a partial Setup and twice in a row.
 //
 // Equivalent to: kill -TERM -PGID; sleep GRACE; kill -KILL -PGID; rm PIDFILE
 func StopDaemon(env Env, what, pidFile, marker string, grace time.Duration) error {
-	data, err := os.ReadFile(pidFile)
+	data, err := ReadFile(env.Node, pidFile)
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -32,7 +32,7 @@ func StopDaemon(env Env, what, pidFile, marker string, grace time.Duration) erro
 			return Errorf(env, "stop %s (process group %d): %w", what, pid, err)
 		}
 	}
-	if err := os.Remove(pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
+	if err := Remove(env.Node, pidFile); err != nil && !errors.Is(err, os.ErrNotExist) {
 		return Errorf(env, "remove %s pid file: %w", what, err)
 	}
 	return nil

@@ -33,6 +33,14 @@ type Dialer interface {
 	CheckDial(ctx context.Context, addr string, timeout time.Duration) error
 }
 
+// Exchanger is a Dialer that also sends bytes over the connection it makes from inside the
+// node and returns what the other end answers until it closes (at most max bytes): an HTTP
+// request where the node has no HTTP client and Do fails (a kubernetes pod on another
+// machine, asked through the agent on its node).
+type Exchanger interface {
+	Exchange(ctx context.Context, addr string, send []byte, max int, timeout time.Duration) ([]byte, error)
+}
+
 // SocketLister is a node that lists its listening TCP sockets itself, in ss's format, where
 // Listens otherwise enters its namespace (Do) or asks a guest's netstat: a kubernetes pod,
 // whose namespace sfclab reaches only through the agent on its node.

@@ -129,3 +129,29 @@ func TestGuestSockets(t *testing.T) {
 		t.Errorf("sockets = %d, %d, %v after %d commands; want 1, 2, nil after 1", l, e, err, g.calls)
 	}
 }
+
+// ssGuest is `ss -Htan 'sport = :5201'` in a pod while iperf3 serves one test (its control
+// and data connections), one earlier connection waiting to close.
+const ssGuest = `LISTEN     0      4096         0.0.0.0:5201        0.0.0.0:*
+ESTAB      0      0         198.18.2.2:5201     198.18.2.1:40312
+ESTAB      0      0         198.18.2.2:5201     198.18.2.1:40318
+TIME-WAIT  0      0         198.18.2.2:5201     198.18.2.1:40300
+`
+
+// TestSSSockets: in ss's listing (what a kubernetes pod's image has instead of netstat) the
+// listening and established sockets are counted, nothing else.
+func TestSSSockets(t *testing.T) {
+	for _, tt := range []struct {
+		name        string
+		out         string
+		listen, est int
+	}{
+		{"iperf3 under test", ssGuest, 1, 2},
+		{"only listening", strings.SplitAfter(ssGuest, "\n")[0], 1, 0},
+		{"empty", "", 0, 0},
+	} {
+		if l, e := ssSockets([]byte(tt.out)); l != tt.listen || e != tt.est {
+			t.Errorf("%s: %d listening, %d established; want %d, %d", tt.name, l, e, tt.listen, tt.est)
+		}
+	}
+}

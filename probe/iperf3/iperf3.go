@@ -22,6 +22,7 @@ import (
 
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/results"
+	"github.com/sfclab/sfclab/vnf"
 )
 
 // Name is the probe's name in samples.
@@ -462,19 +463,47 @@ func sockets(pid int, port uint16) (listen, established int, err error) {
 }
 
 // sockets counts the server's listening and established TCP sockets on port: in its guest
-// (busybox netstat, through the agent) or in its host namespace (/proc).
+// (busybox netstat, through the agent; ss in a guest that lists its sockets with ss, a
+// kubernetes pod on another machine, whose image has no netstat) or in its host namespace
+// (/proc).
 func (s Server) sockets(ctx context.Context, port uint16) (listen, established int, err error) {
 	if s.guest == nil {
 		return sockets(s.pid, port)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
+	if _, ss := s.guest.(vnf.SocketLister); ss {
+		out, err := s.guest.Output(ctx, nil, "ss", "-Htan", "sport = :"+strconv.Itoa(int(port)))
+		if err != nil {
+			return 0, 0, fmt.Errorf("read sockets in node %s: %w", s.node, err)
+		}
+		listen, established = ssSockets(out)
+		return listen, established, nil
+	}
 	out, err := s.guest.Output(ctx, nil, "netstat", "-tan")
 	if err != nil {
 		return 0, 0, fmt.Errorf("read sockets in VM node %s: %w", s.node, err)
 	}
 	listen, established = netstatSockets(out, port)
 	return listen, established, nil
+}
+
+// ssSockets counts the listening and established TCP sockets in the output of ss -Htan
+// (State Recv-Q Send-Q Local-Address Peer-Address), filtered to one local port.
+func ssSockets(out []byte) (listen, established int) {
+	for _, line := range strings.Split(string(out), "\n") {
+		f := strings.Fields(line)
+		if len(f) < 5 {
+			continue
+		}
+		switch f[0] {
+		case "LISTEN":
+			listen++
+		case "ESTAB":
+			established++
+		}
+	}
+	return listen, established
 }
 
 // netstatSockets counts the TCP sockets on local port port in busybox netstat -tan's output

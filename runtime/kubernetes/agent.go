@@ -130,7 +130,7 @@ type AgentPortRef struct {
 }
 
 // agentRequests are the requests AgentMain takes.
-var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode}
+var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode, AgentFiles}
 
 // AgentConfigureRequest asks for settings in the namespaces of a lab's pods on the node.
 type AgentConfigureRequest struct {
@@ -297,6 +297,11 @@ func agentDo(ctx context.Context, op string, read func(any) error) (any, error) 
 		if err = decode(&req); err == nil {
 			ans, err = agentNode(ctx, req)
 		}
+	case AgentFiles:
+		var req AgentFilesRequest
+		if err = decode(&req); err == nil {
+			ans, err = agentFiles(req)
+		}
 	default:
 		err = errors.New("unknown request")
 	}
@@ -422,11 +427,12 @@ const cgroupDir = "/sys/fs/cgroup"
 // agentDestroy removes a lab's state on the agent's node: the processes in its pods'
 // namespaces and their names, its emulated hosts, underlay and fabric (their veths, bridges,
 // VXLAN devices and steering programs go with them), its cgroups (the netns runtime's
-// Destroy, by the lab's tag) and its pinned steering maps. The pods' own processes end too
-// (they are in the pods' namespaces); deleting the pods is the API server's. Nothing there is
+// Destroy, by the lab's tag), its pinned steering maps and its directory on the node
+// (NodeStateRoot/LAB, for pods on another machine than sfclab's). The pods' own processes end
+// too (they are in the pods' namespaces); deleting the pods is the API server's. Nothing there is
 // not an error.
 // Equivalent to: kill the processes in sfc.LAB.*; ip netns del sfc.LAB.* sfc.LAB;
-// rm -r /sys/fs/bpf/sfclab/LAB
+// rm -r /sys/fs/bpf/sfclab/LAB /var/lib/sfclab-node/LAB
 func agentDestroy(lab string) error {
 	if lab == "" {
 		return errors.New("no lab named")
@@ -437,6 +443,7 @@ func agentDestroy(lab string) error {
 	if err := steer.Unpin(lab); err != nil && !errors.Is(err, steer.ErrNotLoaded) {
 		errs = append(errs, err)
 	}
+	errs = append(errs, removeLabDir(lab))
 	return errors.Join(errs...)
 }
 

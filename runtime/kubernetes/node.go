@@ -40,6 +40,7 @@ var (
 	_ vnf.Processes    = (*Node)(nil)
 	_ vnf.Dialer       = (*Node)(nil)
 	_ vnf.SocketLister = (*Node)(nil)
+	_ vnf.Exchanger    = (*Node)(nil)
 )
 
 // ask sends one AgentNode request about the pod to its node's agent.
@@ -168,6 +169,16 @@ func (n *Node) StopGroup(pgid int, grace time.Duration) error {
 func (n *Node) CheckDial(ctx context.Context, addr string, timeout time.Duration) error {
 	_, err := n.ask(ctx, AgentNodeRequest{Op: NodeDial, Addr: addr, Grace: timeout})
 	return err
+}
+
+// Exchange connects to addr over TCP from inside the pod (on its node), sends send and
+// returns the reply until the other end closes, at most max bytes.
+func (n *Node) Exchange(ctx context.Context, addr string, send []byte, max int, timeout time.Duration) ([]byte, error) {
+	ans, err := n.ask(ctx, AgentNodeRequest{Op: NodeDial, Addr: addr, Grace: timeout, Stdin: send, Max: max})
+	if err != nil {
+		return nil, err
+	}
+	return ans.Stdout, nil
 }
 
 // ListeningTCP lists the pod's listening TCP sockets on port (ss in the pod, on its node).

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"path/filepath"
@@ -122,7 +123,7 @@ const (
 	NodeRuns      = "runs"      // is PID alive; answer Runs
 	NodeGroupRuns = "groupruns" // does group PID have a live member with Marker; answer Runs
 	NodeStopGroup = "stopgroup" // stop group PID (Grace)
-	NodeDial      = "dial"      // connect to Addr over TCP from inside the pod (Grace: timeout)
+	NodeDial      = "dial"      // connect to Addr over TCP from inside the pod (Grace: timeout); with Stdin, send it and answer Stdout: the reply until EOF, at most Max bytes
 	NodeCPU       = "cpu"       // answer CPU
 	NodeLinks     = "links"     // answer Links: the pod's interfaces with addresses and counters
 	NodeIdent     = "ident"     // answer PID and NetnsID: the container's host PID and its namespace's identity
@@ -141,6 +142,7 @@ type AgentNodeRequest struct {
 	Marker    string        `json:"marker,omitempty"`
 	Grace     time.Duration `json:"grace,omitempty"`
 	Addr      string        `json:"addr,omitempty"`
+	Max       int           `json:"max,omitempty"`
 }
 
 // AgentNodeAnswer is the answer to an AgentNodeRequest.
@@ -186,13 +188,13 @@ func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, err
 	case NodeStopGroup:
 		err = proc.StopGroup(req.PID, req.Grace)
 	case NodeDial:
-		err = pp.Do(func() error {
-			c, err := net.DialTimeout("tcp", req.Addr, req.Grace)
-			if err == nil {
-				c.Close()
+		var c net.Conn
+		if err = pp.Do(func() (err error) { c, err = net.DialTimeout("tcp", req.Addr, req.Grace); return err }); err == nil {
+			if len(req.Stdin) > 0 {
+				ans.Stdout, err = exchange(c, req.Stdin, req.Max, req.Grace)
 			}
-			return err
-		})
+			c.Close()
+		}
 	case NodeCPU:
 		ans.CPU, err = pp.CPU()
 	case NodeLinks:
@@ -211,6 +213,22 @@ func agentNode(ctx context.Context, req AgentNodeRequest) (*AgentNodeAnswer, err
 		return nil, err
 	}
 	return ans, nil
+}
+
+// exchange sends send over c and reads the reply until the other end closes, at most max
+// bytes (1 MiB when max is 0), within timeout.
+func exchange(c net.Conn, send []byte, max int, timeout time.Duration) ([]byte, error) {
+	if max <= 0 {
+		max = 1 << 20
+	}
+	if timeout > 0 {
+		_ = c.SetDeadline(time.Now().Add(timeout))
+	}
+	if _, err := c.Write(send); err != nil {
+		return nil, err
+	}
+	b, err := io.ReadAll(io.LimitReader(c, int64(max)))
+	return b, err
 }
 
 // nsID identifies the namespace behind a /proc/PID/ns/* link within one kernel: its device
@@ -235,4 +253,4 @@ func (e *exitError) Error() string { return e.msg }
 func (e *exitError) ExitCode() int { return e.code }
 
 // errNoEnter is Node.Do's refusal for a pod on another machine.
-var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; commands, daemons and readings go through the sfclab agent there")
+var errNoEnter = errors.New("the pod runs on another machine, whose network namespaces sfclab's process cannot enter: what needs Go code in the pod's namespace (the probes rtt, tcprtt, flows, ndr, http, firstpacket, load) works only when sfclab runs on the pod's Kubernetes node; ping, cpu and an iperf3 client there run through the sfclab agent (docs/kubernetes.md)")

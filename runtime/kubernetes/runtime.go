@@ -14,12 +14,11 @@
 // sfclab's own process opens no pod's namespace for any of this (TestRoutedChain6 and
 // TestTransparent deploy under a guard that proves it); only the probes' Go code enters a pod
 // on sfclab's own machine (Node.Do).
-// A routed lab placed on several Kubernetes nodes (one emulated host each) is wired by each
-// node's agent building its own host, with VXLAN between the nodes' InternalIPs (halves.go);
-// a transparent one is refused there. Still, the kinds write their configuration files into
-// the lab's node directory on the machine sfclab runs on, which the pods mount: every pod must
-// run on a Kubernetes node of this machine (its kernel), and Preflight refuses a lab placed
-// elsewhere (docs/kubernetes.md).
+// A lab placed on several Kubernetes nodes (one emulated host each) is wired by each node's
+// agent building its own host, with VXLAN between the nodes' InternalIPs (halves.go). Pods on
+// this machine mount the lab's node directory, where the kinds write their configuration
+// files; a pod on another machine's node mounts the lab's directory on its node instead, and
+// the kinds' files there are written and read by the agent (remote.go, RemoteNode).
 //
 // Commands run inside a pod's container through its namespaces (nsenter, by the agent on its
 // node); `sfclab exec` goes through the API server's exec (kubectl exec).
@@ -63,6 +62,12 @@ type Runtime struct {
 	StateRoot string
 	// Image is the pods' image; "" means sfclab's node image (docker.DefaultImage).
 	Image string
+	// ForeignNodes names Kubernetes nodes to treat as another machine's even when they are
+	// this machine's (the tests: the project has one machine). Their pods mount the lab's
+	// directory on the node (NodeStateRoot/LAB, made by the agent), never the journal's node
+	// directory, the kinds' files there are written and read by the agent (RemoteNode,
+	// vnf.Files), and Do refuses their pods, as for a node of another machine.
+	ForeignNodes []string
 }
 
 // Labels on everything the runtime creates.
@@ -318,10 +323,10 @@ func machine() (string, []netip.Addr) {
 
 // placement maps each plan node to its Kubernetes node: the one its host names, or this
 // machine's. It refuses, before anything is created, a host that names no Kubernetes node
-// (at the host's place in the lab file), a node that is not Ready, one that is not this
-// machine (the node directory the pods mount is this machine's; a node of this machine's
-// kernel counts), a node without an
+// (at the host's place in the lab file), a node that is not Ready, a node without an
 // InternalIP in a lab on several nodes (its VXLAN underlay) and an image absent on a node.
+// A node of another machine is accepted: its pods mount the lab's directory on that node
+// (RemoteNode).
 func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[string]string, error) {
 	var list struct{ Items []*kubeNode }
 	if err := c.do(ctx, "GET", "/api/v1/nodes", nil, nil, &list); err != nil {
@@ -359,7 +364,7 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		kn := n.Host
 		if !written[kn] {
 			if localName == "" {
-				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, and the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on", n.Name, strings.Join(names, ", "))
+				return nil, fmt.Errorf("place node %s: none of the cluster's nodes (%s) is this machine, where a lab without hosts: is placed: name the Kubernetes nodes in the lab's hosts:", n.Name, strings.Join(names, ", "))
 			}
 			kn = localName
 		}
@@ -369,9 +374,6 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 	image := r.image()
 	for kn := range used {
 		n := byName[kn]
-		if kn != localName && !n.sameKernel() {
-			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: it is not this machine: the pods mount the lab's node directory (the functions' configuration) from the machine sfclab runs on, which another machine's node does not see (docs/kubernetes.md): place the lab's hosts on nodes of this machine (%s)", p.Lab, kn, cmpOr(localName, "none"))
-		}
 		if _, ok := n.internalIP(); !ok && len(used) > 1 {
 			return nil, fmt.Errorf("place lab %s on Kubernetes node %s: the node has no InternalIP, which the lab's VXLAN devices between its nodes use", p.Lab, kn)
 		}
@@ -402,13 +404,6 @@ func hostPlace(p *plan.Plan, kn string) string {
 
 // placeRE matches the end of a place in a lab file (FILE:LINE or FILE:LINE:COL).
 var placeRE = regexp.MustCompile(`:[0-9]+(:[0-9]+)?$`)
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
-}
 
 // Preflight checks, before anything is created, that the cluster answers, that every node
 // can be placed (see placement), that no node takes a device of a host (attachment drivers
@@ -526,11 +521,13 @@ func (Runtime) InterfacesAfterSysctls() bool { return true }
 
 // podSpec is the pod of a node: the node image sleeping, pinned to its Kubernetes node, with
 // the lab's node directory (and the sfclab program when its function runs it) mounted at the
-// same paths as on the host, no service account token, no grace period.
-func (r Runtime) podSpec(p *plan.Plan, n *plan.Node, kubeNode, nodeDir, self string) map[string]any {
+// same paths as on the host, no service account token, no grace period. The node directory's
+// content is hostDir on the Kubernetes node: nodeDir itself on this machine, the lab's
+// directory there (nodeLabDir) on another machine's node.
+func (r Runtime) podSpec(p *plan.Plan, n *plan.Node, kubeNode, nodeDir, hostDir, self string) map[string]any {
 	labels := map[string]string{LabelManaged: "true", LabelLab: p.Lab, LabelNode: n.Name}
 	mounts := []map[string]any{{"name": "nodedir", "mountPath": nodeDir}}
-	volumes := []map[string]any{{"name": "nodedir", "hostPath": map[string]any{"path": nodeDir, "type": "Directory"}}}
+	volumes := []map[string]any{{"name": "nodedir", "hostPath": map[string]any{"path": hostDir, "type": "Directory"}}}
 	if self != "" {
 		mounts = append(mounts, map[string]any{"name": "sfclab", "mountPath": docker.SfclabPath, "readOnly": true})
 		volumes = append(volumes, map[string]any{"name": "sfclab", "hostPath": map[string]any{"path": self, "type": "File"}})
@@ -668,6 +665,10 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if err := netdev.ShareNetnsDir(); err != nil {
 		return nil, fmt.Errorf("make %s a shared mount for the sfclab agent: %w", netdev.NetnsDir, err)
 	}
+	foreign, err := r.foreignNodes(ctx, c, kubeNodes)
+	if err != nil {
+		return nil, err
+	}
 	var agents map[string]string
 	agentErr := make(chan error, 1)
 	go func() {
@@ -675,6 +676,29 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 		agents, err = r.ensureAgent(ctx, c, self, kubeNodes)
 		agentErr <- err
 	}()
+	waited, agentsErr := false, error(nil)
+	waitAgents := func() error {
+		if !waited {
+			waited, agentsErr = true, <-agentErr
+		}
+		return agentsErr
+	}
+	undoOnNodes := false
+	if len(foreign) > 0 {
+		// Pods on another machine mount the lab's directory there, which the agent makes
+		// first (and its destroy, the undo, removes).
+		if err := waitAgents(); err != nil {
+			return nil, err
+		}
+		undo.Push("the lab's state on its nodes", func() error { return destroyOnNodes(context.Background(), c, p.Lab) })
+		undoOnNodes = true
+		for _, kn := range slices.Sorted(maps.Keys(foreign)) {
+			req := AgentFilesRequest{Op: FileMkdir, Lab: p.Lab, Path: "."}
+			if err := agentCall(ctx, c, kn, agents[kn], AgentFiles, req, nil); err != nil {
+				return nil, fmt.Errorf("make the directory of lab %s on Kubernetes node %s: %w", p.Lab, kn, err)
+			}
+		}
+	}
 	var wg sync.WaitGroup
 	errs := make([]error, len(p.Nodes))
 	sem := make(chan struct{}, 8)
@@ -688,13 +712,17 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 			if docker.RunsSfclab(n) {
 				s = self
 			}
-			if err := c.do(ctx, "POST", "/api/v1/namespaces/"+ns+"/pods", nil, r.podSpec(p, n, where[n.Name], nodeDir, s), nil); err != nil {
+			hostDir := nodeDir
+			if foreign[where[n.Name]] {
+				hostDir = nodeLabDir(p.Lab)
+			}
+			if err := c.do(ctx, "POST", "/api/v1/namespaces/"+ns+"/pods", nil, r.podSpec(p, n, where[n.Name], nodeDir, hostDir, s), nil); err != nil {
 				errs[i] = fmt.Errorf("create pod %s: %w", n.Name, err)
 			}
 		}()
 	}
 	wg.Wait()
-	if err := errors.Join(errors.Join(errs...), <-agentErr); err != nil {
+	if err := errors.Join(errors.Join(errs...), waitAgents()); err != nil {
 		return nil, err
 	}
 	ids, err := r.waitRunning(ctx, c, p)
@@ -714,7 +742,9 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	// What the agents make for the lab from here on (names, segments, hosts, steering) is
 	// removed by them, also when an agent pod died meanwhile: the DaemonSet replaces it, and
 	// the undo waits for the new one.
-	undo.Push("the lab's state on its nodes", func() error { return destroyOnNodes(context.Background(), c, p.Lab) })
+	if !undoOnNodes {
+		undo.Push("the lab's state on its nodes", func() error { return destroyOnNodes(context.Background(), c, p.Lab) })
+	}
 	// The rest of the deploy talks to these agent pods: one that dies fails the deploy (its
 	// request may be half done), and the unwinding waits for the DaemonSet's new pod.
 	deployAgents.Store(p.Lab, agents)
@@ -1058,7 +1088,8 @@ func (r Runtime) labAgent(ctx context.Context, p *plan.Plan) (c *client, kn, pod
 }
 
 // Node returns a deployed node: its pod's container, reached through the agent on the pod's
-// Kubernetes node (the one the lab's deploy started with, else the one running there now).
+// Kubernetes node (the one the lab's deploy started with, else the one running there now); a
+// *Node, or a *RemoteNode for a pod on another machine's node (foreign).
 func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.Node, error) {
 	pn := p.Node(name)
 	if pn == nil {
@@ -1084,7 +1115,15 @@ func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.N
 	if err != nil {
 		return nil, fmt.Errorf("find node %s: %w", name, err)
 	}
-	return &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, Container: id, KubeNode: kn, Agent: agent, Kubeconfig: c.Kubeconfig, c: c}, nil
+	node := &Node{Name: name, Lab: p.Lab, Netns: pn.Netns, Container: id, KubeNode: kn, Agent: agent, Kubeconfig: c.Kubeconfig, c: c}
+	foreign, err := r.foreignNodes(ctx, c, []string{kn})
+	if err != nil {
+		return nil, fmt.Errorf("find node %s: %w", name, err)
+	}
+	if foreign[kn] {
+		return &RemoteNode{Node: node, StateDir: r.nodeDir(p.Lab), NodeDir: nodeLabDir(p.Lab)}, nil
+	}
+	return node, nil
 }
 
 // agentOn returns the agent pod on Kubernetes node kn for lab: the one the lab's deploy in

@@ -96,29 +96,22 @@ func (p Proxy) Setup(ctx context.Context, env vnf.Env) error {
 	pp := params(f)
 	dir := Dir(env)
 	conf := filepath.Join(dir, ConfFile)
-	if err := os.MkdirAll(dir, 0o755); err != nil {
+	if err := vnf.MkdirAll(env.Node, dir, 0o755); err != nil {
 		return vnf.Errorf(env, "create squid directory: %w", err)
 	}
 	if pp.CacheDir > 0 {
-		if err := os.MkdirAll(filepath.Join(dir, CacheSubdir), 0o755); err != nil {
+		if err := vnf.MkdirAll(env.Node, filepath.Join(dir, CacheSubdir), 0o755); err != nil {
 			return vnf.Errorf(env, "create squid cache directory: %w", err)
 		}
 	}
-	uid, gid, err := lookupUser(User)
-	if err != nil {
-		return vnf.Errorf(env, "%w", err)
-	}
-	if err := chownTree(dir, uid, gid); err != nil {
-		return vnf.Errorf(env, "give squid directory to user %s: %w", User, err)
-	}
-	if err := canWrite(dir, uid, gid); err != nil {
-		return vnf.Errorf(env, "squid runs as user %s, which cannot write %s (%w): make the state directory's parents searchable by others (chmod o+x)", User, dir, err)
+	if err := giveToSquid(ctx, env, dir); err != nil {
+		return err
 	}
 	hosts := filepath.Join(dir, HostsFile)
-	if err := os.WriteFile(hosts, []byte(HostsText(env.Plan)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, hosts, []byte(HostsText(env.Plan)), 0o644); err != nil {
 		return vnf.Errorf(env, "write squid hosts file: %w", err)
 	}
-	if err := os.WriteFile(conf, []byte(p.Config(f, dir)+"hosts_file "+hosts+"\n"), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, conf, []byte(p.Config(f, dir)+"hosts_file "+hosts+"\n"), 0o644); err != nil {
 		return vnf.Errorf(env, "write squid config: %w", err)
 	}
 	if out, err := env.Node.Output(ctx, nil, "squid", "-k", "parse", "-f", conf); err != nil {
@@ -135,19 +128,16 @@ func (p Proxy) Setup(ctx context.Context, env vnf.Env) error {
 		cancel()
 		removeIPC(name) // squid -z leaves its SMP segments behind
 		if err != nil {
-			return vnf.Errorf(env, "create squid cache directories (squid -z): %s", squidProblems(err.Error(), string(readTail(filepath.Join(dir, CacheLogFile)))))
+			return vnf.Errorf(env, "create squid cache directories (squid -z): %s", squidProblems(err.Error(), string(readFrom(env.Node, filepath.Join(dir, CacheLogFile), 0))))
 		}
 	}
 	cacheLog := filepath.Join(dir, CacheLogFile)
-	var logStart int64 // cache.log may hold an earlier run's lines
-	if st, err := os.Stat(cacheLog); err == nil {
-		logStart = st.Size()
-	}
+	logStart, _ := vnf.FileSize(env.Node, cacheLog) // cache.log may hold an earlier run's lines
 	pid, err := env.Node.Daemon([]string{"squid", mode, "-n", name, "-f", conf}, filepath.Join(dir, OutFile))
 	if err != nil {
-		return vnf.Errorf(env, "start squid: %s", squidProblems(err.Error(), string(readFrom(cacheLog, logStart))))
+		return vnf.Errorf(env, "start squid: %s", squidProblems(err.Error(), string(readFrom(env.Node, cacheLog, logStart))))
 	}
-	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return vnf.Errorf(env, "write squid pid file: %w", err)
 	}
 	addr := net.JoinHostPort(f.IngressAddr.String(), strconv.Itoa(int(f.Port)))
@@ -170,7 +160,7 @@ const readyMark = "Accepting HTTP Socket connections"
 func waitReady(ctx context.Context, node vnf.Node, addr string, pid int, cacheLog string, logStart int64) error {
 	deadline := time.Now().Add(ReadyTimeout)
 	for {
-		log := readFrom(cacheLog, logStart)
+		log := readFrom(node, cacheLog, logStart)
 		if containsAny(log, fatalMarks) {
 			return errors.New(squidProblems(string(log)))
 		}
@@ -182,7 +172,7 @@ func waitReady(ctx context.Context, node vnf.Node, addr string, pid int, cacheLo
 			}
 		}
 		if !vnf.Runs(node, pid) {
-			return fmt.Errorf("squid exited: %s", squidProblems(string(readFrom(cacheLog, logStart))))
+			return fmt.Errorf("squid exited: %s", squidProblems(string(readFrom(node, cacheLog, logStart))))
 		}
 		if time.Now().After(deadline) {
 			return fmt.Errorf("%w after %s: %s", err, ReadyTimeout, squidProblems(string(log)))
@@ -423,25 +413,35 @@ func containsAny(b []byte, subs []string) bool {
 	return false
 }
 
-// readTail returns the last 16 KiB of a file (nothing when it is missing).
-func readTail(path string) []byte { return readFrom(path, 0) }
-
-// readFrom returns what a file holds after offset, at most its last 16 KiB.
-func readFrom(path string, offset int64) []byte {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	const max = 16 << 10
-	if st, err := f.Stat(); err == nil && st.Size()-offset > max {
-		offset = st.Size() - max
-	}
-	if _, err := f.Seek(offset, io.SeekStart); err != nil {
-		return nil
-	}
-	b, _ := io.ReadAll(f)
+// readFrom returns what a file of the node holds after offset, at most its last 16 KiB
+// (nothing when it is missing).
+func readFrom(node vnf.Node, path string, offset int64) []byte {
+	b, _, _ := vnf.ReadFrom(node, path, offset, 16<<10)
 	return b
+}
+
+// giveToSquid gives the instance directory to User and checks that Squid can write it. On a
+// node with files of its own (vnf.Files) chown runs in the node (its User, its file system).
+//
+// Equivalent to: chown -R proxy:proxy DIR (in the node when it has files of its own)
+func giveToSquid(ctx context.Context, env vnf.Env, dir string) error {
+	if vnf.FilesOf(env.Node) != nil {
+		if _, err := env.Node.Output(ctx, nil, "chown", "-R", User+":"+User, dir); err != nil {
+			return vnf.Errorf(env, "give squid directory to user %s: %w", User, err)
+		}
+		return nil
+	}
+	uid, gid, err := lookupUser(User)
+	if err != nil {
+		return vnf.Errorf(env, "%w", err)
+	}
+	if err := chownTree(dir, uid, gid); err != nil {
+		return vnf.Errorf(env, "give squid directory to user %s: %w", User, err)
+	}
+	if err := canWrite(dir, uid, gid); err != nil {
+		return vnf.Errorf(env, "squid runs as user %s, which cannot write %s (%w): make the state directory's parents searchable by others (chmod o+x)", User, dir, err)
+	}
+	return nil
 }
 
 func lookupUser(name string) (uid, gid int, err error) {

@@ -20,13 +20,13 @@ import (
 	"os/exec"
 	"os/user"
 	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"syscall"
 	"time"
 
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/proc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
@@ -92,7 +92,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	hp := params(f)
 	dir := Dir(env)
 	for _, d := range []string{dir, filepath.Join(dir, ObjectsSubdir), filepath.Join(dir, RunSubdir)} {
-		if err := os.MkdirAll(d, 0o755); err != nil {
+		if err := vnf.MkdirAll(env.Node, d, 0o755); err != nil {
 			return vnf.Errorf(env, "create server directory: %w", err)
 		}
 	}
@@ -105,7 +105,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 			return vnf.Errorf(env, "%w", err)
 		}
 		path := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(o), "/"))
-		if err := WriteObject(path, size); err != nil {
+		if err := writeObject(ctx, env.Node, path, size); err != nil {
 			return vnf.Errorf(env, "%w", err)
 		}
 	}
@@ -114,7 +114,7 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 	switch hp.Server {
 	case ServerNginx:
 		conf = filepath.Join(dir, NginxConf)
-		if err := os.WriteFile(conf, []byte(s.NginxConfig(f, dir)), 0o644); err != nil {
+		if err := vnf.WriteFile(env.Node, conf, []byte(s.NginxConfig(f, dir)), 0o644); err != nil {
 			return vnf.Errorf(env, "write nginx config: %w", err)
 		}
 		base := []string{"nginx", "-p", dir + "/", "-e", "stderr", "-c", conf}
@@ -122,11 +122,13 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 		argv = append(append([]string(nil), base...), "-g", "daemon off;")
 	default:
 		conf = filepath.Join(dir, ApacheConf)
-		if err := os.WriteFile(conf, []byte(s.ApacheConfig(f, dir)), 0o644); err != nil {
+		if err := vnf.WriteFile(env.Node, conf, []byte(s.ApacheConfig(f, dir)), 0o644); err != nil {
 			return vnf.Errorf(env, "write apache config: %w", err)
 		}
 		first := filepath.Join(dir, ObjectsSubdir, strings.TrimPrefix(spec.ObjectPath(hp.Objects[0]), "/"))
-		if err := canRead(first, ApacheUser); err != nil {
+		// On a node with files of its own (vnf.Files) the lab directory is made there,
+		// searchable by others: this machine's permissions say nothing about it.
+		if err := canRead(first, ApacheUser); err != nil && vnf.FilesOf(env.Node) == nil {
 			return vnf.Errorf(env, "apache serves as user %s, which cannot read %s (%w): make the state directory's parents searchable by others (chmod o+x)", ApacheUser, first, err)
 		}
 		check = []string{"apache2", "-t", "-f", conf}
@@ -136,19 +138,16 @@ func (s Server) Setup(ctx context.Context, env vnf.Env) error {
 		return vnf.Errorf(env, "%s rejects its config %s: %w", hp.Server, conf, err)
 	}
 	log := filepath.Join(dir, LogFile)
-	var logStart int64
-	if st, err := os.Stat(log); err == nil {
-		logStart = st.Size()
-	}
+	logStart, _ := vnf.FileSize(env.Node, log) // 0 when there is no log yet
 	pid, err := env.Node.Daemon(argv, log)
 	if err != nil {
 		return vnf.Errorf(env, "start %s: %w", hp.Server, err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, filepath.Join(dir, DaemonFile), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return vnf.Errorf(env, "write %s pid file: %w", hp.Server, err)
 	}
 	if err := waitServing(ctx, env.Node, hp, pid, log, logStart); err != nil {
-		return vnf.Errorf(env, "%s does not serve: %w; log %s: %s", hp.Server, err, log, proc.LogTail(log, logStart))
+		return vnf.Errorf(env, "%s does not serve: %w; log %s: %s", hp.Server, err, log, vnf.LogTail(env.Node, log, logStart))
 	}
 	return nil
 }
@@ -169,7 +168,7 @@ func waitServing(ctx context.Context, node vnf.Node, hp *HTTPServerParams, pid i
 	for {
 		var err error
 		if guest {
-			err = guestServes(ctx, node, hp.Port, "http://"+addr+path)
+			err = guestServes(ctx, node, hp.Port, addr, path)
 		} else if err = listensOn(ctx, node, hp.Port, pid); err == nil {
 			err = get(node, addr, path)
 		}
@@ -179,7 +178,7 @@ func waitServing(ctx context.Context, node vnf.Node, hp *HTTPServerParams, pid i
 		if !vnf.Runs(node, pid) {
 			return fmt.Errorf("it exited (%v)", err)
 		}
-		if strings.Contains(proc.LogTail(log, logStart), "Address already in use") { // nginx retries for 2.5 s
+		if strings.Contains(vnf.LogTail(node, log, logStart), "Address already in use") { // nginx retries for 2.5 s
 			return fmt.Errorf("its port is taken (%v)", err)
 		}
 		if time.Now().After(deadline) {
@@ -224,8 +223,12 @@ func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
 // names one of the processes sharing a socket, a worker as often as the server's first
 // process; the caller checks that pid still runs, and the guest runs nothing else on the port.
 //
+// A node that exchanges bytes over a connection itself (vnf.Exchanger: a kubernetes pod on
+// another machine, whose image has no wget) is sent the GET and its status line is read.
+//
 // Equivalent to: netstat -tln | grep ':PORT ' && wget -q -O /dev/null URL
-func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) error {
+func guestServes(ctx context.Context, node vnf.Node, port uint16, addr, path string) error {
+	url := "http://" + addr + path
 	ok, err := vnf.Listens(ctx, node, net.JoinHostPort("0.0.0.0", strconv.Itoa(int(port))))
 	if err != nil {
 		return err
@@ -233,11 +236,24 @@ func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) er
 	if !ok {
 		return fmt.Errorf("nothing listens on port %d yet", port)
 	}
+	if x, ok := node.(vnf.Exchanger); ok {
+		reply, err := x.Exchange(ctx, addr, []byte("GET "+path+" HTTP/1.0\r\n\r\n"), 256, 2*time.Second)
+		if err != nil {
+			return fmt.Errorf("GET %s in the node: %w", url, err)
+		}
+		if status, _, _ := strings.Cut(string(reply), "\r\n"); !okStatus.MatchString(status) {
+			return fmt.Errorf("GET %s in the node: %q", url, status)
+		}
+		return nil
+	}
 	if _, err := node.Output(ctx, nil, "wget", "-q", "-O", "/dev/null", url); err != nil {
 		return fmt.Errorf("GET %s in the guest: %w", url, err)
 	}
 	return nil
 }
+
+// okStatus is the status line of a 2xx response.
+var okStatus = regexp.MustCompile(`^HTTP/1\.[01] 2[0-9][0-9]( |$)`)
 
 // get requests path from addr over a connection made inside the node and reads the response.
 func get(node vnf.Node, addr, path string) error {
@@ -337,6 +353,28 @@ func (s Server) NginxConfig(f *plan.Function, dir string) string {
 	}
 	fmt.Fprintf(&b, "\tserver {\n\t\tlisten 0.0.0.0:%d;\n\t\troot %s;\n\t}\n}\n", hp.Port, filepath.Join(dir, ObjectsSubdir))
 	return b.String()
+}
+
+// writeObject writes an object of size bytes at path in the node's file system: WriteObject,
+// or on a node with files of its own (vnf.Files) the same bytes sent there, dated ObjectTime
+// by touch in the node (which sees the file at the same path).
+//
+// Equivalent to (vnf.Files): cat >PATH; touch -d 2000-01-01T00:00:00Z PATH
+func writeObject(ctx context.Context, node vnf.Node, path string, size int64) error {
+	if vnf.FilesOf(node) == nil {
+		return WriteObject(path, size)
+	}
+	data, err := io.ReadAll(Content(size))
+	if err == nil {
+		err = vnf.WriteFile(node, path, data, 0o644)
+	}
+	if err == nil {
+		_, err = node.Output(ctx, nil, "touch", "-d", ObjectTime.Format(time.RFC3339), path)
+	}
+	if err != nil {
+		return fmt.Errorf("write object %s: %w", path, err)
+	}
+	return nil
 }
 
 // WriteObject writes an object of size bytes at path (Content), dated ObjectTime.

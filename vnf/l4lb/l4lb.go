@@ -61,7 +61,7 @@ func (LB) Setup(ctx context.Context, env vnf.Env) error {
 		return nil
 	}
 	cfg := env.Path(".haproxy.cfg")
-	if err := os.WriteFile(cfg, []byte(HAProxyConfig(f)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, cfg, []byte(HAProxyConfig(f)), 0o644); err != nil {
 		return vnf.Errorf(env, "write haproxy config: %w", err)
 	}
 	if _, err := env.Node.Output(ctx, nil, "haproxy", "-c", "-q", "-f", cfg); err != nil {
@@ -71,7 +71,7 @@ func (LB) Setup(ctx context.Context, env vnf.Env) error {
 	if err != nil {
 		return vnf.Errorf(env, "start haproxy: %w", err)
 	}
-	if err := os.WriteFile(env.Path(".haproxy.pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, env.Path(".haproxy.pid"), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return vnf.Errorf(env, "write haproxy pid file: %w", err)
 	}
 	addr := net.JoinHostPort(f.IngressAddr.String(), strconv.Itoa(int(f.Port)))
@@ -115,7 +115,7 @@ func (LB) Teardown(ctx context.Context, env vnf.Env) error {
 	if params(env.Plan.Function).Impl == ImplNft {
 		return vnf.DeleteNftTables(ctx, env.Node, "ip "+NftTable)
 	}
-	data, err := os.ReadFile(env.Path(".haproxy.pid"))
+	data, err := vnf.ReadFile(env.Node, env.Path(".haproxy.pid"))
 	if errors.Is(err, os.ErrNotExist) {
 		return nil
 	}
@@ -130,7 +130,7 @@ func (LB) Teardown(ctx context.Context, env vnf.Env) error {
 		if err := p.StopGroup(pid, time.Second); err != nil {
 			return vnf.Errorf(env, "stop haproxy %d: %w", pid, err)
 		}
-		return os.Remove(env.Path(".haproxy.pid"))
+		return vnf.Remove(env.Node, env.Path(".haproxy.pid"))
 	}
 	if err := syscall.Kill(pid, syscall.SIGTERM); err != nil && !errors.Is(err, syscall.ESRCH) {
 		return vnf.Errorf(env, "stop haproxy %d: %w", pid, err)
@@ -139,7 +139,7 @@ func (LB) Teardown(ctx context.Context, env vnf.Env) error {
 		time.Sleep(10 * time.Millisecond)
 	}
 	_ = syscall.Kill(pid, syscall.SIGKILL)
-	return os.Remove(env.Path(".haproxy.pid"))
+	return vnf.Remove(env.Node, env.Path(".haproxy.pid"))
 }
 
 // HAProxyConfig renders HAProxy's configuration: TCP mode, one frontend on the service

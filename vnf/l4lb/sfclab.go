@@ -83,7 +83,7 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	if err != nil {
 		return vnf.Errorf(env, "%v", err)
 	}
-	if err := os.WriteFile(e.config(), data, 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, e.config(), data, 0o644); err != nil {
 		return vnf.Errorf(env, "write sfclab lb config: %v", err)
 	}
 	exe, err := program(env.Node)
@@ -94,7 +94,7 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 	if err != nil {
 		return vnf.Errorf(env, "start sfclab lb: %v", err)
 	}
-	if err := os.WriteFile(e.pidFile(), []byte(strconv.Itoa(pid)), 0o644); err != nil {
+	if err := vnf.WriteFile(env.Node, e.pidFile(), []byte(strconv.Itoa(pid)), 0o644); err != nil {
 		return vnf.Errorf(env, "write sfclab lb pid file: %v", err)
 	}
 	wait := e.waitReady
@@ -102,7 +102,7 @@ func setupSfclab(ctx context.Context, env vnf.Env) error {
 		wait = e.waitReadyGuest
 	}
 	if err := wait(ctx, pid); err != nil {
-		return vnf.Errorf(env, "sfclab lb does not accept on %s: %v (log %s: %s)", cfg.Listen, err, e.log(), proc.LogTail(e.log(), 0))
+		return vnf.Errorf(env, "sfclab lb does not accept on %s: %v (log %s: %s)", cfg.Listen, err, e.log(), vnf.LogTail(env.Node, e.log(), 0))
 	}
 	return nil
 }
@@ -180,7 +180,7 @@ func (e sfclabEnv) waitReadyGuest(ctx context.Context, pid int) error {
 
 // pid reads the balancer's pid file; 0 without error when there is none.
 func (e sfclabEnv) pid() (int, error) {
-	data, err := os.ReadFile(e.pidFile())
+	data, err := vnf.ReadFile(e.Node, e.pidFile())
 	if errors.Is(err, os.ErrNotExist) {
 		return 0, nil
 	}
@@ -209,7 +209,7 @@ func teardownSfclab(env vnf.Env) error {
 		}
 	}
 	for _, f := range []string{e.pidFile(), e.stats()} {
-		if err := os.Remove(f); err != nil && !errors.Is(err, os.ErrNotExist) {
+		if err := vnf.Remove(env.Node, f); err != nil && !errors.Is(err, os.ErrNotExist) {
 			return vnf.Errorf(env, "remove %s: %v", f, err)
 		}
 	}
@@ -224,14 +224,14 @@ func checkSfclab(env vnf.Env) error {
 		return err
 	}
 	if pid == 0 || !vnf.GroupRuns(env.Node, pid, e.config()) {
-		return downf(env, "sfclab lb process %d is gone; log %s: %s", pid, e.log(), proc.LogTail(e.log(), 0))
+		return downf(env, "sfclab lb process %d is gone; log %s: %s", pid, e.log(), vnf.LogTail(env.Node, e.log(), 0))
 	}
 	return nil
 }
 
 // checkHAProxy returns ErrDown with the end of its log when HAProxy's process is gone.
 func checkHAProxy(env vnf.Env) error {
-	data, err := os.ReadFile(env.Path(".haproxy.pid"))
+	data, err := vnf.ReadFile(env.Node, env.Path(".haproxy.pid"))
 	if err != nil {
 		return downf(env, "no haproxy pid file: %v", err)
 	}
@@ -245,7 +245,7 @@ func checkHAProxy(env vnf.Env) error {
 	}
 	if !runs {
 		return downf(env, "haproxy process %d is gone; log %s: %s", pid,
-			env.Path(".haproxy.log"), proc.LogTail(env.Path(".haproxy.log"), 0))
+			env.Path(".haproxy.log"), vnf.LogTail(env.Node, env.Path(".haproxy.log"), 0))
 	}
 	return nil
 }
