@@ -44,7 +44,7 @@ func TestBenchFlowsVMServer(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
-	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab}},
+	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab, ""}},
 		"  flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}, {chain: b, protocol: tcp, duration: 2s}]}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
