@@ -280,9 +280,9 @@ func TestRequestsFor(t *testing.T) {
 	}
 }
 
-// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (http, ndr, rtt,
-// flows), and rtt's method xdp to a VM destination, naming the scenario, the endpoint, the
-// probes and why; iperf3, ping and tcprtt from and to VM endpoints, flows, ndr and rtt to a VM
+// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (http, ndr, rtt),
+// and rtt's method xdp to a VM destination, naming the scenario, the endpoint, the probes and
+// why; iperf3, ping, tcprtt and flows from and to VM endpoints, ndr and rtt to a VM
 // destination, and VM functions between namespace endpoints load.
 func TestLoadVMEndpoint(t *testing.T) {
 	const flows = "flows: {flows: [{chain: c, protocol: tcp, duration: 2s}]}"
@@ -303,7 +303,8 @@ func TestLoadVMEndpoint(t *testing.T) {
 		{"vm server, flows", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder, vm: {}}", flows, ""},
 		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", ""},
 		{"vm ends, rtt", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {}", `scenario "s": source client is a VM, and rtt cannot measure from a guest yet`},
-		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, `scenario "s": source client is a VM, and flows cannot measure from a guest yet`},
+		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, ""},
+		{"vm client, flows and http", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", flows + "\n  http: {requests: 10}", `scenario "s": source client is a VM, and http cannot measure from a guest yet`},
 		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {

@@ -42,31 +42,55 @@ chains:
   - {name: b, from: client, to: server, hops: [nfwd], classifier: {protocol: tcp, destination_port: 5302}}
 `
 
+// vmFlowsClientLab has a TCP chain from a VM client to a namespace server through a
+// namespace forwarder: the flows probe's client runs in the guest.
+const vmFlowsClientLab = `
+name: vmflows-cli
+endpoints:
+  client: {kind: client, vm: {cpus: 1, memory: 512}}
+  server: {kind: server}
+functions:
+  nfwd: {kind: forwarder}
+chains:
+  - {name: a, from: client, to: server, hops: [nfwd], classifier: {protocol: tcp, destination_port: 5301}}
+`
+
 // TestBenchFlowsVMServer runs the flows probe through the bench runner with its iperf3
 // servers in a VM destination (started, found listening and stopped through the guest's
-// agent, as iperf3's): the trial passes, each flow has its receiver's throughput, the
-// forwarders' egress counters moved, and the figures are marked TCG under TCG.
+// agent, as iperf3's), and with its client in a VM source (run through the agent, as
+// iperf3's): the trials pass, each flow has its receiver's throughput, the forwarders' egress
+// counters moved, and the figures are marked TCG under TCG.
 func TestBenchFlowsVMServer(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
-	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab, ""}},
+	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab, ""},
+		{"vm-flows-client", vmFlowsClientLab, "{flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}]}}"}},
 		"  flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}, {chain: b, protocol: tcp, duration: 2s}]}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
 			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
 		}
+		t.Logf("trial %s/%d took %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
-	if outcome.Failed != 0 || len(trials) != 1 {
-		t.Fatalf("outcome %+v, %d trials; want 1 passed", outcome, len(trials))
+	if outcome.Failed != 0 || len(trials) != 2 {
+		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
 	}
 	samples, _ := store.Samples()
 	received := map[string]float64{}
 	egress := map[string]float64{}
+	var clientReceived, clientEgress float64
 	for _, x := range samples {
 		switch {
-		case x.Probe != flows.Name:
+		case x.Probe == flows.Name && x.Scenario == "vm-flows-client":
+			if x.Metric == metric.FlowsThroughput.Metric && x.Labels["side"] == "receiver" && x.Labels["flow"] == "a" {
+				clientReceived = x.Value
+			}
+			if x.Metric == metric.FlowsEgressBytes.Metric && x.Labels["node"] == "nfwd" {
+				clientEgress = x.Value
+			}
+		case x.Probe != flows.Name || x.Scenario != "vm-flows":
 		case x.Metric == metric.FlowsThroughput.Metric && x.Labels["side"] == "receiver":
 			received[x.Labels["flow"]] = x.Value
 		case x.Metric == metric.FlowsEgressBytes.Metric:
@@ -91,6 +115,13 @@ func TestBenchFlowsVMServer(t *testing.T) {
 		received["a"]/1e9, received["b"]/1e9, egress["vfwd"], egress["nfwd"], mark)
 	if accel.Host().Emulated() && !rep.Emulated("vm-flows") {
 		t.Errorf("vm-flows ran VMs under TCG, but the report does not mark it %q", report.EmulatedMark)
+	}
+	if clientReceived <= 0 || clientEgress <= 0 {
+		t.Errorf("flow from a VM client: receiver throughput %v, forwarder egress bytes %v; want both above 0", clientReceived, clientEgress)
+	}
+	t.Logf("TCP flow from a VM client, 2 s: received %.3f Gbit/s; egress bytes nfwd %.0f", clientReceived/1e9, clientEgress)
+	if accel.Host().Emulated() && !rep.Emulated("vm-flows-client") {
+		t.Errorf("vm-flows-client ran VMs under TCG, but the report does not mark it %q", report.EmulatedMark)
 	}
 }
 
