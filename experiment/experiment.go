@@ -696,19 +696,23 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	}
 	// A VM endpoint. iperf3 runs in a guest at either end (its client through the guest's
 	// agent, its server a daemon there, found listening and stopped through the agent), and
-	// so do flows' servers in a VM destination (the same iperf3 helpers); ping
+	// so do flows' servers in a VM destination and clients in a VM source (the same iperf3
+	// helpers; the flows' timing is the host's); ping
 	// runs in a guest source and is answered by a guest's kernel; http is answered by an
-	// http-server in a guest; tcprtt's echo server and client run in a guest's agent. The others run Go code in the source's network stack from the
-	// host (Do: the guest has its own kernel) or start a server in the destination that they
-	// track by its host PID and sockets.
+	// http-server in a guest; tcprtt's echo server and client run in a guest's agent; rtt's
+	// echoes are answered by a guest destination's kernel (icmp) or agent (udp), and ndr's
+	// receiver counts in a guest destination's agent. The others run Go code in the source's
+	// network stack from the host (Do: the guest has its own kernel).
 	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
 		if probes := notFromGuest(pr); len(probes) > 0 {
-			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, ping and tcprtt run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
+			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, flows, ping and tcprtt run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
 		}
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
-		if srv := serverNotInGuest(pr); len(srv) > 0 {
-			bad(s.Line, "scenario %q: destination %s is a VM, and %s start a server there, which the probes track by its host PID and sockets and cannot in a guest yet; iperf3, flows, ping, tcprtt and http (to an http-server) measure a VM destination", s.Name, c.Path[len(c.Path)-1], strings.Join(srv, ", "))
+		// rtt's echoes are answered by the guest's kernel (icmp) or its agent (udp); its XDP
+		// reflector would have to be attached in the guest's kernel.
+		if r := pr.RTT; r != nil && r.Method == rtt.MethodXDP {
+			bad(s.Line, "scenario %q: destination %s is a VM, and rtt's method xdp needs its XDP reflector in the destination's network stack, which is the guest's kernel's; write method: socket (or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, c.Path[len(c.Path)-1], rtt.HighRateFrom)
 		}
 	}
 	if h := pr.HTTP; h != nil {
@@ -734,31 +738,17 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 }
 
 // notFromGuest names the probes of pr that cannot run from a VM source, sorted: all but
-// iperf3 (the client runs in the guest through its agent), ping (ping runs there) and tcprtt
-// (the guest's agent runs its client).
+// iperf3 and flows (their iperf3 clients run in the guest through its agent), ping (ping runs
+// there) and tcprtt (the guest's agent runs its client).
 func notFromGuest(pr *Probes) []string {
 	var out []string
-	for name, on := range map[string]bool{"http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil, "flows": pr.Flows != nil} {
+	for name, on := range map[string]bool{"http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
 		if on {
 			out = append(out, name)
 		}
 	}
 	for name := range pr.More {
 		out = append(out, name)
-	}
-	slices.Sort(out)
-	return out
-}
-
-// serverNotInGuest names the probes of pr that start a server in the destination which
-// cannot be one in a VM guest yet, sorted. iperf3's and flows' can (daemons through the
-// guest's agent), and tcprtt's (an echo server the agent serves).
-func serverNotInGuest(pr *Probes) []string {
-	var out []string
-	for name, on := range map[string]bool{"ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
-		if on {
-			out = append(out, name)
-		}
 	}
 	slices.Sort(out)
 	return out

@@ -280,10 +280,10 @@ func TestRequestsFor(t *testing.T) {
 	}
 }
 
-// TestLoadVMEndpoint refuses the probes that cannot run from a VM source, and those that
-// start a server they cannot run in a VM destination, naming the scenario, the endpoint, the
-// probes and why; iperf3 and ping from and to VM endpoints and VM functions between namespace
-// endpoints load.
+// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (http, ndr, rtt),
+// and rtt's method xdp to a VM destination, naming the scenario, the endpoint, the probes and
+// why; iperf3, ping, tcprtt and flows from and to VM endpoints, ndr and rtt to a VM
+// destination, and VM functions between namespace endpoints load.
 func TestLoadVMEndpoint(t *testing.T) {
 	const flows = "flows: {flows: [{chain: c, protocol: tcp, duration: 2s}]}"
 	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
@@ -292,11 +292,19 @@ func TestLoadVMEndpoint(t *testing.T) {
 		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}\n  tcprtt: {connects: 5}", `scenario "s": source client is a VM, and ndr, rtt cannot measure from a guest yet: they open their sockets in the source's network stack from the host`},
 		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 		{"vm server, tcprtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
-		{"vm server, ndr and rtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ndr: {}\n  rtt: {}\n  tcprtt: {connects: 5}", `scenario "s": destination server is a VM, and ndr, rtt start a server there, which the probes track by its host PID and sockets`},
+		// rtt's echoes are answered by the guest's kernel or agent, ndr's receiver counts in its
+		// agent; rtt's XDP reflector cannot be attached in a guest.
+		{"vm server, ndr and rtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ndr: {}\n  rtt: {protocol: udp}\n  tcprtt: {connects: 5}", ""},
+		{"vm server, rtt at a high rate", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {rate: [200000]}", ""},
+		{"vm server, rtt method xdp", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {method: xdp}", `scenario "s": destination server is a VM, and rtt's method xdp needs its XDP reflector in the destination's network stack, which is the guest's kernel's; write method: socket`},
+		{"vm server, rtt method socket", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {method: socket}", ""},
+		{"namespace server, rtt method xdp", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "rtt: {method: xdp}", ""},
 		{"vm server, ping", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}", ""},
 		{"vm server, flows", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder, vm: {}}", flows, ""},
-		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", `scenario "s": destination server is a VM, and ndr start a server there`},
-		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, `scenario "s": source client is a VM, and flows cannot measure from a guest yet`},
+		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", ""},
+		{"vm ends, rtt", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {}", `scenario "s": source client is a VM, and rtt cannot measure from a guest yet`},
+		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, ""},
+		{"vm client, flows and http", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", flows + "\n  http: {requests: 10}", `scenario "s": source client is a VM, and http cannot measure from a guest yet`},
 		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {

@@ -52,11 +52,13 @@ type Guest interface {
 	StopGroup(pgid int, grace time.Duration) error
 }
 
-// Echoer is a node that serves a TCP echo server itself where Go code cannot enter its
-// network stack (a VM guest: its agent serves it). The tcprtt probe's destinations.
+// Echoer is a node that serves an echo server itself where Go code cannot enter its
+// network stack (a VM guest: its agent serves it). The tcprtt probe's destinations (TCP) and
+// the rtt probe's (UDP).
 type Echoer interface {
-	// ListenEcho opens a TCP echo server at addr (network "tcp4" or "tcp6") in the node;
-	// closing it closes its connections too.
+	// ListenEcho opens an echo server at addr in the node: TCP (network "tcp4" or "tcp6";
+	// closing it closes its connections too) or UDP ("udp4", "udp6": every datagram is sent
+	// back to its sender).
 	ListenEcho(ctx context.Context, network, addr string) (io.Closer, error)
 }
 

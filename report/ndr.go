@@ -185,7 +185,7 @@ func (r *Report) ndrSection() section {
 		if n.PDR == 0 && !n.PDRAtLeast {
 			pdr = dash // no trial within the partial-drop threshold: 0 is no measured PDR
 		}
-		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), ndr, bits, hi, pdr, orDash(n.PDRLoss),
+		t.rows = append(t.rows, []string{r.ScenarioLabel(n.Scenario), n.Frame, strconv.Itoa(n.Trial), ndr, bits, hi, pdr, orDash(n.PDRLoss),
 			strconv.Itoa(n.Trials), strconv.Itoa(n.Inconsistent), fixed(n.ReceiverDrops, 0), fixed(n.GeneratorMax/1e3, 1), fixed(n.Calibrated/1e3, 1)})
 	}
 	sec.blocks = append(sec.blocks, block{table: t})
@@ -228,7 +228,7 @@ func (r *Report) ndrGeneratorBlocks() []block {
 		if n.Disturbed != "" && !strings.HasPrefix(n.Disturbed, "0,") {
 			note = strings.TrimPrefix(note+"; ", "; ") + "disturbed trials re-run: " + n.Disturbed
 		}
-		t.rows = append(t.rows, []string{n.Scenario, n.Frame, strconv.Itoa(n.Trial), n.Generator, orDash(n.Receiver), cpu(n.SenderCPU), cpu(n.ReceiveCPU),
+		t.rows = append(t.rows, []string{r.ScenarioLabel(n.Scenario), n.Frame, strconv.Itoa(n.Trial), n.Generator, orDash(n.Receiver), cpu(n.SenderCPU), cpu(n.ReceiveCPU),
 			ceil, clamp, orDash(note)})
 	}
 	if len(t.rows) == 0 {

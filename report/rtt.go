@@ -306,6 +306,11 @@ func (r *Report) buildRTTTrends(data map[rttKey]*rttData) {
 		rows[g] = append(rows[g], row)
 	}
 	for _, g := range groups {
+		// A trend over an emulated CPU's scenarios and a real one's would be the emulation's.
+		if mixed := slices.ContainsFunc(rows[g], func(row RTTRow) bool { return r.Incomparable(row.Scenario, rows[g][0].Scenario) }); mixed {
+			r.Notes = append(r.Notes, fmt.Sprintf("No RTT trend for %s (rate %s): some of its scenarios ran VMs under TCG (%s), others did not.", g.base, g.rate, EmulatedMark))
+			continue
+		}
 		var x, y []float64
 		t := RTTTrend{Base: g.base, Kind: g.kind, Side: g.side, Rate: g.rate, BgDriver: g.bgDriver, Bitrate: g.bitrate, Figure: FigurePath}
 		for _, row := range rows[g] {
@@ -366,7 +371,8 @@ func (r *Report) buildRTTPairs() {
 			var cells []cell
 			fig := FigurePath
 			for c, a := range byBase[bases[i]] {
-				if b, ok := byBase[bases[j]][c]; ok && a.app > 0 {
+				// An emulated CPU's cell is not set against a real one's.
+				if b, ok := byBase[bases[j]][c]; ok && a.app > 0 && !r.Incomparable(bases[i]+c.suffix, bases[j]+c.suffix) {
 					cells = append(cells, c)
 					if !(a.path > 0) || !(b.path > 0) { // NaN: no kernel timestamps
 						fig = FigureApp
@@ -446,9 +452,9 @@ func (r *Report) rttSection() section {
 			n += " of " + strconv.Itoa(row.RTT.N)
 			unstamped++
 		}
-		t.rows = append(t.rows, []string{row.Scenario, row.Rate, n, usText(row.Path.Min), usText(row.Path.Median), usText(row.Path.Mean),
+		t.rows = append(t.rows, []string{r.ScenarioLabel(row.Scenario), row.Rate, n, usText(row.Path.Min), usText(row.Path.Median), usText(row.Path.Mean),
 			usText(row.Path.P99), usText(row.Path.Max), usText(row.Path.Stdev), ach, strconv.FormatFloat(row.Loss, 'f', 2, 64)})
-		st.rows = append(st.rows, []string{row.Scenario, row.Rate, usText(row.RTT.Median), usText(row.RTT.P99),
+		st.rows = append(st.rows, []string{r.ScenarioLabel(row.Scenario), row.Rate, usText(row.RTT.Median), usText(row.RTT.P99),
 			usText(row.StackTX), usText(row.StackRX), usText(row.Path.Median)})
 	}
 	sec.blocks = append(sec.blocks, block{para: "Path RTT (headline) per scenario and requested rate, all trials pooled:"}, block{table: t})
@@ -513,11 +519,11 @@ func (r *Report) rttVerdict() []string {
 			rate = "the highest rate"
 		}
 		if row.Path.N == 0 {
-			out = append(out, fmt.Sprintf("%s at %s: no kernel timestamps, so no path RTT; app RTT (incl. sender stack) median %s.", row.Scenario, rate, usText(row.RTT.Median)))
+			out = append(out, fmt.Sprintf("%s at %s: no kernel timestamps, so no path RTT; app RTT (incl. sender stack) median %s.", r.ScenarioLabel(row.Scenario), rate, usText(row.RTT.Median)))
 			continue
 		}
 		out = append(out, fmt.Sprintf("%s at %s: path RTT median %s, p99 %s (app RTT incl. sender stack: median %s).",
-			row.Scenario, rate, usText(row.Path.Median), usText(row.Path.P99), usText(row.RTT.Median)))
+			r.ScenarioLabel(row.Scenario), rate, usText(row.Path.Median), usText(row.Path.P99), usText(row.RTT.Median)))
 	}
 	if s := r.highRateText(); s != "" {
 		out = append(out, s)
@@ -575,7 +581,7 @@ func (r *Report) highRateBlocks() []block {
 		if !math.IsNaN(row.Ceiling) {
 			ceil = strconv.FormatFloat(row.Ceiling, 'f', 0, 64)
 		}
-		t.rows = append(t.rows, []string{row.Scenario, strconv.FormatFloat(row.Requested, 'f', 0, 64), strconv.FormatFloat(row.Achieved, 'f', 0, 64),
+		t.rows = append(t.rows, []string{r.ScenarioLabel(row.Scenario), strconv.FormatFloat(row.Requested, 'f', 0, 64), strconv.FormatFloat(row.Achieved, 'f', 0, 64),
 			strconv.FormatFloat(row.Achieved/row.Requested, 'f', 3, 64), method, ceil, strings.Join(notes, "; ")})
 	}
 	if len(t.rows) == 0 {

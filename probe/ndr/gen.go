@@ -2,18 +2,16 @@ package ndr
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"net/netip"
-	"os"
 	"runtime"
 	"strconv"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"time"
 	"unsafe"
 
+	"github.com/sfclab/sfclab/probe/ndr/count"
 	"golang.org/x/sys/unix"
 )
 
@@ -22,7 +20,7 @@ import (
 const frameOverhead = 14 + 4 + 20 + 8
 
 // minPayload holds the trial id (4 bytes) and the sequence number (8 bytes).
-const minPayload = 12
+const minPayload = count.MinPayload
 
 // batch is how many datagrams one sendmmsg/recvmmsg call moves.
 const batch = 64
@@ -142,83 +140,12 @@ func (s *Sender) Send(trial uint32, pps float64, d time.Duration) (uint64, time.
 // refused counts datagrams a local queue refused with ENOBUFS (for tests and diagnostics).
 var refused atomic.Uint64
 
-// Receiver counts the datagrams of every trial on a bound UDP socket with recvmmsg(2).
-type Receiver struct {
-	fd     int
-	mu     sync.Mutex
-	counts map[uint32]*atomic.Uint64
-	done   chan struct{}
-	err    error
-	wg     sync.WaitGroup
-	stop   atomic.Bool
-}
+// Receiver counts the datagrams of every trial on a bound UDP socket with recvmmsg(2)
+// (package count, which a VM guest's agent runs too).
+type Receiver = count.Receiver
 
 // NewReceiver starts counting on fd (bound, with a receive timeout so that Close returns).
-func NewReceiver(fd int) *Receiver {
-	r := &Receiver{fd: fd, counts: map[uint32]*atomic.Uint64{}}
-	r.wg.Add(1)
-	go r.loop()
-	return r
-}
-
-func (r *Receiver) counter(trial uint32) *atomic.Uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
-	c := r.counts[trial]
-	if c == nil {
-		c = new(atomic.Uint64)
-		r.counts[trial] = c
-	}
-	return c
-}
-
-func (r *Receiver) loop() {
-	defer r.wg.Done()
-	runtime.LockOSThread()
-	defer runtime.UnlockOSThread()
-	bufs := make([][]byte, batch)
-	iov := make([]unix.Iovec, batch)
-	msgs := make([]mmsghdr, batch)
-	for i := range bufs {
-		bufs[i] = make([]byte, 64) // only the header is read; the rest is truncated
-		iov[i].Base = &bufs[i][0]
-		iov[i].SetLen(len(bufs[i]))
-		msgs[i].hdr.Iov = &iov[i]
-		msgs[i].hdr.Iovlen = 1
-	}
-	var last uint32
-	var c *atomic.Uint64
-	for !r.stop.Load() {
-		n, _, errno := unix.Syscall6(unix.SYS_RECVMMSG, uintptr(r.fd), uintptr(unsafe.Pointer(&msgs[0])), batch, unix.MSG_WAITFORONE, 0, 0)
-		if errno == unix.EAGAIN || errno == unix.EINTR {
-			continue
-		}
-		if errno != 0 {
-			r.err = fmt.Errorf("recvmmsg: %w", errno)
-			return
-		}
-		for i := 0; i < int(n); i++ {
-			if msgs[i].n < minPayload {
-				continue
-			}
-			id := binary.BigEndian.Uint32(bufs[i][0:4])
-			if c == nil || id != last {
-				c, last = r.counter(id), id
-			}
-			c.Add(1)
-		}
-	}
-}
-
-// Count is how many datagrams of a trial arrived so far.
-func (r *Receiver) Count(trial uint32) uint64 { return r.counter(trial).Load() }
-
-// Close stops counting and closes the socket.
-func (r *Receiver) Close() error {
-	r.stop.Store(true)
-	r.wg.Wait()
-	return errors.Join(r.err, unix.Close(r.fd))
-}
+func NewReceiver(fd int) *Receiver { return count.NewReceiver(fd) }
 
 // udpSocket opens a UDP socket in the calling thread's network namespace: bound to bind
 // (receiver) or connected to dst (sender).
@@ -249,31 +176,7 @@ func udpSocket(bind, dst netip.AddrPort) (int, error) {
 }
 
 // udpRcvbufErrors reads the UDP receive buffer errors of the calling thread's namespace.
-//
-// Equivalent to: ip netns exec NS nstat -az UdpRcvbufErrors
-func udpRcvbufErrors() (uint64, error) {
-	data, err := os.ReadFile("/proc/thread-self/net/snmp")
-	if err != nil {
-		return 0, err
-	}
-	var head []string
-	for _, line := range strings.Split(string(data), "\n") {
-		if !strings.HasPrefix(line, "Udp: ") {
-			continue
-		}
-		f := strings.Fields(line)
-		if head == nil {
-			head = f
-			continue
-		}
-		for i, h := range head {
-			if h == "RcvbufErrors" && i < len(f) {
-				return strconv.ParseUint(f[i], 10, 64)
-			}
-		}
-	}
-	return 0, errors.New("no UdpRcvbufErrors in /proc/net/snmp")
-}
+func udpRcvbufErrors() (uint64, error) { return count.RcvbufErrors() }
 
 func closeFD(fd int) { _ = unix.Close(fd) }
 

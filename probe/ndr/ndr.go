@@ -21,11 +21,21 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/ndr/count"
 	"github.com/sfclab/sfclab/results"
 )
 
 // Name is the probe's name in samples.
 const Name = "ndr"
+
+// GuestSettle is how long a VM guest destination's count of a trial must not have grown before
+// it is read (count.Receiver.Settled, at most 5 s): under TCG the guest's emulated CPU may
+// still be reading the trial's datagrams from its socket when the sender's drain ends, and
+// those arrived; what is still in QEMU's queues then counts as lost.
+const GuestSettle = 200 * time.Millisecond
+
+// ErrXDPGuest is why the XDP generator does not run to a VM guest destination.
+var ErrXDPGuest = errors.New("the destination is a VM guest, where the XDP generator's counter cannot be attached from the host (its network stack is the guest's kernel's): the socket sender runs, counted by the guest's agent")
 
 // Config is one search per frame size.
 type Config struct {
@@ -132,14 +142,44 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 	port := probe.ServicePort(env.Plan, c)
 	target := netip.AddrPortFrom(c.Target, probe.TargetPort(env.Plan, c))
 	var rfd, sfd int
-	if err := dst.Do(func() (err error) {
-		rfd, err = udpSocket(netip.AddrPortFrom(netip.IPv4Unspecified(), port), netip.AddrPort{})
-		return err
-	}); err != nil {
-		return fmt.Errorf("open ndr receiver in %s: %w", dstName, err)
+	// The receiver: in the destination's network stack, or in a VM guest's, where Go code
+	// cannot enter, run by its agent (count.Guest).
+	var rcv *Receiver
+	var grc count.Counter
+	if g, ok := probe.InGuest(dst); ok {
+		cg, ok := g.(count.Guest)
+		if !ok {
+			return fmt.Errorf("run ndr on chain %s: destination %s is a guest that counts no datagrams", c.Name, dstName)
+		}
+		if grc, err = cg.ListenCount(ctx, port); err != nil {
+			return fmt.Errorf("open ndr receiver in %s: %w", dstName, err)
+		}
+		defer grc.Close()
+	} else {
+		if err := dst.Do(func() (err error) {
+			rfd, err = udpSocket(netip.AddrPortFrom(netip.IPv4Unspecified(), port), netip.AddrPort{})
+			return err
+		}); err != nil {
+			return fmt.Errorf("open ndr receiver in %s: %w", dstName, err)
+		}
+		rcv = NewReceiver(rfd)
+		defer rcv.Close()
 	}
-	rcv := NewReceiver(rfd)
-	defer rcv.Close()
+	// read is a trial's count at the receiver and the destination's UdpRcvbufErrors, after
+	// the drain (a guest's count once it stopped growing for GuestSettle).
+	read := func(id uint32, settle bool) (received, rcvbufErrors uint64, err error) {
+		if grc != nil {
+			quiet := time.Duration(0)
+			if settle {
+				quiet = GuestSettle
+			}
+			r, err := grc.Read(ctx, id, quiet)
+			return r.Received, r.RcvbufErrors, err
+		}
+		received = rcv.Count(id)
+		_ = dst.Do(func() (err error) { rcvbufErrors, err = udpRcvbufErrors(); return err })
+		return received, rcvbufErrors, nil
+	}
 	if err := src.Do(func() (err error) {
 		sfd, err = udpSocket(netip.AddrPort{}, target)
 		return err
@@ -160,12 +200,20 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 			return fmt.Errorf("warm up ndr sender: %w", err)
 		}
 		time.Sleep(cfg.Drain)
-		if rcv.Count(id) == 0 {
+		if n, _, err := read(id, true); err != nil {
+			return fmt.Errorf("run ndr on chain %s: %w", c.Name, err)
+		} else if n == 0 {
 			return fmt.Errorf("run ndr on chain %s: no datagram of the warm-up reached %s port %d: the chain does not carry UDP to it", c.Name, dstName, port)
 		}
 		gi := genInfo{name: GenSendmmsg, ceiling: calib[fs], maxRate: cfg.MaxRate}
 		var x *xdpGen
-		if cfg.Generator != GenSendmmsg {
+		if grc != nil {
+			// Its counter is an XDP program in the destination's network stack: a guest's.
+			if cfg.Generator == GenXDP {
+				return fmt.Errorf("run ndr on chain %s with the xdp generator: %w", c.Name, ErrXDPGuest)
+			}
+			gi.fallback = ErrXDPGuest.Error()
+		} else if cfg.Generator != GenSendmmsg {
 			var next probe.Node = dst
 			if len(c.Path) > 2 {
 				if next, err = env.Node(c.Path[1]); err != nil {
@@ -228,18 +276,22 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 			if x != nil {
 				return x.trial(id, pps, cfg.Trial, cfg.Drain)
 			}
-			var errs0 uint64
-			_ = dst.Do(func() (err error) { errs0, err = udpRcvbufErrors(); return err })
+			_, errs0, err := read(id, false)
+			if err != nil {
+				return Outcome{}, err
+			}
 			sent, took, err := snd.Send(id, pps, cfg.Trial)
 			if err != nil {
 				return Outcome{}, err
 			}
 			time.Sleep(cfg.Drain)
-			var errs1 uint64
-			_ = dst.Do(func() (err error) { errs1, err = udpRcvbufErrors(); return err })
+			received, errs1, err := read(id, true)
+			if err != nil {
+				return Outcome{}, err
+			}
 			// Drops at the receiver's socket buffer: the chain delivered these, the measuring
 			// receiver lost them, so they are not chain loss (Outcome.ReceiverDrops).
-			o := Outcome{Requested: pps, Offered: float64(sent) / took.Seconds(), Sent: sent, Received: rcv.Count(id),
+			o := Outcome{Requested: pps, Offered: float64(sent) / took.Seconds(), Sent: sent, Received: received,
 				ReceiverDrops: errs1 - min(errs0, errs1)}
 			emit(probe.NewSample(Name, "trial_rcvbuf_errors", "packets", float64(o.ReceiverDrops),
 				map[string]string{"frame": fs, "iteration": strconv.Itoa(iter)}))
@@ -261,6 +313,9 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 		if x != nil {
 			x.Close()
 		}
+		if grc != nil {
+			gi.receiver = "recvmmsg in the guest (its agent)"
+		}
 		emitResult(emit, fs, cycle, cfg, res, calib[fs], gi)
 		if err != nil && !errors.Is(err, ErrGeneratorLimited) && !errors.Is(err, ErrGeneratorShort) {
 			return err
@@ -281,6 +336,8 @@ type genInfo struct {
 	ceilingFrames, ceilingRefused uint64
 	// fallback is why the XDP generator was not used ("" when it was, or not tried).
 	fallback string
+	// receiver names the socket receiver where it is not the probe's own ("" : recvmmsg).
+	receiver string
 	x        *xdpGen
 }
 
@@ -310,6 +367,9 @@ func emitResult(emit func(results.Sample), frame string, cycle []int, cfg Config
 		"precision": strconv.FormatFloat(cfg.Precision, 'g', -1, 64),
 		"pdr_loss":  strconv.FormatFloat(cfg.PDRLoss*100, 'g', -1, 64) + "%",
 		"generator": gi.name, "receiver": "recvmmsg"}
+	if gi.receiver != "" {
+		l["receiver"] = gi.receiver
+	}
 	if gi.x != nil {
 		gi.x.labels(l)
 	}

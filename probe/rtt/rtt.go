@@ -14,7 +14,10 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
+	"net"
 	"net/netip"
+	"strconv"
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
@@ -71,6 +74,8 @@ var (
 	ErrConfig = errors.New("invalid rtt probe configuration")
 	// ErrProtocol is returned for a protocol other than icmp or udp.
 	ErrProtocol = errors.New("protocol is not icmp or udp")
+	// ErrXDPGuest is why MethodXDP does not run to a VM guest destination.
+	ErrXDPGuest = errors.New("the destination is a VM guest, where the XDP reflector cannot be attached from the host (its network stack is the guest's kernel's): use method socket")
 	// ErrICMPv6 is returned for an ICMP probe to an IPv6 address (not supported yet; use udp).
 	ErrICMPv6 = errors.New("icmp echo over IPv6 is not supported; use protocol udp")
 )
@@ -279,8 +284,24 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	if h := env.Plan.HostOf(c.Path[0]); h != nil && h.CPUs != "" && cfg.CPUs == nil {
 		cfg.CPUs, _ = cgroup.ParseCPUs(h.CPUs)
 	}
+	// A VM guest's network stack cannot be entered from here: its kernel answers ICMP echoes,
+	// its agent serves the UDP responder (probe.Echoer), and the XDP reflector cannot be
+	// attached there.
+	var guest probe.Echoer
+	if dn, err := env.Node(dests[0]); err == nil {
+		if g, ok := probe.InGuest(dn); ok {
+			if guest, ok = g.(probe.Echoer); !ok {
+				return fmt.Errorf("run rtt on chain %s: destination %s is a guest that serves no echo", c.Name, dests[0])
+			}
+		}
+	}
 	var fallback string
-	if cfg.xdp() {
+	if cfg.xdp() && guest != nil {
+		if cfg.Method == MethodXDP {
+			return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuest)
+		}
+		fallback = ErrXDPGuest.Error()
+	} else if cfg.xdp() {
 		err := runXDP(ctx, env, cfg, emit)
 		if err == nil || cfg.Method == MethodXDP || !errors.Is(err, pktgen.ErrUnsupported) {
 			if err != nil {
@@ -289,6 +310,8 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			return nil
 		}
 		fallback = err.Error()
+	}
+	if fallback != "" {
 		inner := emit
 		emit = func(s results.Sample) {
 			if s.Labels == nil {
@@ -308,7 +331,16 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}
-		resp, err := StartResponder(dn, cfg.Port, dest.Is6())
+		var resp io.Closer
+		if guest != nil {
+			network := "udp4"
+			if dest.Is6() {
+				network = "udp6"
+			}
+			resp, err = guest.ListenEcho(ctx, network, net.JoinHostPort("", strconv.Itoa(int(cfg.Port))))
+		} else {
+			resp, err = StartResponder(dn, cfg.Port, dest.Is6())
+		}
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)
 		}

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/probe/ndr/count"
 	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
 
@@ -41,6 +42,10 @@ type request struct {
 	Net string `json:"net,omitempty"`
 	// TCPRTT is a tcprtt client run to Addr (echo.go).
 	TCPRTT *exchange.Config `json:"tcprtt,omitempty"`
+	// Port is the ndr receiver's port, Trial the trial whose count is read (count.go; the
+	// receiver's number is PID, the time its count must not have grown Grace).
+	Port  uint16 `json:"port,omitempty"`
+	Trial uint32 `json:"trial,omitempty"`
 }
 
 // response is the guest's answer to one request.
@@ -55,6 +60,8 @@ type response struct {
 	// Connects and Exchanges are a tcprtt run's durations, timed in the guest.
 	Connects  []time.Duration `json:"connects,omitempty"`
 	Exchanges []time.Duration `json:"exchanges,omitempty"`
+	// Reading is an ndr receiver's count of a trial (count.go).
+	Reading *count.Reading `json:"reading,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

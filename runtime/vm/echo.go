@@ -2,6 +2,7 @@ package vm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -28,9 +29,11 @@ var echoes = struct {
 	open map[int]*guestEcho
 }{open: map[int]*guestEcho{}}
 
-// guestEcho is one echo server in the guest: its listener and the connections it serves.
+// guestEcho is one echo server in the guest: its listener and the connections it serves
+// (TCP), or its socket (UDP: the rtt probe's responder).
 type guestEcho struct {
 	l     net.Listener
+	pc    *net.UDPConn
 	mu    sync.Mutex
 	conns map[net.Conn]struct{}
 	wg    sync.WaitGroup
@@ -40,18 +43,34 @@ type guestEcho struct {
 func handleEcho(req request, r *response) bool {
 	switch req.Op {
 	case "echo-listen":
-		l, err := net.Listen(req.Net, req.Addr)
+		e := &guestEcho{conns: map[net.Conn]struct{}{}}
+		var err error
+		switch req.Net {
+		case "tcp4", "tcp6":
+			e.l, err = net.Listen(req.Net, req.Addr)
+		case "udp4", "udp6":
+			var a *net.UDPAddr
+			if a, err = net.ResolveUDPAddr(req.Net, req.Addr); err == nil {
+				e.pc, err = net.ListenUDP(req.Net, a)
+			}
+		default:
+			err = fmt.Errorf("echo server network %q is not tcp4, tcp6, udp4 or udp6", req.Net)
+		}
 		if err != nil {
 			r.Err = err.Error()
 			return true
 		}
-		e := &guestEcho{l: l, conns: map[net.Conn]struct{}{}}
 		echoes.Lock()
 		echoes.next++
 		id := echoes.next
 		echoes.open[id] = e
 		echoes.Unlock()
-		e.wg.Go(e.serve)
+		if e.pc != nil {
+			_ = e.pc.SetReadBuffer(udpEchoBuf)
+			e.wg.Go(e.serveUDP)
+		} else {
+			e.wg.Go(e.serve)
+		}
 		r.PID = id
 	case "tcprtt":
 		if req.TCPRTT == nil {
@@ -101,9 +120,32 @@ func (e *guestEcho) serve() {
 	}
 }
 
-// close closes the listener and the connections and waits for their goroutines.
+// udpEchoBuf is a UDP echo socket's receive buffer: the rtt probe's responder's (rtt.rcvBuf).
+const udpEchoBuf = 8 << 20
+
+// serveUDP echoes every datagram back to its sender, as the rtt probe's Responder does in a
+// namespace.
+func (e *guestEcho) serveUDP() {
+	buf := make([]byte, 65536)
+	for {
+		n, from, err := e.pc.ReadFromUDPAddrPort(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue
+		}
+		_, _ = e.pc.WriteToUDPAddrPort(buf[:n], from)
+	}
+}
+
+// close closes the listener (or socket) and the connections and waits for their goroutines.
 func (e *guestEcho) close() {
-	e.l.Close()
+	if e.pc != nil {
+		e.pc.Close()
+	} else {
+		e.l.Close()
+	}
 	e.mu.Lock()
 	for c := range e.conns {
 		c.Close()
@@ -112,8 +154,9 @@ func (e *guestEcho) close() {
 	e.wg.Wait()
 }
 
-// ListenEcho opens a TCP echo server at addr (network "tcp4" or "tcp6") in the guest, served
-// by its agent (probe.Echoer); Close closes it there. A guest that is gone has nothing left
+// ListenEcho opens an echo server at addr in the guest, served by its agent (probe.Echoer):
+// TCP (network "tcp4" or "tcp6": tcprtt's) or UDP ("udp4", "udp6": every datagram sent back
+// to its sender, the rtt probe's responder); Close closes it there. A guest that is gone has nothing left
 // to close.
 func (n *Node) ListenEcho(ctx context.Context, network, addr string) (io.Closer, error) {
 	r, err := n.call(ctx, request{Op: "echo-listen", Net: network, Addr: addr})

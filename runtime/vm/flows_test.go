@@ -3,6 +3,9 @@ package vm_test
 import (
 	"context"
 	"errors"
+	"net/netip"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -13,10 +16,13 @@ import (
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/flows"
 	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/ndr"
+	"github.com/sfclab/sfclab/probe/ndr/count"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
+	"golang.org/x/sys/unix"
 )
 
 // vmFlowsLab has two TCP chains from a namespace client to a VM server, each with its own
@@ -36,31 +42,55 @@ chains:
   - {name: b, from: client, to: server, hops: [nfwd], classifier: {protocol: tcp, destination_port: 5302}}
 `
 
+// vmFlowsClientLab has a TCP chain from a VM client to a namespace server through a
+// namespace forwarder: the flows probe's client runs in the guest.
+const vmFlowsClientLab = `
+name: vmflows-cli
+endpoints:
+  client: {kind: client, vm: {cpus: 1, memory: 512}}
+  server: {kind: server}
+functions:
+  nfwd: {kind: forwarder}
+chains:
+  - {name: a, from: client, to: server, hops: [nfwd], classifier: {protocol: tcp, destination_port: 5301}}
+`
+
 // TestBenchFlowsVMServer runs the flows probe through the bench runner with its iperf3
 // servers in a VM destination (started, found listening and stopped through the guest's
-// agent, as iperf3's): the trial passes, each flow has its receiver's throughput, the
-// forwarders' egress counters moved, and the figures are marked TCG under TCG.
+// agent, as iperf3's), and with its client in a VM source (run through the agent, as
+// iperf3's): the trials pass, each flow has its receiver's throughput, the forwarders' egress
+// counters moved, and the figures are marked TCG under TCG.
 func TestBenchFlowsVMServer(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
-	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab}},
+	outcome, store, rep := runBench(t, []benchScenario{{"vm-flows", vmFlowsLab, ""},
+		{"vm-flows-client", vmFlowsClientLab, "{flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}]}}"}},
 		"  flows: {interval: 500ms, flows: [{chain: a, protocol: tcp, duration: 2s}, {chain: b, protocol: tcp, duration: 2s}]}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
 			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
 		}
+		t.Logf("trial %s/%d took %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
-	if outcome.Failed != 0 || len(trials) != 1 {
-		t.Fatalf("outcome %+v, %d trials; want 1 passed", outcome, len(trials))
+	if outcome.Failed != 0 || len(trials) != 2 {
+		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
 	}
 	samples, _ := store.Samples()
 	received := map[string]float64{}
 	egress := map[string]float64{}
+	var clientReceived, clientEgress float64
 	for _, x := range samples {
 		switch {
-		case x.Probe != flows.Name:
+		case x.Probe == flows.Name && x.Scenario == "vm-flows-client":
+			if x.Metric == metric.FlowsThroughput.Metric && x.Labels["side"] == "receiver" && x.Labels["flow"] == "a" {
+				clientReceived = x.Value
+			}
+			if x.Metric == metric.FlowsEgressBytes.Metric && x.Labels["node"] == "nfwd" {
+				clientEgress = x.Value
+			}
+		case x.Probe != flows.Name || x.Scenario != "vm-flows":
 		case x.Metric == metric.FlowsThroughput.Metric && x.Labels["side"] == "receiver":
 			received[x.Labels["flow"]] = x.Value
 		case x.Metric == metric.FlowsEgressBytes.Metric:
@@ -85,6 +115,13 @@ func TestBenchFlowsVMServer(t *testing.T) {
 		received["a"]/1e9, received["b"]/1e9, egress["vfwd"], egress["nfwd"], mark)
 	if accel.Host().Emulated() && !rep.Emulated("vm-flows") {
 		t.Errorf("vm-flows ran VMs under TCG, but the report does not mark it %q", report.EmulatedMark)
+	}
+	if clientReceived <= 0 || clientEgress <= 0 {
+		t.Errorf("flow from a VM client: receiver throughput %v, forwarder egress bytes %v; want both above 0", clientReceived, clientEgress)
+	}
+	t.Logf("TCP flow from a VM client, 2 s: received %.3f Gbit/s; egress bytes nfwd %.0f", clientReceived/1e9, clientEgress)
+	if accel.Host().Emulated() && !rep.Emulated("vm-flows-client") {
+		t.Errorf("vm-flows-client ran VMs under TCG, but the report does not mark it %q", report.EmulatedMark)
 	}
 }
 
@@ -167,6 +204,109 @@ func TestGuestServersStopped(t *testing.T) {
 			t.Errorf("iperf3 still runs in the guest after the probe returned: pid %v (it was %s during the run)", after, during)
 		}
 		t.Logf("iperf3 server in the guest: pid %s during the run, none after", during)
+	})
+
+	// ndr's receiver in the guest (its agent, count.Guest) counts exactly what the guest's
+	// kernel delivered to it: its count of each trial, summed, equals the guest's own
+	// Udp InDatagrams over the run (the kernel counts a datagram when a socket reads it), and
+	// is never more than was sent. Sent from the namespace forwarder beside the server,
+	// straight onto their segment: at a rate the guest takes, and unpaced (the guest loses
+	// some: what it lost is not counted).
+	t.Run("ndr-count", func(t *testing.T) {
+		var dst netip.Addr
+		for _, si := range p.Node("server").Interfaces {
+			for _, fi := range p.Node("nfwd").Interfaces {
+				if si.Segment == fi.Segment {
+					dst = si.Address.Addr()
+				}
+			}
+		}
+		fwd, err := d.Node(p, "nfwd")
+		if err != nil || !dst.IsValid() {
+			t.Fatalf("test setup: forwarder %v, server address %v on its segment", err, dst)
+		}
+		const port = 5400
+		rc, err := server.(count.Guest).ListenCount(ctx, port)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer func() {
+			if err := rc.Close(); err != nil {
+				t.Error(err)
+			}
+		}()
+		var fd int
+		if err := fwd.Do(func() (err error) {
+			if fd, err = unix.Socket(unix.AF_INET, unix.SOCK_DGRAM|unix.SOCK_CLOEXEC, 0); err != nil {
+				return err
+			}
+			return unix.Connect(fd, &unix.SockaddrInet4{Port: port, Addr: dst.As4()})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		defer unix.Close(fd)
+		inDatagrams := func() uint64 {
+			out, err := server.Output(ctx, nil, "cat", "/proc/net/snmp")
+			if err != nil {
+				t.Fatal(err)
+			}
+			var head []string
+			for _, line := range strings.Split(string(out), "\n") {
+				if f := strings.Fields(line); len(f) > 1 && f[0] == "Udp:" {
+					if head == nil {
+						head = f
+						continue
+					}
+					if i := slices.Index(head, "InDatagrams"); i > 0 && i < len(f) {
+						n, err := strconv.ParseUint(f[i], 10, 64)
+						if err == nil {
+							return n
+						}
+					}
+				}
+			}
+			t.Fatalf("no Udp InDatagrams in the guest's /proc/net/snmp:\n%s", out)
+			return 0
+		}
+		snd := ndr.NewSender(fd, []int{64})
+		// Neighbour resolution first (trial 1, not compared).
+		if _, _, err := snd.Send(1, 100, 200*time.Millisecond); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := rc.Read(ctx, 1, ndr.GuestSettle); err != nil {
+			t.Fatal(err)
+		}
+		before := inDatagrams()
+		var total, sentTotal uint64
+		for _, tr := range []struct {
+			id  uint32
+			pps float64
+			d   time.Duration
+		}{{2, 2000, 500 * time.Millisecond}, {3, 0, 300 * time.Millisecond}} {
+			sent, took, err := snd.Send(tr.id, tr.pps, tr.d)
+			if err != nil {
+				t.Fatal(err)
+			}
+			time.Sleep(300 * time.Millisecond)
+			r, err := rc.Read(ctx, tr.id, ndr.GuestSettle)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if r.Received > sent {
+				t.Errorf("trial %d: %d counted of %d sent", tr.id, r.Received, sent)
+			}
+			if tr.pps > 0 && r.Received == 0 {
+				t.Errorf("trial %d: nothing counted of %d sent at %.0f pps", tr.id, sent, tr.pps)
+			}
+			t.Logf("trial %d: sent %d at %.0f pps, the guest's agent counted %d (rcvbuf errors so far %d)",
+				tr.id, sent, float64(sent)/took.Seconds(), r.Received, r.RcvbufErrors)
+			total += r.Received
+			sentTotal += sent
+		}
+		if after := inDatagrams(); after-before != total {
+			t.Errorf("the guest's kernel delivered %d datagrams, its agent counted %d", after-before, total)
+		}
+		t.Logf("the agent's counts (%d of %d sent) equal the guest kernel's Udp InDatagrams delta", total, sentTotal)
 	})
 
 	t.Run("flows", func(t *testing.T) {

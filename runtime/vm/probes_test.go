@@ -3,9 +3,12 @@ package vm_test
 import (
 	"bytes"
 	"context"
+	"maps"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -19,6 +22,9 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/iperf3"
+	"github.com/sfclab/sfclab/probe/ndr"
+	"github.com/sfclab/sfclab/probe/ndr/count"
+	"github.com/sfclab/sfclab/probe/rtt"
 	"github.com/sfclab/sfclab/probe/tcprtt"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
@@ -52,8 +58,9 @@ chains:
 `
 )
 
-// benchScenario is a scenario of runBench's experiment and its lab file.
-type benchScenario struct{ name, lab string }
+// benchScenario is a scenario of runBench's experiment and its lab file; probes, when set, are
+// the scenario's own (a YAML flow mapping, instead of the experiment's).
+type benchScenario struct{ name, lab, probes string }
 
 // runBench writes the labs and an experiment of one scenario per lab into a directory, loads
 // it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
@@ -67,7 +74,11 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 		if err := os.WriteFile(filepath.Join(dir, s.name+".yaml"), []byte(s.lab), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml}\n"
+		exp += "  - {name: " + s.name + ", lab: " + s.name + ".yaml"
+		if s.probes != "" {
+			exp += ", probes: " + s.probes
+		}
+		exp += "}\n"
 	}
 	exp += "probes:\n" + probes
 	if err := os.WriteFile(filepath.Join(dir, "exp.yaml"), []byte(exp), 0o644); err != nil {
@@ -127,8 +138,12 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
+	// The VM destination also answers rtt's UDP echoes (its agent's responder) and counts
+	// ndr's search (its agent's receiver); a VM source cannot run them yet.
 	outcome, store, rep := runBench(t, []benchScenario{
-		{"vm-server", vmServerLab}, {"vm-client", vmClientLab}},
+		{"vm-server", vmServerLab, "{iperf3: {duration: 2s}, ping: {count: 5, interval: 200ms}, tcprtt: {connects: 5, requests: 20}, " +
+			"rtt: {protocol: udp, rate: [100], count: 30}, ndr: {trial: 300ms, drain: 200ms, max_trials: 6, max_rate: 20kpps, precision: 10%}}"},
+		{"vm-client", vmClientLab, ""}},
 		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n  tcprtt: {connects: 5, requests: 20}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
@@ -175,6 +190,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 			t.Errorf("%s ran VMs under TCG, but the report does not mark it %q", s, report.EmulatedMark)
 		}
 	}
+	checkGuestRTTNDR(t, samples, "vm-server")
 	var md bytes.Buffer
 	if err := rep.Markdown(&md); err != nil {
 		t.Fatal(err)
@@ -182,6 +198,81 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	if accel.Host().Emulated() && !strings.Contains(md.String(), report.EmulatedMark) {
 		t.Errorf("the report does not carry %q", report.EmulatedMark)
 	}
+}
+
+// checkGuestRTTNDR checks scenario s's rtt (UDP, echoed by the guest's agent) and ndr (counted
+// by the guest's agent) samples: every echo came back with a round trip, and the search's
+// trials counted no more than were sent, the first ones (at rates a TCG guest takes) all.
+func checkGuestRTTNDR(t *testing.T, samples []results.Sample, s string) {
+	t.Helper()
+	var rtts []float64
+	var received, sent float64 = -1, -1
+	for _, x := range samples {
+		if x.Scenario != s || x.Probe != rtt.Name {
+			continue
+		}
+		switch x.Metric {
+		case metric.RTTRoundTrip.Metric:
+			rtts = append(rtts, x.Value)
+		case "received":
+			received = x.Value
+		case "sent":
+			sent = x.Value
+		}
+	}
+	if len(rtts) != 30 || sent != 30 || received != 30 {
+		t.Errorf("%s: rtt udp: %d round trips, sent %v, received %v; want 30 each (a guest's agent echoes them)", s, len(rtts), sent, received)
+	}
+	trials := map[string]map[string]float64{} // iteration -> metric -> value
+	var ndrPPS float64 = -1
+	var labels map[string]string
+	for _, x := range samples {
+		if x.Scenario != s || x.Probe != ndr.Name {
+			continue
+		}
+		switch x.Metric {
+		case "trial_offered_pps", "trial_received_pps", "trial_loss":
+			it := x.Labels["iteration"]
+			if trials[it] == nil {
+				trials[it] = map[string]float64{}
+			}
+			trials[it][x.Metric] = x.Value
+		case "ndr_pps":
+			ndrPPS, labels = x.Value, x.Labels
+		}
+	}
+	if len(trials) == 0 || ndrPPS < 0 {
+		t.Fatalf("%s: ndr: %d trials, ndr_pps %v; want a search with a result", s, len(trials), ndrPPS)
+	}
+	if labels["receiver"] != "recvmmsg in the guest (its agent)" || labels["generator"] != ndr.GenSendmmsg ||
+		!strings.Contains(labels["fallback_reason"], "VM guest") {
+		t.Errorf("%s: ndr labels %v; want the socket sender counted by the guest's agent, the XDP generator's absence said", s, labels)
+	}
+	its := slices.Collect(maps.Keys(trials))
+	slices.SortFunc(its, func(a, b string) int { x, _ := strconv.Atoi(a); y, _ := strconv.Atoi(b); return x - y })
+	for _, it := range its {
+		m := trials[it]
+		t.Logf("%s: ndr trial %s: offered %.0f pps, received %.0f pps, loss %.3f %%", s, it, m["trial_offered_pps"], m["trial_received_pps"], m["trial_loss"])
+	}
+	for it, m := range trials {
+		if m["trial_loss"] < 0 || m["trial_received_pps"] > m["trial_offered_pps"]*1.0001 {
+			t.Errorf("%s: ndr trial %s counted more than was sent: %v", s, it, m)
+		}
+	}
+	t.Logf("%s: rtt udp to the guest: 30 echoes, median %.3f ms; ndr to the guest: %d trials, NDR %.0f pps (%s), PDR bound %s",
+		s, median(rtts), len(trials), ndrPPS, labels["ndr_bound"], labels["pdr_bound"])
+	if ndrPPS <= 0 {
+		t.Errorf("%s: ndr found no loss-free rate into the guest (NDR %v): the guest's count lost even the slowest trials", s, ndrPPS)
+	}
+}
+
+func median(v []float64) float64 {
+	if len(v) == 0 {
+		return 0
+	}
+	w := slices.Clone(v)
+	slices.Sort(w)
+	return w[len(w)/2]
 }
 
 // TestBenchIperf3DeadVMEnd kills the QEMU of the guest at one end of an iperf3 transfer while
@@ -204,7 +295,7 @@ func TestBenchIperf3DeadVMEnd(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			lab := labtest.Plan(t, tt.lab).Lab
 			killed := make(chan bool, 1)
-			outcome, store, _ := runBench(t, []benchScenario{{"dead", tt.lab}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
+			outcome, store, _ := runBench(t, []benchScenario{{"dead", tt.lab, ""}}, "  iperf3: {duration: 4s}\n", func(j journal.Journal) {
 				deadline := time.Now().Add(150 * time.Second) // image build and a TCG boot on a loaded host
 				for time.Now().Before(deadline) {
 					if st, err := j.ReadState(lab); err == nil && st.Status == journal.StatusReady {
@@ -267,6 +358,7 @@ func transferring(lab, node string) bool {
 // A VM node serves tcprtt's echo server and client in its guest (runtime/vm does not import
 // the probe packages: they would grow sfclab-guest).
 var (
+	_ count.Guest  = (*vm.Node)(nil)
 	_ probe.Echoer = (*vm.Node)(nil)
 	_ probe.Guest  = (*vm.Node)(nil)
 	_ tcprtt.Guest = (*vm.Node)(nil)
