@@ -219,12 +219,14 @@ func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
 }
 
 // guestServes is the readiness check in a VM guest, whose network stack the host cannot
-// enter: a socket listens on port in the guest (vnf.Listens) and a GET of url gets a 2xx
-// (busybox wget). The listener is not matched to pid, as on a namespace: busybox netstat
-// names one of the processes sharing a socket, a worker as often as the server's first
-// process; the caller checks that pid still runs, and the guest runs nothing else on the port.
+// enter: a socket listens on port in the guest (vnf.Listens: the guest's agent reads its
+// kernel's socket tables) and a GET of url gets 200 from inside it (vnf.HTTPGetter: the agent
+// makes it), so the guest's image needs no netstat or wget (a Debian root has neither). A
+// node that cannot make the GET itself is asked for busybox wget (2xx). The listener is not
+// matched to pid, as on a namespace: a guest's socket table names no process; the caller
+// checks that pid still runs, and the guest runs nothing else on the port.
 //
-// Equivalent to: netstat -tln | grep ':PORT ' && wget -q -O /dev/null URL
+// Equivalent to: ss -Htln 'sport = :PORT' | grep . && wget -q -O /dev/null URL (in the guest)
 func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) error {
 	ok, err := vnf.Listens(ctx, node, net.JoinHostPort("0.0.0.0", strconv.Itoa(int(port))))
 	if err != nil {
@@ -232,6 +234,12 @@ func guestServes(ctx context.Context, node vnf.Node, port uint16, url string) er
 	}
 	if !ok {
 		return fmt.Errorf("nothing listens on port %d yet", port)
+	}
+	if g, ok := node.(vnf.HTTPGetter); ok {
+		if err := g.HTTPGet(ctx, url, 2*time.Second); err != nil {
+			return fmt.Errorf("GET %s in the guest: %w", url, err)
+		}
+		return nil
 	}
 	if _, err := node.Output(ctx, nil, "wget", "-q", "-O", "/dev/null", url); err != nil {
 		return fmt.Errorf("GET %s in the guest: %w", url, err)
