@@ -94,8 +94,8 @@ func TestGuestGet(t *testing.T) {
 		switch r.URL.Path {
 		case "/obj-1k":
 			_, _ = w.Write(make([]byte, 1024))
-		case "/slow":
-			time.Sleep(2 * time.Second)
+		case "/slow": // answers only when the client has gone
+			<-r.Context().Done()
 		default:
 			http.NotFound(w, r)
 		}
