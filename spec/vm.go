@@ -111,9 +111,6 @@ func (v *validator) vm(what string, m *VM) {
 	if m.Memory < MinVMMemory {
 		v.bad(m.Pos, "%s: vm memory %d MiB: a guest needs at least %d MiB", what, m.Memory, MinVMMemory)
 	}
-	if v.lab.Traits().Containers {
-		v.dockerVM(what, m)
-	}
 	if m.NIC != NICVirtio {
 		v.bad(m.Pos, "%s: vm nic %q is not one of %s", what, m.NIC, NICVirtio)
 	}
@@ -141,15 +138,5 @@ func (v *validator) vmBackend(what string, m *VM) {
 		v.bad(m.Pos, "%s: vm backend macvtap: not on emulated hosts (hosts:) yet: their ports are made by package hosts, which makes veths and macvlans only; use backend: tap", what)
 	case v.lab.Traits().Containers:
 		v.bad(m.Pos, "%s: vm backend macvtap: not in a docker lab yet: its VMs boot in their containers, spliced to the interfaces Docker made on its own bridges, and a macvtap with the guest's MAC beside Docker's veth was not built; use backend: tap", what)
-	}
-}
-
-// dockerVM refuses what a VM node of a docker lab cannot be yet. What works: routed and
-// transparent labs, on the machine itself or on emulated hosts, their VM nodes' host sides
-// their containers (runtime docker boots the guests in the containers' namespaces, spliced to
-// their interfaces: docs/vm.md, "VMs in docker labs").
-func (v *validator) dockerVM(what string, m *VM) {
-	if v.lab.Docker.Attach == AttachNAT {
-		v.bad(m.Pos, "%s: vm: not with docker attach nat yet: a docker lab's VM boots in its node's container, spliced to the interfaces Docker gave it, which was built and tested with attach routed; the published port's DNAT into a guest was not tested; use attach: routed", what)
 	}
 }

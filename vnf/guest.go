@@ -43,10 +43,20 @@ type Exchanger interface {
 
 // SocketLister is a node that lists its listening TCP sockets itself, in ss's format, where
 // Listens otherwise enters its namespace (Do) or asks a guest's netstat: a kubernetes pod,
-// whose namespace sfclab reaches only through the agent on its node.
+// whose namespace sfclab reaches only through the agent on its node; a VM guest, whose agent
+// reads the guest kernel's socket tables (no netstat needed in its image).
 type SocketLister interface {
 	// ListeningTCP lists the listening TCP sockets on port as `ss -Htln 'sport = :PORT'` does.
 	ListeningTCP(ctx context.Context, port string) ([]byte, error)
+}
+
+// HTTPGetter is a node whose network stack Go code cannot enter but which can make an HTTP
+// GET from inside itself, needing no HTTP client in its image (a VM guest: its agent makes
+// it; a Debian guest root has no wget).
+type HTTPGetter interface {
+	// HTTPGet makes a GET of url from inside the node and reads the whole response: an error
+	// unless it is 200 OK within timeout.
+	HTTPGet(ctx context.Context, url string, timeout time.Duration) error
 }
 
 // Runs reports whether daemon pid (from node.Daemon) is alive: in the node when it keeps its
@@ -96,8 +106,9 @@ func CheckDial(ctx context.Context, node Node, addr string, timeout time.Duratio
 // Listens reports whether a TCP socket listens on addr (host:port, or the port on every
 // address) in the node, without connecting to it: a readiness dial to a proxy makes it open
 // a connection to its backend, which can reach a one-off server started later (HAProxy
-// retries a refused backend connection for seconds). In a guest it asks busybox netstat,
-// elsewhere ss in the node's network namespace.
+// retries a refused backend connection for seconds). A SocketLister (a VM guest's agent, a
+// pod's) lists them itself; another node that keeps its own processes is asked for netstat;
+// elsewhere ss runs in the node's network namespace.
 //
 // Equivalent to: ip netns exec NETNS ss -Htln 'sport = :PORT' (in a guest: netstat -tln)
 func Listens(ctx context.Context, node Node, addr string) (bool, error) {

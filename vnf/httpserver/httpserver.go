@@ -218,15 +218,17 @@ func listensOn(ctx context.Context, node vnf.Node, port uint16, pid int) error {
 }
 
 // guestServes is the readiness check in a VM guest, whose network stack the host cannot
-// enter: a socket listens on port in the guest (vnf.Listens) and a GET of url gets a 2xx
-// (busybox wget). The listener is not matched to pid, as on a namespace: busybox netstat
-// names one of the processes sharing a socket, a worker as often as the server's first
-// process; the caller checks that pid still runs, and the guest runs nothing else on the port.
+// enter: a socket listens on port in the guest (vnf.Listens: the guest's agent reads its
+// kernel's socket tables) and a GET of url gets 200 from inside it (vnf.HTTPGetter: the agent
+// makes it), so the guest's image needs no netstat or wget (a Debian root has neither). A
+// node that cannot make the GET itself is asked for busybox wget (2xx). The listener is not
+// matched to pid, as on a namespace: a guest's socket table names no process; the caller
+// checks that pid still runs, and the guest runs nothing else on the port.
 //
 // A node that exchanges bytes over a connection itself (vnf.Exchanger: a kubernetes pod on
 // another machine, whose image has no wget) is sent the GET and its status line is read.
 //
-// Equivalent to: netstat -tln | grep ':PORT ' && wget -q -O /dev/null URL
+// Equivalent to: ss -Htln 'sport = :PORT' | grep . && wget -q -O /dev/null URL (in the guest)
 func guestServes(ctx context.Context, node vnf.Node, port uint16, addr, path string) error {
 	url := "http://" + addr + path
 	ok, err := vnf.Listens(ctx, node, net.JoinHostPort("0.0.0.0", strconv.Itoa(int(port))))
@@ -235,6 +237,12 @@ func guestServes(ctx context.Context, node vnf.Node, port uint16, addr, path str
 	}
 	if !ok {
 		return fmt.Errorf("nothing listens on port %d yet", port)
+	}
+	if g, ok := node.(vnf.HTTPGetter); ok {
+		if err := g.HTTPGet(ctx, url, 2*time.Second); err != nil {
+			return fmt.Errorf("GET %s in the guest: %w", url, err)
+		}
+		return nil
 	}
 	if x, ok := node.(vnf.Exchanger); ok {
 		reply, err := x.Exchange(ctx, addr, []byte("GET "+path+" HTTP/1.0\r\n\r\n"), 256, 2*time.Second)
