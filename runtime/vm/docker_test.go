@@ -289,7 +289,8 @@ func TestDockerVMKill9ThenDestroy(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	deadline := time.After(120 * time.Second) // the guest image is built first
-	for len(vm.QEMUPids(lab)) < 2 {           // both guests' QEMUs: mvt's macvtaps and device nodes exist
+	// Both guests' QEMUs: mvt's macvtaps and device nodes exist then.
+	for len(vm.QEMUPids(lab)) < 2 {
 		select {
 		case err := <-exited:
 			t.Fatalf("the deploy ended before QEMU started: %v\n%s", err, stderr.String())
