@@ -43,7 +43,8 @@ func hostTopology(p *plan.Plan) *hosts.Topology {
 		hn := hosts.Node{Name: n.Name, Host: n.Host}
 		for _, i := range n.Interfaces {
 			hn.Ports = append(hn.Ports, hosts.Port{Ifname: i.Name, HostIf: port[n.Name+"/"+i.Name], Network: i.Segment,
-				Macvlan: n.Driver != nil && n.Driver.Type == spec.DriverMacvlan, Macvtap: n.VM.Macvtap()})
+				Macvlan: n.Driver != nil && n.Driver.Type == spec.DriverMacvlan,
+				Macvtap: n.VM.Macvtap() || (n.Driver != nil && n.Driver.Type == spec.DriverMacvtap)})
 		}
 		topo.Nodes = append(topo.Nodes, hn)
 	}

@@ -127,7 +127,8 @@ type Port struct {
 	Macvlan bool
 	// Macvtap: the port is a macvtap (bridge mode) on the network's bridge, made in the node's
 	// namespace, instead of a veth: a VM node's port with vm: {backend: macvtap} in a routed
-	// lab (the runtime gives QEMU its character device). HostIf is then unused.
+	// lab (the runtime gives QEMU its character device), or the driver macvtap of a routed
+	// lab's endpoint. HostIf is then unused.
 	Macvtap bool
 }
 
