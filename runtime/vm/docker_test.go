@@ -504,8 +504,10 @@ func TestDockerVMProgramsChecked(t *testing.T) {
 
 // TestDockerVMOnHosts deploys docker labs on two emulated hosts (the containers' ports made by
 // package hosts, VXLAN between the hosts) whose forwarder is a VM on the other host than its
-// endpoints: routed, and transparent. Ping crosses the guest (TTL 63: one kernel forwarding
-// each way, the guest's) and the guest's NICs counted the pings. Destroy leaves nothing.
+// endpoints: routed (the VM on macvtaps, bridge mode on h2's bridges), and transparent. Ping
+// crosses the guest (TTL 63: one kernel forwarding each way, the guest's) and the guest's NICs
+// counted the pings. Destroy leaves nothing (the routed VM's macvtaps and device nodes
+// included).
 func TestDockerVMOnHosts(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
@@ -521,7 +523,7 @@ endpoints:
   client: {kind: client, host: h1}
   server: {kind: server, host: h1}
 functions:
-  fwd: {kind: forwarder, host: h2, vm: {}}
+  fwd: {kind: forwarder, host: h2, vm: {backend: macvtap}}
 chains:
   - {name: c, from: client, to: server, hops: [fwd]}
 `},
@@ -569,6 +571,10 @@ port_chains:
 				}
 				dst = l.P.Node("server").Interfaces[0].Address.Addr().String()
 			}
+			var probes []string
+			if l.P.Node("fwd").VM.Macvtap() {
+				probes = checkMacvtapPorts(t, ctx, l, "fwd", l.P.Node("fwd").Netns, ifs, false, fwd)
+			}
 			counts := func() map[string]int {
 				m := map[string]int{}
 				for _, i := range ifs {
@@ -603,6 +609,12 @@ port_chains:
 				}
 			}
 			t.Logf("ping through the VM forwarder on h2 (%s): %s", accel.TCGMark, lastLine(out))
+			if probes != nil {
+				if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
+					t.Fatal(err)
+				}
+				assertMacvtapsGone(t, l.P.Lab, probes)
+			}
 		})
 	}
 }
