@@ -147,12 +147,15 @@ func readInt(path string) (int, error) {
 // interface down and unaddressed, as a veth would be.
 //
 // Equivalent to (macvlan): ip -n FABRIC link add IFACE link BRIDGE netns NODE type macvlan mode bridge;
+// (macvtap): the same with type macvtap;
 // (host-device): ip link set DEV alias sfclab-host-device:LAB:DEV name IFACE netns NODE;
 // (sriov): ip link set PF vf N mac MAC vlan VLAN, then the VF's netdev as a host device.
 func Wire(lab string, n *plan.Node, iface *plan.Interface, seg *plan.Segment, fabric, ns, host *netdev.NS, h Host, mtu int) error {
 	switch n.Driver.Type {
 	case spec.DriverMacvlan:
 		return fabric.AddMacvlan(seg.Bridge, ns, iface.Name, mtu)
+	case spec.DriverMacvtap:
+		return fabric.AddMacvtap(seg.Bridge, ns, iface.Name, mtu)
 	case spec.DriverHostDevice:
 		return take(lab, n.Driver.Device, iface.Name, ns, host)
 	case spec.DriverSRIOV:

@@ -104,35 +104,40 @@ func TestRefusedBeforeAnything(t *testing.T) {
 	}
 }
 
-// TestMacvlan: the client attached by a macvlan on the segment's bridge reaches the server
-// (a veth on the same bridge): echoes measured by the rtt probe.
+// TestMacvlan: the client attached by a macvlan, or by a macvtap (driver macvtap, its
+// character device left closed), on the segment's bridge reaches the server (a veth on the
+// same bridge): echoes measured by the rtt probe.
 func TestMacvlan(t *testing.T) {
-	l := labtest.Deploy(t, driverLab("t-rtt-mv", ", driver: macvlan", ""))
-	ns, err := netdev.OpenNS(l.P.Node("client").Netns)
-	if err != nil {
-		t.Fatal(err)
+	for _, kind := range []string{"macvlan", "macvtap"} {
+		t.Run(kind, func(t *testing.T) {
+			l := labtest.Deploy(t, driverLab("t-rtt-"+kind[3:], ", driver: "+kind, ""))
+			ns, err := netdev.OpenNS(l.P.Node("client").Netns)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer ns.Close()
+			links, _ := ns.Links()
+			var got string
+			for _, li := range links {
+				if li.Name == "eth0" {
+					got = li.Kind
+				}
+			}
+			if got != kind {
+				t.Fatalf("client eth0 is a %q, want %s", got, kind)
+			}
+			env := l.ProbeEnv(t, "direct")
+			dst := netip.AddrPortFrom(probe.DestinationAddr(env.Plan, env.Chain), 0)
+			if err := rtt.Warm(context.Background(), l.Node(t, "client"), dst, rtt.Config{}); err != nil {
+				t.Fatal(err)
+			}
+			r, err := rtt.Measure(context.Background(), l.Node(t, "client"), dst, rtt.Config{Count: 200, Rate: 1000})
+			if err != nil || r.Received != 200 {
+				t.Fatalf("echoes over %s: %v, %d of 200 back", kind, err, r.Received)
+			}
+			t.Logf("%s: median rtt %s, path %s", kind, rtt.Median(r.Durations(rtt.Packet.RTT, false)), rtt.Median(r.Durations(rtt.Packet.Path, true)))
+		})
 	}
-	defer ns.Close()
-	links, _ := ns.Links()
-	var kind string
-	for _, li := range links {
-		if li.Name == "eth0" {
-			kind = li.Kind
-		}
-	}
-	if kind != "macvlan" {
-		t.Fatalf("client eth0 is a %q, want macvlan", kind)
-	}
-	env := l.ProbeEnv(t, "direct")
-	dst := netip.AddrPortFrom(probe.DestinationAddr(env.Plan, env.Chain), 0)
-	if err := rtt.Warm(context.Background(), l.Node(t, "client"), dst, rtt.Config{}); err != nil {
-		t.Fatal(err)
-	}
-	r, err := rtt.Measure(context.Background(), l.Node(t, "client"), dst, rtt.Config{Count: 200, Rate: 1000})
-	if err != nil || r.Received != 200 {
-		t.Fatalf("echoes over macvlan: %v, %d of 200 back", err, r.Received)
-	}
-	t.Logf("macvlan: median rtt %s, path %s", rtt.Median(r.Durations(rtt.Packet.RTT, false)), rtt.Median(r.Durations(rtt.Packet.Path, true)))
 }
 
 // inHost reports whether the host has device name, and its alias.

@@ -16,7 +16,8 @@ import (
 
 // hostTopology is what package hosts builds for a routed lab on emulated hosts: every
 // segment is a network (its bridge on each host that has a member, VXLAN between them), every
-// node interface a port (a veth to its host's bridge, or a macvlan on it).
+// node interface a port (a veth to its host's bridge, or a macvlan on it, or for a VM node
+// with vm: {backend: macvtap} a macvtap on it).
 func hostTopology(p *plan.Plan) *hosts.Topology {
 	topo := &hosts.Topology{Lab: p.Lab, NodesExist: true, NoSteering: !p.Redirects()}
 	for _, h := range p.Hosts {
@@ -42,7 +43,8 @@ func hostTopology(p *plan.Plan) *hosts.Topology {
 		hn := hosts.Node{Name: n.Name, Host: n.Host}
 		for _, i := range n.Interfaces {
 			hn.Ports = append(hn.Ports, hosts.Port{Ifname: i.Name, HostIf: port[n.Name+"/"+i.Name], Network: i.Segment,
-				Macvlan: n.Driver != nil && n.Driver.Type == spec.DriverMacvlan})
+				Macvlan: n.Driver != nil && n.Driver.Type == spec.DriverMacvlan,
+				Macvtap: n.VM.Macvtap() || (n.Driver != nil && n.Driver.Type == spec.DriverMacvtap)})
 		}
 		topo.Nodes = append(topo.Nodes, hn)
 	}

@@ -181,3 +181,42 @@ chains:
 		t.Errorf("segment vxlan carried %d packets: the echoes took the bridge", seg1-seg0)
 	}
 }
+
+// TestMacvtapDriverOnHosts: an endpoint attached by driver macvtap on an emulated host gets a
+// macvtap on its host's bridge (package hosts makes it as a macvlan), its stack receives on
+// it (nobody opens the character device), and ping crosses the hosts to a veth endpoint.
+func TestMacvtapDriverOnHosts(t *testing.T) {
+	requireRoot(t)
+	d := testDeployer(t)
+	p := decodePlan(t, `name: hosts-mvt
+hosts: [snd, rsp]
+endpoints:
+  sender: {kind: client, host: snd, driver: macvtap}
+  responder: {kind: server, host: rsp}
+chains:
+  - {name: echo, from: sender, to: responder}
+`)
+	deploy(t, d, p)
+	ns, err := netdev.OpenNS(p.Node("sender").Netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	links, err := ns.Links()
+	ns.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	kind := ""
+	for _, l := range links {
+		if l.Name == p.Node("sender").Interfaces[0].Name {
+			kind = l.Kind
+		}
+	}
+	if kind != "macvtap" {
+		t.Fatalf("sender's interface is a %q, want a macvtap", kind)
+	}
+	target := p.Chain("echo").Target.String()
+	if out, err := node(t, d, p, "sender").Output(context.Background(), nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", target); err != nil {
+		t.Fatalf("ping from a macvtap endpoint across the hosts: %v\n%s", err, out)
+	}
+}

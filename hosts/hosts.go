@@ -125,6 +125,11 @@ type Port struct {
 	// Macvlan: the port is a macvlan (bridge mode) on the network's bridge instead of a veth;
 	// HostIf is then unused (the driver macvlan of a routed lab).
 	Macvlan bool
+	// Macvtap: the port is a macvtap (bridge mode) on the network's bridge, made in the node's
+	// namespace, instead of a veth: a VM node's port with vm: {backend: macvtap} in a routed
+	// lab (the runtime gives QEMU its character device), or the driver macvtap of a routed
+	// lab's endpoint. HostIf is then unused.
+	Macvtap bool
 }
 
 // NetnsName is the namespace of a node or host of a lab.
@@ -244,8 +249,12 @@ func Build(t *Topology, undo Undo) (*Built, error) {
 			if br == "" {
 				return b, fmt.Errorf("build port %s.%s: unknown network %q", nd.Name, p.Ifname, p.Network)
 			}
-			if p.Macvlan {
-				if err := hn.AddMacvlan(br, ns, p.Ifname, mtu); err != nil {
+			if p.Macvlan || p.Macvtap {
+				add := hn.AddMacvlan
+				if p.Macvtap {
+					add = hn.AddMacvtap
+				}
+				if err := add(br, ns, p.Ifname, mtu); err != nil {
 					return b, fmt.Errorf("build node %s: %w", nd.Name, err)
 				}
 				if err := ns.SetUp(p.Ifname); err != nil {
@@ -647,7 +656,8 @@ type PortAt struct {
 // PortKey keys a port in the map PortLinks returns: NODE/IFNAME.
 func PortKey(node, ifname string) string { return node + "/" + ifname }
 
-// PortLinks reads where every veth port of a built topology is (PortLink), by PortKey.
+// PortLinks reads where every veth port of a built topology is (PortLink), by PortKey;
+// macvlan and macvtap ports have no host-side end and are left out.
 func (t *Topology) PortLinks() (map[string]PortAt, error) {
 	out := map[string]PortAt{}
 	for _, nd := range t.Nodes {
@@ -655,7 +665,7 @@ func (t *Topology) PortLinks() (map[string]PortAt, error) {
 			continue
 		}
 		for _, p := range nd.Ports {
-			if p.Macvlan {
+			if p.Macvlan || p.Macvtap {
 				continue
 			}
 			idx, mac, err := PortLink(HostNetns(t.Lab, nd.Host), p.HostIf, NetnsName(t.Lab, nd.Name), p.Ifname)

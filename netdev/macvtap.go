@@ -26,6 +26,21 @@ func (n *NS) AddMacvtap(parent string, target *NS, name string, mtu int) error {
 	})
 }
 
+// AddMacvtapPassthru creates a macvtap device in passthru mode on lower, a device of this
+// namespace (a node's veth end), under name in the same namespace, with lower's MAC and the
+// MTU mtu, left down. In passthru mode the macvtap takes every frame lower receives (its
+// rx_handler), whatever the destination MAC, and what is written to its character device
+// leaves by lower: a VM's port on a device of its own (the veth whose other end carries a
+// transparent lab's steering program, or a container's Docker-made interface) without a tap
+// and a tc splice. Read its character device with MacvtapDevice.
+//
+// Equivalent to: ip -n NS link add NAME link LOWER mtu MTU type macvtap mode passthru
+func (n *NS) AddMacvtapPassthru(lower, name string, mtu int) error {
+	return n.addOnParent("macvtap", lower, n, name, mtu, func(attrs netlink.LinkAttrs) netlink.Link {
+		return &netlink.Macvtap{Macvlan: netlink.Macvlan{LinkAttrs: attrs, Mode: netlink.MACVLAN_MODE_PASSTHRU}}
+	})
+}
+
 // CharDev is a character device's number.
 type CharDev struct{ Major, Minor uint32 }
 

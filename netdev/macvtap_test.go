@@ -134,3 +134,121 @@ func threadNamespaces(t *testing.T) map[string]bool {
 	}
 	return out
 }
+
+// A macvtap in passthru mode on a veth end (a VM's port on a device of its own): it takes the
+// veth's MAC and the given MTU, a frame written to its character device leaves by the veth
+// (the other end receives it), and a frame sent to the veth from the other end is read from
+// the character device, whatever its destination MAC.
+func TestMacvtapPassthru(t *testing.T) {
+	requireRoot(t)
+	a, b := newTestNS(t, "mpa"), newTestNS(t, "mpb")
+	if err := a.AddVeth("e0", b, "e1", 1400); err != nil {
+		t.Fatal(err)
+	}
+	if err := a.AddMacvtapPassthru("e0", "mt0", 1400); err != nil {
+		t.Fatal(err)
+	}
+	for _, s := range []func() error{
+		func() error { return a.SetUp("e0") }, func() error { return a.SetUp("mt0") }, func() error { return b.SetUp("e1") },
+	} {
+		if err := s(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	link := func(ns *NS, name string) LinkInfo {
+		t.Helper()
+		links, err := ns.Links()
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, l := range links {
+			if l.Name == name {
+				return l
+			}
+		}
+		t.Fatalf("no link %s in %s", name, ns.Name())
+		return LinkInfo{}
+	}
+	e0, mt := link(a, "e0"), link(a, "mt0")
+	if mt.Kind != "macvtap" || mt.MAC != e0.MAC || mt.MTU != 1400 {
+		t.Errorf("mt0: kind %s MAC %s MTU %d; want a macvtap with e0's MAC %s and MTU 1400", mt.Kind, mt.MAC, mt.MTU, e0.MAC)
+	}
+	dev, err := a.MacvtapDevice("mt0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	path := filepath.Join(t.TempDir(), "mt0")
+	if err := MakeCharDev(path, dev); err != nil {
+		t.Fatal(err)
+	}
+	f, err := os.OpenFile(path, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	// Out: a broadcast frame of an unused EtherType behind the 10-byte virtio-net header.
+	frame := append(make([]byte, 10), []byte{0xff, 0xff, 0xff, 0xff, 0xff, 0xff}...)
+	frame = append(frame, mustMAC(t, mt.MAC)...)
+	frame = append(frame, 0x88, 0xb5) // local experimental EtherType
+	frame = append(frame, make([]byte, 46)...)
+	before := link(b, "e1").Stats.RxPackets
+	if _, err := f.Write(frame); err != nil {
+		t.Fatalf("write a frame to the macvtap: %v", err)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for link(b, "e1").Stats.RxPackets == before {
+		if time.Now().After(deadline) {
+			t.Fatal("the frame written to the macvtap did not reach the veth's other end")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+	// In: ping from b to an address whose neighbour is a MAC that is not the veth's: passthru
+	// hands the frame to the macvtap all the same.
+	if out, err := nsExec(t, b, "ip", "neigh", "add", "198.18.250.2", "lladdr", "02:00:00:00:00:99", "dev", "e1"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	if out, err := nsExec(t, b, "ip", "addr", "add", "198.18.250.1/24", "dev", "e1"); err != nil {
+		t.Fatalf("%v: %s", err, out)
+	}
+	_, _ = nsExec(t, b, "ping", "-c", "1", "-W", "1", "198.18.250.2")
+	got := make(chan []byte, 1)
+	go func() {
+		buf := make([]byte, 2048)
+		for {
+			n, err := f.Read(buf)
+			if err != nil {
+				close(got)
+				return
+			}
+			if n > 10+34 && buf[10+12] == 0x08 && buf[10+13] == 0x00 && buf[10+23] == 1 { // IPv4, ICMP
+				got <- append([]byte(nil), buf[:n]...)
+				return
+			}
+		}
+	}()
+	select {
+	case fr, ok := <-got:
+		if !ok {
+			t.Fatal("read from the macvtap failed")
+		}
+		if d := fr[10:16]; d[0] != 0x02 || d[5] != 0x99 {
+			t.Errorf("frame read has destination %x, want 02:00:00:00:00:99", d)
+		}
+	case <-time.After(5 * time.Second):
+		f.Close() // ends the reader
+		t.Fatal("the ping sent to the veth was not read from the macvtap's character device")
+	}
+}
+
+func mustMAC(t *testing.T, s string) []byte {
+	t.Helper()
+	var b []byte
+	for _, x := range strings.Split(s, ":") {
+		v, err := strconv.ParseUint(x, 16, 8)
+		if err != nil {
+			t.Fatalf("MAC %q: %v", s, err)
+		}
+		b = append(b, byte(v))
+	}
+	return b
+}

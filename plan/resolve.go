@@ -336,7 +336,7 @@ func (b *builder) checkDrivers() {
 			b.bad(n.Driver.Pos, "endpoint %q: driver %s on runtime docker needs emulated hosts (hosts: [h1] places every node on one): their bridges are sfclab's, where it makes the macvlan or the redirect; Docker's own macvlan network driver answers \"operation not supported\" on this engine for an internal parent", n.Group, n.Driver.Type)
 			continue
 		}
-		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan || n.Driver.Type == spec.DriverEBPFRedirect {
+		if n.Driver == nil || n.Driver.Type == spec.DriverMacvlan || n.Driver.Type == spec.DriverMacvtap || n.Driver.Type == spec.DriverEBPFRedirect {
 			continue
 		}
 		if len(n.Interfaces) != 1 {

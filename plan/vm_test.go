@@ -1,6 +1,7 @@
 package plan_test
 
 import (
+	"strings"
 	"testing"
 
 	"github.com/sfclab/sfclab/plan"
@@ -107,5 +108,32 @@ chains: [{from: client, to: server, hops: [fwd]}]
 	}
 	if p.Node("fwd").VM.Macvtap() || p.Segments[0].Bridge != "" {
 		t.Errorf("backend tap: vm %+v, segment bridge %q; want tap on a veth pair", p.Node("fwd").VM, p.Segments[0].Bridge)
+	}
+}
+
+// TestMacvtapOnHosts: on emulated hosts a macvtap VM's interfaces are on its host's bridges
+// (no port of their own, as a macvlan's), its neighbours' are bridge ports.
+func TestMacvtapOnHosts(t *testing.T) {
+	lab, err := spec.Decode([]byte(`name: mv
+hosts: [h1, h2]
+endpoints: {client: {kind: client, host: h1}, server: {kind: server, host: h1}}
+functions:
+  fwd: {kind: forwarder, host: h2, vm: {backend: macvtap}}
+chains: [{from: client, to: server, hops: [fwd]}]
+`), "mv.yaml", kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	p, err := plan.Build(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, i := range p.Node("fwd").Interfaces {
+		if seg := p.Segment(i.Segment); seg.Bridge == "" || i.Peer != "host-h2/"+seg.Bridge {
+			t.Errorf("fwd/%s peer %q, want host-h2/%s", i.Name, i.Peer, seg.Bridge)
+		}
+	}
+	if peer := p.Node("client").Interfaces[0].Peer; !strings.HasPrefix(peer, "host-h1/s") {
+		t.Errorf("client peer %q, want a port of its own on h1's bridge", peer)
 	}
 }

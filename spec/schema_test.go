@@ -84,7 +84,7 @@ func TestSchemaRejectsUnknownFields(t *testing.T) {
 		"name: x\nendpoints: {client: {}}\nchains: [{from: client, to: client}]\nextra: 1\n",
 		"name: x\nendpoints: {client: {}}\nfunctions: {fw: {kind: firewall, params: {polcy: drop}}}\nchains: [{from: client, to: client}]\n",
 		"name: x\nendpoints: {client: {}}\nfunctions: {fw: {kind: firewal}}\nchains: [{from: client, to: client}]\n",
-		"name: x\nendpoints: {client: {driver: macvtap}}\nchains: [{from: client, to: client}]\n",
+		"name: x\nendpoints: {client: {driver: macvtab}}\nchains: [{from: client, to: client}]\n",
 		"name: x\nendpoints: {client: {driver: {type: sriov, pff: x}}}\nchains: [{from: client, to: client}]\n",
 	} {
 		if err := s.Validate(yamlToJSON(t, []byte(bad))); err == nil {

@@ -27,7 +27,8 @@ import (
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
-// dockerLab is a docker lab with a VM forwarder between two containers. Its pool keeps clear
+// dockerLab is a docker lab with two VM forwarders between two containers, fwd on taps and
+// mvt on macvtaps (passthru on the interfaces Docker made). Its pool keeps clear
 // of other labs' Docker networks (labtest plans without asking the engine what is taken); the
 // package's other docker labs each have a pool of their own (198.19.224.0/19 split in four
 // /21s), since their tests run at once (t.Parallel) and the engine refuses overlapping
@@ -43,8 +44,11 @@ functions:
   fwd:
     kind: forwarder
     vm: {cpus: 1, memory: 512}
+  mvt:
+    kind: forwarder
+    vm: {cpus: 1, memory: 512, backend: macvtap}
 chains:
-  - {name: c, from: client, to: server, hops: [fwd]}
+  - {name: c, from: client, to: server, hops: [fwd, mvt]}
 `
 
 // requireDocker skips loudly when the engine does not answer or sfclab's node image is not
@@ -61,11 +65,13 @@ func requireDocker(t *testing.T) {
 	}
 }
 
-// TestDockerVMForwarder deploys a docker lab whose forwarder is a VM (its host side the node's
-// container) between two containers: ping crosses the guest (TTL one lower than the server
-// sent, and no answer once QEMU is gone), iperf3 carries traffic, inspect calls the node a
-// machine (with the TCG mark under TCG) and reads its CPU; destroy leaves no container,
-// network, QEMU, namespace, run directory or cgroup.
+// TestDockerVMForwarder deploys a docker lab whose forwarders are VMs (their host sides the
+// nodes' containers; one on taps, one on macvtaps) between two containers: ping crosses the
+// guests (TTL two lower than the server sent, and no answer once QEMU is gone), iperf3
+// carries traffic, inspect calls the nodes machines (with the TCG mark under TCG) and reads
+// their CPU; the macvtap VM's container holds a macvtap on each of its Docker-made
+// interfaces and no tap; destroy leaves no container, network, QEMU, namespace, run
+// directory, cgroup, macvtap or device node.
 func TestDockerVMForwarder(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
@@ -85,6 +91,11 @@ func TestDockerVMForwarder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("boot: %s", rec.Phases())
+	var ifnames []string
+	for _, i := range l.P.Node("mvt").Interfaces {
+		ifnames = append(ifnames, i.Name)
+	}
+	probes := checkMacvtapPorts(t, ctx, l, "mvt", l.P.Node("mvt").Netns, ifnames, true, l.Node(t, "mvt"))
 
 	fwd := l.Node(t, "fwd")
 	if _, ok := fwd.(*vm.Node); !ok {
@@ -109,11 +120,11 @@ func TestDockerVMForwarder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("ping through the VM forwarder: %v\n%s", err, ping)
 	}
-	// The server answers with TTL 64; one router (the guest) on the way back.
-	if m := regexp.MustCompile(`ttl=(\d+)`).FindStringSubmatch(string(ping)); m == nil || m[1] != "63" {
-		t.Errorf("ping through one forwarder: want ttl=63 (one hop):\n%s", ping)
+	// The server answers with TTL 64; two routers (the guests) on the way back.
+	if m := regexp.MustCompile(`ttl=(\d+)`).FindStringSubmatch(string(ping)); m == nil || m[1] != "62" {
+		t.Errorf("ping through two forwarders: want ttl=62 (two hops):\n%s", ping)
 	} else {
-		t.Logf("ping through the VM forwarder (%s): %s", accel.TCGMark, lastLine(ping))
+		t.Logf("ping through the VM forwarders (%s): %s", accel.TCGMark, lastLine(ping))
 	}
 
 	logPath := t.TempDir() + "/iperf3.log"
@@ -145,7 +156,7 @@ func TestDockerVMForwarder(t *testing.T) {
 	if res.End.SumReceived.Bytes == 0 {
 		t.Fatalf("iperf3 through the VM forwarder moved nothing:\n%s", iperfOut)
 	}
-	t.Logf("iperf3 TCP client container -> VM forwarder -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 TCP client container -> VM forwarders -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
 
 	if cpu, err := fwd.CPU(); err != nil || cpu.User+cpu.System == 0 {
 		t.Errorf("CPU of the VM node (QEMU in its cgroup) = %+v, %v; want some time", cpu, err)
@@ -163,7 +174,9 @@ func TestDockerVMForwarder(t *testing.T) {
 			t.Errorf("inspect of the VM node: machine %q, down %q", ni.Machine, ni.Down)
 		case ni.Name == "fwd" && rec.Accel.Emulated() && !strings.Contains(ni.Machine, accel.TCGMark):
 			t.Errorf("inspect of a TCG VM lacks the mark %q: %q", accel.TCGMark, ni.Machine)
-		case ni.Name != "fwd" && ni.Machine != "":
+		case ni.Name == "mvt" && !strings.Contains(ni.Machine, "macvtap (passthru"):
+			t.Errorf("inspect of the macvtap VM node: machine %q", ni.Machine)
+		case ni.Name != "fwd" && ni.Name != "mvt" && ni.Machine != "":
 			t.Errorf("inspect calls container node %s a machine: %q", ni.Name, ni.Machine)
 		}
 	}
@@ -184,10 +197,14 @@ func TestDockerVMForwarder(t *testing.T) {
 		t.Fatal(err)
 	}
 	for _, ni := range info.Nodes {
-		if ni.Name == "fwd" && !strings.Contains(ni.Down, "QEMU") {
-			t.Errorf("inspect after QEMU was killed: down %q", ni.Down)
+		if (ni.Name == "fwd" || ni.Name == "mvt") && !strings.Contains(ni.Down, "QEMU") {
+			t.Errorf("inspect of %s after QEMU was killed: down %q", ni.Name, ni.Down)
 		}
 	}
+	if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
+		t.Fatal(err)
+	}
+	assertMacvtapsGone(t, l.P.Lab, probes)
 }
 
 // lastLine is the last non-empty line of a command's output.
@@ -239,10 +256,11 @@ func deployChild() {
 	select {}
 }
 
-// After kill -9 of a docker lab's deploy while its VM boots (containers and networks made,
-// QEMU running in the VM node's container namespace, the guest not up yet), the lab is found
-// as destroy --all finds it (its journal, and the engine's labels) and destroy leaves no
-// container, network, QEMU, named namespace (with the taps), run directory or cgroup.
+// After kill -9 of a docker lab's deploy while its VMs boot (containers and networks made,
+// QEMU running in each VM node's container namespace, the macvtap VM's device nodes made, the
+// guests not up yet), the lab is found as destroy --all finds it (its journal, and the
+// engine's labels) and destroy leaves no container, network, QEMU, named namespace (with the
+// taps and macvtaps), run directory, device node or cgroup.
 func TestDockerVMKill9ThenDestroy(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
@@ -271,7 +289,8 @@ func TestDockerVMKill9ThenDestroy(t *testing.T) {
 	exited := make(chan error, 1)
 	go func() { exited <- child.Wait() }()
 	deadline := time.After(120 * time.Second) // the guest image is built first
-	for len(vm.QEMUPids(lab)) == 0 {
+	// Both guests' QEMUs: mvt's macvtaps and device nodes exist then.
+	for len(vm.QEMUPids(lab)) < 2 {
 		select {
 		case err := <-exited:
 			t.Fatalf("the deploy ended before QEMU started: %v\n%s", err, stderr.String())
@@ -290,6 +309,9 @@ func TestDockerVMKill9ThenDestroy(t *testing.T) {
 	}
 	if ns, _ := netdev.ListNetns(plan.NetnsName(lab, "fwd")); len(ns) == 0 {
 		t.Fatal("test setup: the killed deploy left no VM host-side namespace")
+	}
+	if _, err := os.Stat(filepath.Join(vm.DevRoot, lab, "mvt.eth0")); err != nil {
+		t.Fatalf("test setup: the killed deploy left no macvtap device node: %v", err)
 	}
 	// destroy --all finds the lab by its journal, and by the engine's labels were the journal lost.
 	if labs, _ := d.Journal.Labs(); !slices.Contains(labs, lab) {
@@ -482,8 +504,10 @@ func TestDockerVMProgramsChecked(t *testing.T) {
 
 // TestDockerVMOnHosts deploys docker labs on two emulated hosts (the containers' ports made by
 // package hosts, VXLAN between the hosts) whose forwarder is a VM on the other host than its
-// endpoints: routed, and transparent. Ping crosses the guest (TTL 63: one kernel forwarding
-// each way, the guest's) and the guest's NICs counted the pings. Destroy leaves nothing.
+// endpoints: routed (the VM on macvtaps, bridge mode on h2's bridges), and transparent. Ping
+// crosses the guest (TTL 63: one kernel forwarding each way, the guest's) and the guest's NICs
+// counted the pings. Destroy leaves nothing (the routed VM's macvtaps and device nodes
+// included).
 func TestDockerVMOnHosts(t *testing.T) {
 	requireVM(t)
 	requireDocker(t)
@@ -499,7 +523,7 @@ endpoints:
   client: {kind: client, host: h1}
   server: {kind: server, host: h1}
 functions:
-  fwd: {kind: forwarder, host: h2, vm: {}}
+  fwd: {kind: forwarder, host: h2, vm: {backend: macvtap}}
 chains:
   - {name: c, from: client, to: server, hops: [fwd]}
 `},
@@ -547,6 +571,10 @@ port_chains:
 				}
 				dst = l.P.Node("server").Interfaces[0].Address.Addr().String()
 			}
+			var probes []string
+			if l.P.Node("fwd").VM.Macvtap() {
+				probes = checkMacvtapPorts(t, ctx, l, "fwd", l.P.Node("fwd").Netns, ifs, false, fwd)
+			}
 			counts := func() map[string]int {
 				m := map[string]int{}
 				for _, i := range ifs {
@@ -581,6 +609,12 @@ port_chains:
 				}
 			}
 			t.Logf("ping through the VM forwarder on h2 (%s): %s", accel.TCGMark, lastLine(out))
+			if probes != nil {
+				if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
+					t.Fatal(err)
+				}
+				assertMacvtapsGone(t, l.P.Lab, probes)
+			}
 		})
 	}
 }

@@ -106,6 +106,9 @@ func assertNoVMLeft(t *testing.T, p *plan.Plan) {
 	if _, err := os.Stat(filepath.Join(vm.RunRoot, p.Lab)); !errors.Is(err, os.ErrNotExist) {
 		t.Errorf("run directory %s left (%v)", filepath.Join(vm.RunRoot, p.Lab), err)
 	}
+	if _, err := os.Stat(filepath.Join(vm.DevRoot, p.Lab)); !errors.Is(err, os.ErrNotExist) {
+		t.Errorf("macvtap device directory %s left (%v)", filepath.Join(vm.DevRoot, p.Lab), err)
+	}
 	if pids := vm.QEMUPids(p.Lab); len(pids) > 0 {
 		t.Errorf("QEMU processes left: %v", pids)
 	}

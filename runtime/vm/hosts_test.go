@@ -12,7 +12,8 @@ import (
 	"github.com/sfclab/sfclab/runtime/vm"
 )
 
-// hostsLab is a routed chain whose VM forwarder sits on the second of two emulated hosts:
+// hostsLab is a routed chain whose first VM forwarder sits on the second of two emulated
+// hosts (tap backend), its second on h1 (macvtap backend: bridge mode on h1's bridges):
 // client and server on h1, so each way crosses the VXLAN between the hosts twice.
 const hostsLab = `
 name: t-vmhosts
@@ -22,15 +23,18 @@ endpoints:
   server: {kind: server, host: h1}
 functions:
   fwd: {kind: forwarder, host: h2, vm: {}}
+  mvt: {kind: forwarder, host: h1, vm: {backend: macvtap}}
 chains:
-  - {name: c, from: client, to: server, hops: [fwd]}
+  - {name: c, from: client, to: server, hops: [fwd, mvt]}
 `
 
 // TestHostsVMForwarder deploys a routed lab on two emulated hosts with a VM forwarder on the
-// other host than its endpoints (ports made by package hosts, the VM booted on them) and
-// checks that ping crosses the guest: the replies come back with TTL 63 (one routed hop each
-// way: the guest's kernel), the guest's NICs counted the pings, and they have their ports'
-// MTU.
+// other host than its endpoints and a second one, on macvtaps, on theirs (ports made by
+// package hosts, the VMs booted on them) and checks that ping crosses the guests: the replies
+// come back with TTL 62 (two routed hops each way: the guests' kernels), the guests' NICs
+// counted the pings, and they have their ports' MTU (1450: VXLAN joins the hosts). The
+// macvtap VM's ports are macvtaps on h1's bridges (no veth, no tap), an iperf3 transfer
+// crosses both guests, and after destroy the macvtaps and their device nodes are gone.
 func TestHostsVMForwarder(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
@@ -41,22 +45,35 @@ func TestHostsVMForwarder(t *testing.T) {
 	if n := l.P.Node("fwd"); n.VM == nil || n.Host != "h2" {
 		t.Fatalf("fwd: vm %v on host %q; want a VM on h2", n.VM, n.Host)
 	}
-	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
-	if err != nil {
-		t.Fatal(err)
+	if n := l.P.Node("mvt"); !n.VM.Macvtap() || n.Host != "h1" {
+		t.Fatalf("mvt: vm %v on host %q; want a macvtap VM on h1", n.VM, n.Host)
 	}
-	t.Logf("boot: %s", rec.Phases())
+	for _, name := range []string{"fwd", "mvt"} {
+		rec, err := vm.ReadBoot(l.P.Lab, name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("boot of %s: %s", name, rec.Phases())
+	}
+	var ifnames []string
+	for _, i := range l.P.Node("mvt").Interfaces {
+		ifnames = append(ifnames, i.Name)
+	}
+	probes := checkMacvtapPorts(t, ctx, l, "mvt", l.P.Node("mvt").Netns, ifnames, false, l.Node(t, "mvt"))
 
-	fwd, client := l.Node(t, "fwd"), l.Node(t, "client")
+	client := l.Node(t, "client")
 	counts := func() map[string]int {
 		m := map[string]int{}
-		for _, i := range l.P.Node("fwd").Interfaces {
-			for _, c := range []string{"rx_packets", "tx_packets"} {
-				out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/statistics/"+c)
-				if err != nil {
-					t.Fatalf("read the guest's %s counter of %s: %v", c, i.Name, err)
+		for _, name := range []string{"fwd", "mvt"} {
+			g := l.Node(t, name)
+			for _, i := range l.P.Node(name).Interfaces {
+				for _, c := range []string{"rx_packets", "tx_packets"} {
+					out, err := g.Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/statistics/"+c)
+					if err != nil {
+						t.Fatalf("read the guest's %s counter of %s/%s: %v", c, name, i.Name, err)
+					}
+					m[name+"/"+i.Name+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
 				}
-				m[i.Name+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
 			}
 		}
 		return m
@@ -65,11 +82,11 @@ func TestHostsVMForwarder(t *testing.T) {
 	dst := l.P.Node("server").Interfaces[0].Address.Addr().String()
 	out, err := client.Output(ctx, nil, "ping", "-c", "5", "-i", "0.2", "-W", "2", dst)
 	if err != nil {
-		t.Fatalf("ping through the VM forwarder on the other host: %v\n%s", err, out)
+		t.Fatalf("ping through the VM forwarders: %v\n%s", err, out)
 	}
 	for _, m := range ttlRE.FindAllStringSubmatch(string(out), -1) {
-		if m[1] != "63" {
-			t.Errorf("ping reply with ttl=%s, want 63 (one routed hop, the guest):\n%s", m[1], out)
+		if m[1] != "62" {
+			t.Errorf("ping reply with ttl=%s, want 62 (two routed hops, the guests):\n%s", m[1], out)
 			break
 		}
 	}
@@ -79,19 +96,28 @@ func TestHostsVMForwarder(t *testing.T) {
 			t.Errorf("guest counter %s went from %d to %d over 5 pings", k, before[k], v)
 		}
 	}
-	for _, i := range l.P.Node("fwd").Interfaces {
-		guest, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/mtu")
-		if err != nil {
-			t.Fatal(err)
-		}
-		port, err := exec.Command("ip", "netns", "exec", l.P.Node("fwd").Netns, "cat", "/sys/class/net/"+i.Name+"/mtu").Output()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if g, p := strings.TrimSpace(string(guest)), strings.TrimSpace(string(port)); g != p {
-			t.Errorf("guest NIC %s has MTU %s, its port %s", i.Name, g, p)
-		} else {
-			t.Logf("guest NIC %s: MTU %s, as its port", i.Name, g)
+	for _, name := range []string{"fwd", "mvt"} {
+		for _, i := range l.P.Node(name).Interfaces {
+			guest, err := l.Node(t, name).Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/mtu")
+			if err != nil {
+				t.Fatal(err)
+			}
+			port, err := exec.Command("ip", "netns", "exec", l.P.Node(name).Netns, "cat", "/sys/class/net/"+i.Name+"/mtu").Output()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if g, p := strings.TrimSpace(string(guest)), strings.TrimSpace(string(port)); g != p || g != "1450" {
+				t.Errorf("guest NIC %s/%s has MTU %s, its port %s; want both 1450", name, i.Name, g, p)
+			}
 		}
 	}
+	g := iperf3Gbps(t, l, "1")
+	if g <= 0 {
+		t.Fatal("iperf3 through the two VM forwarders moved nothing")
+	}
+	t.Logf("iperf3 TCP through a tap VM on h2 and a macvtap VM on h1: %.2f Gbit/s (TCG, not a figure)", g)
+	if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
+		t.Fatal(err)
+	}
+	assertMacvtapsGone(t, l.P.Lab, probes)
 }

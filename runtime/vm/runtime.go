@@ -490,9 +490,9 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 	if err != nil {
 		return err
 	}
-	mac, mtu := map[string]string{}, map[string]int{}
+	mac, mtu, kind := map[string]string{}, map[string]int{}, map[string]string{}
 	for _, l := range links {
-		mac[l.Name], mtu[l.Name] = l.MAC, l.MTU
+		mac[l.Name], mtu[l.Name], kind[l.Name] = l.MAC, l.MTU, l.Kind
 	}
 	m := machine{Name: p.Lab + "." + n.Name, VM: *n.VM, Accel: dec, Image: im, TSCkHz: tsc,
 		Socket: filepath.Join(dir, sockFile), Console: filepath.Join(dir, consoleFile),
@@ -510,9 +510,22 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 			return fmt.Errorf("find interface %s in the node's namespace", ifc.Name)
 		}
 		if n.VM.Macvtap() {
-			// The interface is the macvtap itself (on the segment's bridge); the guest's NIC
-			// takes its MAC, and QEMU its character device.
-			f, err := openMacvtap(ns, p.Lab, n.Name, ifc.Name)
+			// Either the interface is the macvtap itself (bridge mode on the segment's bridge:
+			// routed labs, on the machine or on emulated hosts), or it is a device of the
+			// port's own (a veth whose host end carries a transparent lab's steering program,
+			// or a container's Docker-made interface) and the macvtap goes on it in passthru
+			// mode, with its MAC. The guest's NIC takes the MAC, QEMU the character device.
+			mt := ifc.Name
+			if kind[ifc.Name] != "macvtap" {
+				mt = "mvt" + strconv.Itoa(i)
+				if err := ns.AddMacvtapPassthru(ifc.Name, mt, mtu[ifc.Name]); err != nil {
+					return err
+				}
+				if err := ns.SetUp(mt); err != nil {
+					return err
+				}
+			}
+			f, err := openMacvtap(ns, p.Lab, n.Name, mt, ifc.Name)
 			if err != nil {
 				return err
 			}
@@ -591,13 +604,14 @@ func (r Runtime) boot(ctx context.Context, p *plan.Plan, n *plan.Node, ns *netde
 	return rec.write(filepath.Join(dir, bootFile))
 }
 
-// openMacvtap opens the character device of macvtap ifname in the node's host-side namespace
-// ns: it reads the device's number there and makes the node DevRoot/LAB/NODE.IFNAME (removed
-// with the lab's device directory at destroy), then opens it for QEMU.
+// openMacvtap opens the character device of macvtap mt in the node's host-side namespace ns,
+// the port of the node's interface ifname: it reads the device's number there and makes the
+// node DevRoot/LAB/NODE.IFNAME (removed with the lab's device directory at destroy), then
+// opens it for QEMU.
 //
-// Equivalent to: mknod /dev/sfclab-vm/LAB/NODE.IFNAME c $(ip netns exec NS cat /sys/class/net/IFNAME/macvtap/tap*/dev)
-func openMacvtap(ns *netdev.NS, lab, node, ifname string) (*os.File, error) {
-	dev, err := ns.MacvtapDevice(ifname)
+// Equivalent to: mknod /dev/sfclab-vm/LAB/NODE.IFNAME c $(ip netns exec NS cat /sys/class/net/MT/macvtap/tap*/dev)
+func openMacvtap(ns *netdev.NS, lab, node, mt, ifname string) (*os.File, error) {
+	dev, err := ns.MacvtapDevice(mt)
 	if err != nil {
 		return nil, err
 	}
@@ -607,7 +621,7 @@ func openMacvtap(ns *netdev.NS, lab, node, ifname string) (*os.File, error) {
 	}
 	f, err := os.OpenFile(path, os.O_RDWR, 0)
 	if err != nil {
-		return nil, fmt.Errorf("open macvtap %s of node %s: %w", ifname, node, err)
+		return nil, fmt.Errorf("open macvtap %s of node %s: %w", mt, node, err)
 	}
 	return f, nil
 }
@@ -801,7 +815,7 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 	if n == nil || n.VM == nil {
 		return "", ""
 	}
-	desc = fmt.Sprintf("%d vCPU, %d MiB, nic %s on %s", n.VM.CPUs, n.VM.Memory, n.VM.NIC, backendOf(n.VM))
+	desc = fmt.Sprintf("%d vCPU, %d MiB, nic %s on %s", n.VM.CPUs, n.VM.Memory, n.VM.NIC, backendOf(p, n.VM))
 	if n.VM.Pin != "" {
 		desc += ", pinned to cores " + n.VM.Pin
 	}
@@ -818,13 +832,26 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 }
 
 // backendOf says how a VM's ports reach the lab, for inspect: a macvtap in bridge mode on the
-// segment's bridge, or a tap spliced to the node's veth, served by QEMU's own backend (this
-// runtime never starts vhost-net).
-func backendOf(v *plan.VM) string {
-	if v.Macvtap() {
+// segment's bridge, a macvtap in passthru mode on the port's own device (MacvtapOnPort), or a
+// tap spliced to the node's veth, served by QEMU's own backend (this runtime never starts
+// vhost-net).
+func backendOf(p *plan.Plan, v *plan.VM) string {
+	switch {
+	case v.Macvtap() && MacvtapOnPort(p):
+		return "macvtap (passthru mode on the port's own device, QEMU's backend on its character device)"
+	case v.Macvtap():
 		return "macvtap (bridge mode, QEMU's backend on its character device)"
 	}
 	return "tap (spliced to a veth, QEMU's backend)"
+}
+
+// MacvtapOnPort reports whether a macvtap VM port of plan p goes in passthru mode on a device
+// of the port's own (a transparent lab's veth, whose host end carries the steering program;
+// a docker lab's interface that Docker made on its own network) rather than in bridge mode
+// on the segment's bridge (routed labs of namespaces, on the machine or on emulated hosts,
+// and docker labs on emulated hosts, whose bridges are sfclab's).
+func MacvtapOnPort(p *plan.Plan) bool {
+	return p.Transparent != nil || (p.Runtime == spec.RuntimeDocker && len(p.Hosts) == 0)
 }
 
 // qemuRunning reports whether the QEMU of VM node node of lab runs.

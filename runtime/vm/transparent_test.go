@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,8 +15,10 @@ import (
 	"github.com/sfclab/sfclab/steer"
 )
 
-// transparentLab has a forwarder VM as the one hop of a symmetric chain between two namespace
-// endpoints on one network: without steering the endpoints would reach each other directly.
+// transparentLab has two forwarder VMs as the hops of a symmetric chain between two namespace
+// endpoints on one network (without steering the endpoints would reach each other directly):
+// fwd on taps, mvt on macvtaps (passthru on its ports' veths, whose host ends carry the
+// steering program).
 const transparentLab = `
 name: t-vmtr
 steering: transparent
@@ -25,10 +28,13 @@ endpoints:
   server: {kind: server}
 functions:
   fwd: {kind: forwarder, vm: {}, ports: {in: net, out: net}}
+  mvt: {kind: forwarder, vm: {backend: macvtap}, ports: {in: net, out: net}}
 port_pairs:
   pp-fwd: {ingress: fwd.in, egress: fwd.out}
+  pp-mvt: {ingress: mvt.in, egress: mvt.out}
 port_pair_groups:
   g-fwd: {port_pairs: [pp-fwd]}
+  g-mvt: {port_pairs: [pp-mvt]}
 flow_classifiers:
   ping: {protocol: icmp, logical_source_port: client.eth0, logical_destination_port: server.eth0}
   web:
@@ -38,16 +44,18 @@ flow_classifiers:
     logical_source_port: client.eth0
     logical_destination_port: server.eth0
 port_chains:
-  c: {flow_classifiers: [ping, web], port_pair_groups: [g-fwd], chain_parameters: {symmetric: true}}
+  c: {flow_classifiers: [ping, web], port_pair_groups: [g-fwd, g-mvt], chain_parameters: {symmetric: true}}
 `
 
 var ttlRE = regexp.MustCompile(`ttl=(\d+)`)
 
-// TestTransparentVMFunction deploys a transparent lab whose function is a VM and checks the
-// traffic is steered through the guest: ping's replies come back with TTL 63 (the guest's
-// kernel forwarded each way once; the endpoints share a network and would see 64), the
-// steering counters count both directions into and out of the hop, the guest's ports
-// received and sent the packets, and a TCP transfer goes through.
+// TestTransparentVMFunction deploys a transparent lab whose functions are VMs, one on taps and
+// one on macvtaps, and checks the traffic is steered through both guests: ping's replies come
+// back with TTL 62 (each guest's kernel forwarded each way once; the endpoints share a
+// network and would see 64), the steering counters count both directions into and out of
+// each hop, the guests' ports received and sent the packets, and a TCP transfer goes through.
+// The macvtap VM's host side holds a macvtap (passthru) on each port's veth and no tap, and
+// after destroy the macvtaps and their device nodes are gone.
 func TestTransparentVMFunction(t *testing.T) {
 	requireVM(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
@@ -58,29 +66,31 @@ func TestTransparentVMFunction(t *testing.T) {
 	if l.P.Runtime != "vm" || l.P.Node("fwd").VM == nil {
 		t.Fatalf("plan runtime %q, fwd vm %v: want the forwarder a VM", l.P.Runtime, l.P.Node("fwd").VM)
 	}
-	rec, err := vm.ReadBoot(l.P.Lab, "fwd")
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Logf("boot: %s", rec.Phases())
-
-	// No bump program in the VM's host-side namespace: the guest forwards.
-	ns, err := netdev.OpenNS(l.P.Transparent.Node("fwd").Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	bumped, err := steer.BumpAttached(ns, "in")
-	ns.Close()
-	if err != nil || bumped {
-		t.Errorf("bump program on the VM node's in port: %v, %v; want none (the guest forwards)", bumped, err)
-	}
-
-	fwd, client, server := l.Node(t, "fwd"), l.Node(t, "client"), l.Node(t, "server")
-	guestCount := func(ifname, dir string) uint64 {
-		t.Helper()
-		out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+ifname+"/statistics/"+dir+"_packets")
+	for _, name := range []string{"fwd", "mvt"} {
+		rec, err := vm.ReadBoot(l.P.Lab, name)
 		if err != nil {
-			t.Fatalf("read the guest's %s %s counter: %v", ifname, dir, err)
+			t.Fatal(err)
+		}
+		t.Logf("boot of %s: %s", name, rec.Phases())
+		// No bump program in the VM's host-side namespace: the guest forwards.
+		ns, err := netdev.OpenNS(l.P.Transparent.Node(name).Netns)
+		if err != nil {
+			t.Fatal(err)
+		}
+		bumped, err := steer.BumpAttached(ns, "in")
+		ns.Close()
+		if err != nil || bumped {
+			t.Errorf("bump program on %s's in port: %v, %v; want none (the guest forwards)", name, bumped, err)
+		}
+	}
+	probes := checkMacvtapPorts(t, ctx, l, "mvt", l.P.Transparent.Node("mvt").Netns, []string{"in", "out"}, true, l.Node(t, "mvt"))
+
+	client, server := l.Node(t, "client"), l.Node(t, "server")
+	guestCount := func(name, ifname, dir string) uint64 {
+		t.Helper()
+		out, err := l.Node(t, name).Output(ctx, nil, "cat", "/sys/class/net/"+ifname+"/statistics/"+dir+"_packets")
+		if err != nil {
+			t.Fatalf("read the guest's %s %s counter of %s: %v", ifname, dir, name, err)
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
 		if err != nil {
@@ -88,24 +98,27 @@ func TestTransparentVMFunction(t *testing.T) {
 		}
 		return n
 	}
-	inRx0, outTx0 := guestCount("in", "rx"), guestCount("out", "tx")
+	inRx0 := map[string]uint64{"fwd": guestCount("fwd", "in", "rx"), "mvt": guestCount("mvt", "in", "rx")}
+	outTx0 := map[string]uint64{"fwd": guestCount("fwd", "out", "tx"), "mvt": guestCount("mvt", "out", "tx")}
 
 	dst := l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
 	out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "3", dst)
 	if err != nil {
-		t.Fatalf("ping through the VM function: %v\n%s", err, out)
+		t.Fatalf("ping through the VM functions: %v\n%s", err, out)
 	}
 	ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
 	if len(ttls) == 0 {
 		t.Fatalf("no reply TTL in ping's output:\n%s", out)
 	}
 	for _, m := range ttls {
-		if m[1] != "63" {
-			t.Errorf("reply TTL %s, want 63 (one kernel forwarding each way: the guest's):\n%s", m[1], out)
+		if m[1] != "62" {
+			t.Errorf("reply TTL %s, want 62 (two kernels forwarding each way: the guests'):\n%s", m[1], out)
 		}
 	}
-	if in, o := guestCount("in", "rx")-inRx0, guestCount("out", "tx")-outTx0; in < 3 || o < 3 {
-		t.Errorf("the guest's in port received %d and out port sent %d packets during 3 pings; want at least 3 each", in, o)
+	for _, name := range []string{"fwd", "mvt"} {
+		if in, o := guestCount(name, "in", "rx")-inRx0[name], guestCount(name, "out", "tx")-outTx0[name]; in < 3 || o < 3 {
+			t.Errorf("%s: the guest's in port received %d and out port sent %d packets during 3 pings; want at least 3 each", name, in, o)
+		}
 	}
 
 	logPath := t.TempDir() + "/iperf3.log"
@@ -120,7 +133,7 @@ func TestTransparentVMFunction(t *testing.T) {
 		time.Sleep(100 * time.Millisecond)
 	}
 	if err != nil {
-		t.Fatalf("iperf3 through the VM function: %v\n%s", err, out)
+		t.Fatalf("iperf3 through the VM functions: %v\n%s", err, out)
 	}
 
 	// Both directions of the chain went into the VM's hop and out of it.
@@ -132,8 +145,8 @@ func TestTransparentVMFunction(t *testing.T) {
 		t.Fatalf("inspect steering: %+v", info.Steering)
 	}
 	for _, pa := range info.Steering.Paths {
-		if len(pa.Packets) != 2 || pa.Packets[0] == 0 || pa.Packets[1] == 0 {
-			t.Errorf("path %s %s: packets per hop %v, want some into g-fwd and out of it", pa.Chain, pa.Dir, pa.Packets)
+		if len(pa.Packets) != 3 || slices.Contains(pa.Packets, 0) {
+			t.Errorf("path %s %s: packets per hop %v, want some into g-fwd, into g-mvt and out of it", pa.Chain, pa.Dir, pa.Packets)
 		}
 	}
 	for _, ni := range info.Nodes {
@@ -143,5 +156,12 @@ func TestTransparentVMFunction(t *testing.T) {
 		if ni.Name == "fwd" && !strings.Contains(ni.Machine, "512 MiB") {
 			t.Errorf("inspect of the VM function: machine %q", ni.Machine)
 		}
+		if ni.Name == "mvt" && !strings.Contains(ni.Machine, "macvtap (passthru") {
+			t.Errorf("inspect of the macvtap VM function: machine %q", ni.Machine)
+		}
 	}
+	if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
+		t.Fatal(err)
+	}
+	assertMacvtapsGone(t, l.P.Lab, probes)
 }
