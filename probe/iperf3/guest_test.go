@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/probe"
 )
 
 // netstatGuest is busybox netstat -tan as a guest printed it (TestIperf3GuestServerStopped,
@@ -51,6 +52,9 @@ func TestNetstatSockets(t *testing.T) {
 type fakeGuest struct {
 	mu      sync.Mutex
 	netstat string // "" = not listening yet
+	ss      string // ss -Htan's output, when the guest has ss
+	hasSS   bool   // ss is in the guest
+	noNS    bool   // netstat is not in the guest
 	runs    bool
 	log     string
 	stops   []int
@@ -63,7 +67,15 @@ func (g *fakeGuest) Output(_ context.Context, _ []byte, argv ...string) ([]byte,
 	g.calls++
 	switch argv[0] {
 	case "netstat":
+		if g.noNS {
+			return nil, errors.New(`exec: "netstat": executable file not found in $PATH`)
+		}
 		return []byte(g.netstat), nil
+	case "ss":
+		if !g.hasSS {
+			return nil, errors.New(`exec: "ss": executable file not found in $PATH`)
+		}
+		return []byte(g.ss), nil
 	case "tail":
 		return []byte(g.log), nil
 	}
@@ -153,5 +165,42 @@ func TestSSSockets(t *testing.T) {
 		if l, e := ssSockets([]byte(tt.out)); l != tt.listen || e != tt.est {
 			t.Errorf("%s: %d listening, %d established; want %d, %d", tt.name, l, e, tt.listen, tt.est)
 		}
+	}
+}
+
+// listerGuest is a guest that lists its listening sockets itself (vnf.SocketLister): a VM
+// guest (whose busybox image has netstat and no ss) or a kubernetes pod on another machine
+// (ss, no netstat).
+type listerGuest struct{ *fakeGuest }
+
+func (listerGuest) ListeningTCP(context.Context, string) ([]byte, error) { return nil, nil }
+
+// TestGuestSocketsProgram: the server's sockets are read with the program the guest has:
+// netstat in a plain guest, ss first in one that lists its sockets, the other when the first
+// is missing; both missing is an error naming both failures.
+func TestGuestSocketsProgram(t *testing.T) {
+	for _, tt := range []struct {
+		name    string
+		g       probe.Guest
+		wantErr bool
+	}{
+		{"plain guest, netstat", &fakeGuest{netstat: netstatGuest}, false},
+		{"plain guest without netstat, ss", &fakeGuest{noNS: true, hasSS: true, ss: ssGuest}, false},
+		{"lister with ss (remote pod)", listerGuest{&fakeGuest{noNS: true, hasSS: true, ss: ssGuest}}, false},
+		{"lister without ss (busybox VM guest)", listerGuest{&fakeGuest{netstat: netstatGuest}}, false},
+		{"neither program", listerGuest{&fakeGuest{noNS: true}}, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			l, e, err := Server{node: "server", pid: 1, guest: tt.g}.sockets(context.Background(), 5201)
+			if tt.wantErr {
+				if err == nil || !strings.Contains(err.Error(), `"ss"`) || !strings.Contains(err.Error(), `"netstat"`) {
+					t.Errorf("err = %v; want one naming both programs", err)
+				}
+				return
+			}
+			if err != nil || l != 1 || e != 2 {
+				t.Errorf("sockets = %d, %d, %v; want 1, 2, nil", l, e, err)
+			}
+		})
 	}
 }

@@ -462,29 +462,49 @@ func sockets(pid int, port uint16) (listen, established int, err error) {
 	return listen, established, nil
 }
 
-// sockets counts the server's listening and established TCP sockets on port: in its guest
-// (busybox netstat, through the agent; ss in a guest that lists its sockets with ss, a
-// kubernetes pod on another machine, whose image has no netstat) or in its host namespace
-// (/proc).
+// sockets counts the server's listening and established TCP sockets on port: in its guest,
+// through the agent, or in its host namespace (/proc). A guest is asked with ss first when it
+// lists its sockets itself (vnf.SocketLister: a kubernetes pod on another machine, whose image
+// has ss and no netstat) and with busybox netstat otherwise; when the first program is not in
+// the guest (a VM guest lists its sockets too, and its busybox image has netstat, not ss),
+// the other is tried.
 func (s Server) sockets(ctx context.Context, port uint16) (listen, established int, err error) {
 	if s.guest == nil {
 		return sockets(s.pid, port)
 	}
 	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
-	if _, ss := s.guest.(vnf.SocketLister); ss {
+	viaSS := func() (int, int, error) {
 		out, err := s.guest.Output(ctx, nil, "ss", "-Htan", "sport = :"+strconv.Itoa(int(port)))
 		if err != nil {
-			return 0, 0, fmt.Errorf("read sockets in node %s: %w", s.node, err)
+			return 0, 0, err
 		}
-		listen, established = ssSockets(out)
-		return listen, established, nil
+		l, e := ssSockets(out)
+		return l, e, nil
 	}
-	out, err := s.guest.Output(ctx, nil, "netstat", "-tan")
+	viaNetstat := func() (int, int, error) {
+		out, err := s.guest.Output(ctx, nil, "netstat", "-tan")
+		if err != nil {
+			return 0, 0, err
+		}
+		l, e := netstatSockets(out, port)
+		return l, e, nil
+	}
+	first, second := viaNetstat, viaSS
+	if _, ok := s.guest.(vnf.SocketLister); ok {
+		first, second = viaSS, viaNetstat
+	}
+	listen, established, err = first()
+	if err != nil && ctx.Err() == nil {
+		var err2 error
+		if listen, established, err2 = second(); err2 == nil {
+			return listen, established, nil
+		}
+		err = errors.Join(err, err2)
+	}
 	if err != nil {
-		return 0, 0, fmt.Errorf("read sockets in VM node %s: %w", s.node, err)
+		return 0, 0, fmt.Errorf("read sockets in node %s (ss, netstat): %w", s.node, err)
 	}
-	listen, established = netstatSockets(out, port)
 	return listen, established, nil
 }
 

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/netip"
 	"os"
+	"runtime"
 	"strconv"
 	"strings"
 	"time"
@@ -44,7 +45,10 @@ func handleCheck(req request, r *response) bool {
 }
 
 // procNetTCP are the kernel's TCP socket tables, IPv4 and IPv6.
-var procNetTCP = []string{"/proc/net/tcp", "/proc/net/tcp6"}
+// The tables are the calling thread's network namespace's (/proc/thread-self/net), read on
+// a thread locked for the call: /proc/net is the thread group leader's, which in a process
+// whose threads enter other namespaces (the host's test binary) need not be the caller's.
+var procNetTCP = []string{"/proc/thread-self/net/tcp", "/proc/thread-self/net/tcp6"}
 
 // guestListening lists the guest's listening TCP sockets on port as `ss -Htln 'sport =
 // :PORT'` prints them (state, queues, local and peer address), from /proc/net/tcp and tcp6 (a
@@ -54,6 +58,8 @@ func guestListening(port string) ([]byte, error) {
 	if err != nil {
 		return nil, fmt.Errorf("listening: port %q: %w", port, err)
 	}
+	runtime.LockOSThread()
+	defer runtime.UnlockOSThread()
 	var out []byte
 	for _, path := range procNetTCP {
 		data, err := os.ReadFile(path)

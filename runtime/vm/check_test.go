@@ -5,6 +5,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
@@ -64,6 +65,8 @@ func littleEndian() bool {
 // listens on is listed in ss's format (the local address in the fourth column, as vnf.Listens
 // reads it), another port is not.
 func TestGuestListening(t *testing.T) {
+	runtime.LockOSThread() // listen and read in one thread's network namespace
+	defer runtime.UnlockOSThread()
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
