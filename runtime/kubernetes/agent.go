@@ -63,6 +63,9 @@ func agentRevision(self string) string { return self + " (spec " + agentSpecVers
 type AgentRequest struct {
 	Lab  string     `json:"lab"`
 	Pods []AgentPod `json:"pods"`
+	// UID is the lab's Kubernetes namespace's UID, recorded in the agent's mark of the lab
+	// (sweep.go).
+	UID string `json:"uid,omitempty"`
 }
 
 // AgentPod is one pod of a lab on the agent's node.
@@ -130,7 +133,7 @@ type AgentPortRef struct {
 }
 
 // agentRequests are the requests AgentMain takes.
-var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode, AgentFiles}
+var agentRequests = []string{AgentAttach, AgentLink, AgentHosts, AgentSteer, AgentDestroy, AgentConfigure, AgentBump, AgentTables, AgentCounters, AgentPorts, AgentNode, AgentFiles, AgentSweep}
 
 // AgentConfigureRequest asks for settings in the namespaces of a lab's pods on the node.
 type AgentConfigureRequest struct {
@@ -302,6 +305,11 @@ func agentDo(ctx context.Context, op string, read func(any) error) (any, error) 
 		if err = decode(&req); err == nil {
 			ans, err = agentFiles(req)
 		}
+	case AgentSweep:
+		var req AgentSweepRequest
+		if err = decode(&req); err == nil {
+			ans, err = agentSweep(req)
+		}
 	default:
 		err = errors.New("unknown request")
 	}
@@ -444,7 +452,10 @@ func agentDestroy(lab string) error {
 		errs = append(errs, err)
 	}
 	errs = append(errs, removeLabDir(lab))
-	return errors.Join(errs...)
+	if err := errors.Join(errs...); err != nil {
+		return err // marked still: a later sweep tries again
+	}
+	return unmarkLab(lab)
 }
 
 // detachHostCopies detaches, in the agent's own mount namespace, the copies of the lab's
@@ -572,6 +583,11 @@ func agentCounters(lab, pin string) (*AgentCountersAnswer, error) {
 // attach names the network namespace of each pod of req and deletes its pod-network
 // interfaces; on failure it removes the names it made.
 func attach(req AgentRequest) (*AgentAnswer, error) {
+	// Marked first: what follows is the lab's, to be swept should its destroy never reach
+	// this node.
+	if err := markLab(req.Lab, req.UID); err != nil {
+		return nil, err
+	}
 	ids := map[string]string{}
 	for _, p := range req.Pods {
 		ids[p.Node] = p.Container

@@ -197,7 +197,7 @@ func destroyOnNodes(ctx context.Context, c *client, lab string) error {
 		}
 	}
 	for _, kn := range slices.Sorted(maps.Keys(byNode)) {
-		errs = append(errs, fmt.Errorf("remove lab %s from Kubernetes node %s (its pods %s): the node %s, so its sfclab agent was not asked to remove what the lab made there (its pods' network namespace names sfc.%s.*, emulated hosts, steering maps %s): remove them on the node should it come back; the lab's pods and namespace in the cluster are removed",
+		errs = append(errs, fmt.Errorf("remove lab %s from Kubernetes node %s (its pods %s): the node %s, so its sfclab agent was not asked to remove what the lab made there (its pods' network namespace names sfc.%s.*, emulated hosts, steering maps %s): the next deploy that uses the node sweeps them should it come back; the lab's pods and namespace in the cluster are removed",
 			lab, kn, strings.Join(byNode[kn], ", "), cmp.Or(v.why(kn), "has no running sfclab agent"), lab, steer.PinDir(steer.NodePin(lab, kn))))
 	}
 	return errors.Join(errs...)

@@ -58,23 +58,55 @@ func sfclab(t *testing.T, ctx context.Context, stdout io.Writer, args ...string)
 	return code, errOut.String()
 }
 
-// TestBenchOnCluster runs a short experiment (one repetition of the firewall lab on the
-// cluster: ping, iperf3, tcprtt and the nodes' CPU) through the bench runner `sfclab bench`
-// uses: the trial succeeds, its samples carry the runtime, the probes measured through the
-// pods (tcprtt's Go code in the pods' namespaces, entered because sfclab runs on their node:
-// Node.Do), the run's environment names the cluster, and the lab is gone afterwards.
+// benchLab is examples/fw.yaml (client -> iptables firewall -> server) with an Apache origin
+// (http-server's default server) as its server.
+const benchLab = `name: fw-apache
+links: bridge
+endpoints:
+  client: {kind: client}
+  server:
+    kind: http-server
+    http: {objects: [1k, 10k]}
+functions:
+  fw:
+    kind: firewall
+    params:
+      backend: iptables
+      masquerade: true
+      rules:
+        - {action: deny, protocol: tcp, port: 9999}
+chains:
+  - name: web
+    from: client
+    to: server
+    hops: [fw]
+`
+
+// TestBenchOnCluster runs a short experiment (one repetition of the firewall lab, its server
+// an Apache origin, on the cluster: ping, iperf3, tcprtt, HTTP GETs of both objects through
+// the firewall and the nodes' CPU) through the bench runner `sfclab bench` uses: the trial
+// succeeds, its samples carry the runtime, the probes measured through the pods (tcprtt's and
+// the http probe's Go code in the pods' namespaces, entered because sfclab runs on their
+// node: Node.Do), every GET was answered, the run's environment names the cluster, and the
+// lab is gone afterwards. Apache in a pod logs its errors to its log file, not /dev/stderr,
+// which does not resolve there (httpserver.ApacheConfig).
 func TestBenchOnCluster(t *testing.T) {
 	requireCluster(t)
 	const lab = "k8t-bench"
+	labFile := filepath.Join(t.TempDir(), "fw-apache.yaml")
+	if err := os.WriteFile(labFile, []byte(benchLab), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	exp := []byte(`name: k8t-bench
 repetitions: 1
 warmup: 0s
 scenarios:
-  - {name: fw-k8s, lab: ../../examples/fw.yaml, runtime: kubernetes}
+  - {name: fw-k8s, lab: ` + labFile + `, runtime: kubernetes}
 probes:
   iperf3: {duration: 1s}
   ping: {count: 5, interval: 10ms}
   tcprtt: {connects: 20, requests: 50}
+  http: {requests: 20, objects: [1k, 10k]}
   cpu: true
 `)
 	load := func(path string) (*spec.Lab, error) {
@@ -130,10 +162,16 @@ probes:
 		if s.Value > 0 {
 			got[s.Probe+" "+s.Metric]++
 		}
+		if s.Probe == "http" && (s.Metric == "errors" || s.Metric == "non2xx") && s.Value != 0 {
+			t.Errorf("http probe: %v %s of the GETs through the firewall to Apache (%v)", s.Value, s.Metric, s.Labels)
+		}
+		if s.Probe == "http" && s.Metric == "requests" && s.Value != 20 {
+			t.Errorf("http probe: %v requests finished, want 20 (%v)", s.Value, s.Labels)
+		}
 	}
 	// Forwarding is softirq work, charged to no cgroup: the firewall's own figure may be 0, the
 	// endpoints' (iperf3 runs in their pods' cgroups) are not; every node has one.
-	for _, want := range []string{"deploy deploy_time", "ping rtt", "iperf3 throughput", "cpu cpu_user", "cpu node client", "cpu node fw", "cpu node server", "tcprtt connect", "tcprtt rtt"} {
+	for _, want := range []string{"deploy deploy_time", "ping rtt", "iperf3 throughput", "cpu cpu_user", "cpu node client", "cpu node fw", "cpu node server", "tcprtt connect", "tcprtt rtt", "http requests", "http bytes"} {
 		if got[want] == 0 {
 			t.Errorf("no %q sample among %v", want, got)
 		}

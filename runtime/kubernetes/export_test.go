@@ -42,3 +42,6 @@ func SessionOpen(kubeconfig, pod string) bool {
 	defer sessions.Unlock()
 	return sessions.m[kubeconfig+"\x00"+pod] != nil
 }
+
+// LabMarkRoot is where the agent marks the labs it builds on its node (sweep.go).
+const LabMarkRoot = labMarkRoot

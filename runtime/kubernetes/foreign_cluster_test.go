@@ -21,7 +21,8 @@ import (
 )
 
 // foreignLab is study A's fw-lb lab (examples/fw-lb.yaml: client -> iptables firewall ->
-// HAProxy -> server) with an nginx origin (Apache cannot run in a pod: docs/kubernetes.md) as its server: two kinds that write files.
+// HAProxy -> server) with an nginx origin as its server: two kinds that write files (Apache
+// in a pod: TestBenchOnCluster).
 const foreignLab = `name: k8r-far
 runtime: kubernetes
 links: bridge

@@ -633,7 +633,12 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	ns := Namespace(p.Lab)
 	nsObj := map[string]any{"apiVersion": "v1", "kind": "Namespace",
 		"metadata": map[string]any{"name": ns, "labels": map[string]string{LabelManaged: "true", LabelLab: p.Lab}}}
-	if err := c.do(ctx, "POST", "/api/v1/namespaces", nil, nsObj, nil); err != nil {
+	var created struct {
+		Metadata struct {
+			UID string `json:"uid"`
+		} `json:"metadata"`
+	}
+	if err := c.do(ctx, "POST", "/api/v1/namespaces", nil, nsObj, &created); err != nil {
 		return nil, fmt.Errorf("create namespace %s: %w", ns, err)
 	}
 	undo.Push("namespace "+ns, func() error { return deleteNamespace(context.Background(), c, ns, false) })
@@ -729,13 +734,17 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if err != nil {
 		return nil, err
 	}
+	// What destroyed labs left on these nodes while they were away goes first.
+	if err := r.sweepNodes(ctx, c, agents); err != nil {
+		return nil, err
+	}
 	// The agent on each pod's node names the pod's network namespace (sfc.LAB.NODE) and
 	// deletes its pod-network interface; the names propagate to the node's /run/netns.
 	reqs := map[string]AgentRequest{}
 	for _, n := range p.Nodes {
 		kn := where[n.Name]
 		rq := reqs[kn]
-		rq.Lab = p.Lab
+		rq.Lab, rq.UID = p.Lab, created.Metadata.UID
 		rq.Pods = append(rq.Pods, AgentPod{Node: n.Name, Netns: n.Netns, Container: ids[n.Name]})
 		reqs[kn] = rq
 	}
