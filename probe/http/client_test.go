@@ -61,11 +61,11 @@ func TestClientTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 5 || res.answers != 0 || !errors.Is(res.firstErr, os.ErrDeadlineExceeded) || took > 2*time.Second {
-		t.Errorf("silent server: %d errors, %d answers, first %v, in %s; want 5 timeouts in about 0.6 s", res.errors, res.answers, res.firstErr, took)
+	if res.Errors != 5 || res.Answers != 0 || !errors.Is(res.FirstErr, os.ErrDeadlineExceeded) || took > 2*time.Second {
+		t.Errorf("silent server: %d errors, %d answers, first %v, in %s; want 5 timeouts in about 0.6 s", res.Errors, res.Answers, res.FirstErr, took)
 	}
 	// Not a dead chain: DeadAfter failures are needed for that.
-	if res.dead {
+	if res.Dead {
 		t.Error("5 timeouts made the chain dead")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -73,8 +73,8 @@ func TestClientTimesOut(t *testing.T) {
 	t0 = time.Now()
 	res, err = runLoad(ctx, hostNode{}, target(t, l, 10), Config{Requests: 1000, Concurrency: 4, Timeout: 10 * time.Second})
 	took = time.Since(t0)
-	if err != nil || took > time.Second || res.finished != 0 {
-		t.Errorf("run cut by its deadline: %v, %d finished, in %s; want nothing finished, back in about 0.3 s", err, res.finished, took)
+	if err != nil || took > time.Second || res.Finished != 0 {
+		t.Errorf("run cut by its deadline: %v, %d finished, in %s; want nothing finished, back in about 0.3 s", err, res.Finished, took)
 	}
 }
 
@@ -109,7 +109,7 @@ func TestClientKeepAlive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.errors != 0 || res.answers != 50 || res.bytes != 50*10240 || len(res.times) != 50 {
+		if res.Errors != 0 || res.Answers != 50 || res.Bytes != 50*10240 || len(res.Times) != 50 {
 			t.Errorf("keepalive %v: %+v", ka, res)
 		}
 		want := int64(50)
@@ -126,39 +126,8 @@ func TestClientKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 3 || res.answers != 3 {
-		t.Errorf("short bodies: %d errors, %d answers (first %v); want 3 and 3", res.errors, res.answers, res.firstErr)
-	}
-}
-
-func TestParseHead(t *testing.T) {
-	for _, tc := range []struct {
-		head    string
-		status  int
-		length  int64
-		closing bool
-		bad     bool
-	}{
-		{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n", 200, 10, false, false},
-		{"HTTP/1.1 200 OK\r\ncontent-length: 10\r\nConnection: close\r\n", 200, 10, true, false},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n", 200, 10, true, false},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 10\r\nConnection: keep-alive\r\n", 200, 10, false, false},
-		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n", 200, -1, true, false},
-		{"HTTP/1.1 304 Not Modified\r\n", 304, 0, false, false},
-		{"HTTP/1.1 200 OK\r\n", 200, -1, true, false},
-		{"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3000\r\n", 503, 3000, false, false},
-		{"SSH-2.0-OpenSSH\r\n", 0, 0, false, true},
-		{"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n", 0, 0, false, true},
-	} {
-		c := &conn{length: -1}
-		err := parseHead(c, []byte(tc.head))
-		if (err != nil) != tc.bad {
-			t.Errorf("%q: error %v", tc.head, err)
-			continue
-		}
-		if !tc.bad && (c.status != tc.status || c.length != tc.length || c.closing != tc.closing) {
-			t.Errorf("%q: status %d length %d closing %v", tc.head, c.status, c.length, c.closing)
-		}
+	if res.Errors != 3 || res.Answers != 3 {
+		t.Errorf("short bodies: %d errors, %d answers (first %v); want 3 and 3", res.Errors, res.Answers, res.FirstErr)
 	}
 }
 
@@ -196,12 +165,12 @@ func TestClientPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 0 || len(res.phases) != 5 {
-		t.Fatalf("%d errors (%v), %d requests with phases; want 0 and 5", res.errors, res.firstErr, len(res.phases))
+	if res.Errors != 0 || len(res.Phases) != 5 {
+		t.Fatalf("%d errors (%v), %d requests with phases; want 0 and 5", res.Errors, res.FirstErr, len(res.Phases))
 	}
 	got := map[string]phaseStat{}
 	sum := 0.0
-	for _, ph := range phaseStats(res.phases) {
+	for _, ph := range phaseStats(res.Phases) {
 		got[ph.name] = ph
 		sum += ph.mean
 	}
@@ -211,8 +180,8 @@ func TestClientPhases(t *testing.T) {
 		}
 	}
 	mean := 0.0
-	for _, r := range res.times {
-		mean += r.ms / float64(len(res.times))
+	for _, r := range res.Times {
+		mean += r.MS / float64(len(res.Times))
 	}
 	if math.Abs(sum-mean) > 0.01 {
 		t.Errorf("phase means add up to %.4f ms, the mean request time is %.4f ms", sum, mean)
