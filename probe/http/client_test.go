@@ -16,6 +16,7 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/internal/testroot"
+	"github.com/sfclab/sfclab/probe/http/load"
 )
 
 // hostNode is a probe.Node for the host's own namespace.
@@ -185,5 +186,60 @@ func TestClientPhases(t *testing.T) {
 	}
 	if math.Abs(sum-mean) > 0.01 {
 		t.Errorf("phase means add up to %.4f ms, the mean request time is %.4f ms", sum, mean)
+	}
+}
+
+// guestNode is a source whose stack Go code cannot enter (Do fails), as a VM guest: it runs
+// the load generator itself, here on this machine with a clock an hour behind the host's.
+type guestNode struct{ hostNode }
+
+func (guestNode) Do(func() error) error              { return errors.New("a guest's stack") }
+func (guestNode) GroupRuns(int, string) bool         { return false }
+func (guestNode) StopGroup(int, time.Duration) error { return nil }
+func (guestNode) HTTPLoad(ctx context.Context, s load.Spec) (*load.Result, error) {
+	res, err := load.Run(ctx, s, func(f func() error) error { return f() })
+	if res != nil {
+		for i := range res.Times {
+			res.Times[i].At = res.Times[i].At.Add(-time.Hour)
+		}
+		res.FirstErr = nil // lost on the agent's wire; FirstError is kept
+	}
+	return res, err
+}
+
+// TestClientInGuest: from a guest source the probe has the guest run the load generator
+// (Guest) instead of entering its stack, and dates the requests by the host's clock, never by
+// the guest's; a guest's first error, which comes back as text, is still an error.
+func TestClientInGuest(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Content-Length", "10")
+		w.Write([]byte("0123456789"))
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	before := time.Now()
+	res, err := runLoad(context.Background(), guestNode{}, target(t, l, 10), Config{Requests: 8, Concurrency: 2, Timeout: 2 * time.Second})
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answers != 8 || res.Errors != 0 || len(res.Times) != 8 {
+		t.Fatalf("result %+v; want 8 answered requests", res)
+	}
+	for _, x := range res.Times {
+		if x.At.Before(before) || x.At.After(after) || !(x.MS > 0) {
+			t.Errorf("request %+v: want it dated by the host (between %s and %s) and timed", x, before, after)
+		}
+	}
+	res, err = runLoad(context.Background(), guestNode{}, target(t, l, 20), Config{Requests: 2, Concurrency: 1, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 2 || res.FirstErr == nil || res.FirstErr.Error() != res.FirstError {
+		t.Errorf("short bodies from a guest: %d errors, first %v (%q); want 2 and the error", res.Errors, res.FirstErr, res.FirstError)
 	}
 }
