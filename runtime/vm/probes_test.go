@@ -99,7 +99,15 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := journal.Journal{Root: t.TempDir()}
+	// The labs' state is read by daemons that drop root (Apache as www-data): its directory
+	// and the test's temporary directory above it must be searchable by others.
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := journal.Journal{Root: root}
 	r := &bench.Runner{Deployer: &deploy.Deployer{Journal: j}, Version: "test", Log: t.Logf}
 	done := make(chan struct{})
 	if during != nil {
