@@ -699,13 +699,14 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	// so do flows' servers in a VM destination and clients in a VM source (the same iperf3
 	// helpers; the flows' timing is the host's); ping
 	// runs in a guest source and is answered by a guest's kernel; http is answered by an
-	// http-server in a guest; tcprtt's echo server and client run in a guest's agent; rtt's
+	// http-server in a guest, and its client (package load) runs in a guest source's agent;
+	// tcprtt's echo server and client run in a guest's agent; rtt's
 	// echoes are answered by a guest destination's kernel (icmp) or agent (udp), and ndr's
 	// receiver counts in a guest destination's agent. The others run Go code in the source's
 	// network stack from the host (Do: the guest has its own kernel).
 	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
 		if probes := notFromGuest(pr); len(probes) > 0 {
-			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, flows, ping and tcprtt run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
+			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, flows, ping, tcprtt and http (sfclab's client) run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
 		}
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
@@ -739,10 +740,11 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 
 // notFromGuest names the probes of pr that cannot run from a VM source, sorted: all but
 // iperf3 and flows (their iperf3 clients run in the guest through its agent), ping (ping runs
-// there) and tcprtt (the guest's agent runs its client).
+// there), tcprtt and http (the guest's agent runs their clients; http's ab: true is not run
+// there).
 func notFromGuest(pr *Probes) []string {
 	var out []string
-	for name, on := range map[string]bool{"http": pr.HTTP != nil, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
+	for name, on := range map[string]bool{"http's ab": pr.HTTP != nil && pr.HTTP.AB, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
 		if on {
 			out = append(out, name)
 		}

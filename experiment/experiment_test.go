@@ -280,9 +280,9 @@ func TestRequestsFor(t *testing.T) {
 	}
 }
 
-// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (http, ndr, rtt),
+// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (ndr, rtt, http's ab),
 // and rtt's method xdp to a VM destination, naming the scenario, the endpoint, the probes and
-// why; iperf3, ping, tcprtt and flows from and to VM endpoints, ndr and rtt to a VM
+// why; iperf3, ping, tcprtt, flows and http (sfclab's client) from and to VM endpoints, ndr and rtt to a VM
 // destination, and VM functions between namespace endpoints load.
 func TestLoadVMEndpoint(t *testing.T) {
 	const flows = "flows: {flows: [{chain: c, protocol: tcp, duration: 2s}]}"
@@ -304,7 +304,8 @@ func TestLoadVMEndpoint(t *testing.T) {
 		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", ""},
 		{"vm ends, rtt", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {}", `scenario "s": source client is a VM, and rtt cannot measure from a guest yet`},
 		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, ""},
-		{"vm client, flows and http", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", flows + "\n  http: {requests: 10}", `scenario "s": source client is a VM, and http cannot measure from a guest yet`},
+		{"vm client, flows and http", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", flows + "\n  http: {requests: 10, objects: [1k]}", ""},
+		{"vm client, http with ab", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", `scenario "s": source client is a VM, and http's ab cannot measure from a guest yet`},
 		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {

@@ -117,7 +117,11 @@ func (e *Experiment) Steps(s *Scenario) ([]Step, error) {
 				}
 			}
 		}
-		steps = append(steps, Step{Name: httpprobe.Name, Probes: ps, Self: HTTPClientNode})
+		self := HTTPClientNode
+		if guestSource(s) { // the client runs in the guest, inside its QEMU's (the node's) cgroup
+			self = ""
+		}
+		steps = append(steps, Step{Name: httpprobe.Name, Probes: ps, Self: self})
 	}
 	if n := pr.NDR; n != nil {
 		cfg, err := n.Config() // validated when the experiment was loaded
@@ -208,4 +212,17 @@ func (s Step) RunProbes(ctx context.Context, env probe.Env, emit emitter) error 
 		}
 	}
 	return nil
+}
+
+// guestSource reports whether scenario s's chain starts at a VM endpoint.
+func guestSource(s *Scenario) bool {
+	if s == nil || s.Plan == nil {
+		return false
+	}
+	c, err := s.Plan.ProbeChain(s.Chain)
+	if err != nil || len(c.Path) == 0 {
+		return false
+	}
+	n := s.Plan.Node(c.Path[0])
+	return n != nil && n.VM != nil
 }

@@ -2,6 +2,8 @@ package experiment
 
 import (
 	"fmt"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -55,5 +57,32 @@ func TestSteps(t *testing.T) {
 				t.Errorf("steps\n got %s\nwant %s", g, c.want)
 			}
 		})
+	}
+}
+
+// TestStepsHTTPFromGuest: the http step counts sfclab's own process as the client's node
+// (sfclab-http-client) when the source is a namespace, whose client runs in sfclab; not when
+// the source is a VM, whose guest runs the client inside its QEMU, in the node's cgroup.
+func TestStepsHTTPFromGuest(t *testing.T) {
+	for _, tc := range []struct{ client, self string }{
+		{"{kind: client}", HTTPClientNode},
+		{"{kind: client, vm: {}}", ""},
+	} {
+		dir := t.TempDir()
+		lab := "name: vmstep\nendpoints:\n  client: " + tc.client + "\n  server: {kind: http-server}\nfunctions:\n  fwd: {kind: forwarder}\nchains:\n  - {name: c, from: client, to: server, hops: [fwd]}\n"
+		if err := os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(lab), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		e, err := Load(write(t, "name: e\nscenarios:\n  - {name: s, lab: '"+filepath.Join(dir, "lab.yaml")+"'}\nprobes:\n  http: {requests: 10, objects: [1k]}\n"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		steps, err := e.Steps(e.Scenarios[0])
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(steps) != 1 || steps[0].Name != "http" || steps[0].Self != tc.self {
+			t.Errorf("client %s: steps %+v; want the http step with self %q", tc.client, steps, tc.self)
+		}
 	}
 }

@@ -1,6 +1,7 @@
 package report
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 
@@ -56,4 +57,83 @@ func contains(v []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// TestRTTTrendsPairsTCGGuard: rtt's trends (Kendall tau-b over background counts) and pairs
+// (Wilcoxon over two bases' common cells) are taken over scenarios that all ran on a real CPU
+// or all ran VMs under TCG, and never over a mix: a trend whose cells mix an emulated CPU with a
+// real one is left out with a note, and a pair of a TCG base with a real-CPU base is not made.
+func TestRTTTrendsPairsTCGGuard(t *testing.T) {
+	// cells gives base's scenarios at background counts 0, 8 and 32, four trials each, on the
+	// runtimes rt(count) ("netns" or "netns/vm"); RTT grows with the count, b is half of a.
+	cells := func(base string, scale float64, rt func(count int) string) []results.Sample {
+		var out []results.Sample
+		for _, c := range []int{0, 8, 32} {
+			name := base + ".bg-0"
+			if c > 0 {
+				name = base + ".bg-cpu-sender-" + strconv.Itoa(c)
+			}
+			for _, r := range strings.Split(rt(c), "/") {
+				out = append(out, results.Sample{Scenario: name, Trial: 1, Probe: "deploy", Metric: MetricDeployTime, Value: 2, Unit: "s",
+					Labels: map[string]string{"nodes": "3", "runtime": r}})
+			}
+			for trial := 1; trial <= 4; trial++ {
+				for _, s := range rttSamples(name, c, "cpu", 20, scale*float64(1+c)*(1+0.01*float64(trial)), scale/20) {
+					s.Trial = trial
+					out = append(out, s)
+				}
+			}
+		}
+		return out
+	}
+	const netns, vm = "netns", "netns/vm"
+	all := func(rt string) func(int) string { return func(int) string { return rt } }
+	for _, tc := range []struct {
+		name   string
+		a, b   func(int) string
+		trends int  // trends made (one per base whose cells may be compared)
+		pair   bool // a and b set against each other
+		note   string
+	}{
+		{"both real CPU", all(netns), all(netns), 2, true, ""},
+		{"both TCG", all(vm), all(vm), 2, true, ""},
+		{"one TCG, one not", all(vm), all(netns), 2, false, ""},
+		{"a's trend mixes TCG and a real CPU", func(c int) string {
+			if c == 0 {
+				return netns
+			}
+			return vm
+		}, all(netns), 1, false, "No RTT trend for a (rate 1000): some of its scenarios ran VMs under TCG"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			samples := append(cells("a", 0.02, tc.a), cells("b", 0.01, tc.b)...)
+			r, err := Build(Input{Run: results.Run{Experiment: "e", Complete: true, Env: map[string]string{EnvVMAccel: "tcg: no KVM"}}, Samples: samples})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(r.RTTTrends) != tc.trends {
+				t.Errorf("trends %+v: want %d", r.RTTTrends, tc.trends)
+			}
+			for _, tr := range r.RTTTrends {
+				if len(tr.Counts) != 3 || tr.Tau < 0.5 {
+					t.Errorf("trend %+v: want counts 0, 8, 32 and a strong positive tau", tr)
+				}
+			}
+			if got := len(r.RTTPairs) == 1; got != tc.pair {
+				t.Errorf("pairs %+v: want a pair of a and b: %v", r.RTTPairs, tc.pair)
+			} else if got && (r.RTTPairs[0].Pairs != 3 || r.RTTPairs[0].Ratio < 0.49 || r.RTTPairs[0].Ratio > 0.51) {
+				t.Errorf("pair %+v: want 3 cells, b/a 0.5", r.RTTPairs[0])
+			}
+			var noted bool
+			for _, n := range r.Notes {
+				noted = noted || (tc.note != "" && strings.Contains(n, tc.note))
+				if tc.note == "" && strings.Contains(n, "No RTT trend") {
+					t.Errorf("unexpected note %q", n)
+				}
+			}
+			if tc.note != "" && !noted {
+				t.Errorf("notes %q lack %q", r.Notes, tc.note)
+			}
+		})
+	}
 }

@@ -16,6 +16,7 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/internal/testroot"
+	"github.com/sfclab/sfclab/probe/http/load"
 )
 
 // hostNode is a probe.Node for the host's own namespace.
@@ -61,11 +62,11 @@ func TestClientTimesOut(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 5 || res.answers != 0 || !errors.Is(res.firstErr, os.ErrDeadlineExceeded) || took > 2*time.Second {
-		t.Errorf("silent server: %d errors, %d answers, first %v, in %s; want 5 timeouts in about 0.6 s", res.errors, res.answers, res.firstErr, took)
+	if res.Errors != 5 || res.Answers != 0 || !errors.Is(res.FirstErr, os.ErrDeadlineExceeded) || took > 2*time.Second {
+		t.Errorf("silent server: %d errors, %d answers, first %v, in %s; want 5 timeouts in about 0.6 s", res.Errors, res.Answers, res.FirstErr, took)
 	}
 	// Not a dead chain: DeadAfter failures are needed for that.
-	if res.dead {
+	if res.Dead {
 		t.Error("5 timeouts made the chain dead")
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 300*time.Millisecond)
@@ -73,8 +74,8 @@ func TestClientTimesOut(t *testing.T) {
 	t0 = time.Now()
 	res, err = runLoad(ctx, hostNode{}, target(t, l, 10), Config{Requests: 1000, Concurrency: 4, Timeout: 10 * time.Second})
 	took = time.Since(t0)
-	if err != nil || took > time.Second || res.finished != 0 {
-		t.Errorf("run cut by its deadline: %v, %d finished, in %s; want nothing finished, back in about 0.3 s", err, res.finished, took)
+	if err != nil || took > time.Second || res.Finished != 0 {
+		t.Errorf("run cut by its deadline: %v, %d finished, in %s; want nothing finished, back in about 0.3 s", err, res.Finished, took)
 	}
 }
 
@@ -109,7 +110,7 @@ func TestClientKeepAlive(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if res.errors != 0 || res.answers != 50 || res.bytes != 50*10240 || len(res.times) != 50 {
+		if res.Errors != 0 || res.Answers != 50 || res.Bytes != 50*10240 || len(res.Times) != 50 {
 			t.Errorf("keepalive %v: %+v", ka, res)
 		}
 		want := int64(50)
@@ -126,39 +127,8 @@ func TestClientKeepAlive(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 3 || res.answers != 3 {
-		t.Errorf("short bodies: %d errors, %d answers (first %v); want 3 and 3", res.errors, res.answers, res.firstErr)
-	}
-}
-
-func TestParseHead(t *testing.T) {
-	for _, tc := range []struct {
-		head    string
-		status  int
-		length  int64
-		closing bool
-		bad     bool
-	}{
-		{"HTTP/1.1 200 OK\r\nContent-Length: 10\r\n", 200, 10, false, false},
-		{"HTTP/1.1 200 OK\r\ncontent-length: 10\r\nConnection: close\r\n", 200, 10, true, false},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 10\r\n", 200, 10, true, false},
-		{"HTTP/1.0 200 OK\r\nContent-Length: 10\r\nConnection: keep-alive\r\n", 200, 10, false, false},
-		{"HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n", 200, -1, true, false},
-		{"HTTP/1.1 304 Not Modified\r\n", 304, 0, false, false},
-		{"HTTP/1.1 200 OK\r\n", 200, -1, true, false},
-		{"HTTP/1.1 503 Service Unavailable\r\nContent-Length: 3000\r\n", 503, 3000, false, false},
-		{"SSH-2.0-OpenSSH\r\n", 0, 0, false, true},
-		{"HTTP/1.1 200 OK\r\nContent-Length: -1\r\n", 0, 0, false, true},
-	} {
-		c := &conn{length: -1}
-		err := parseHead(c, []byte(tc.head))
-		if (err != nil) != tc.bad {
-			t.Errorf("%q: error %v", tc.head, err)
-			continue
-		}
-		if !tc.bad && (c.status != tc.status || c.length != tc.length || c.closing != tc.closing) {
-			t.Errorf("%q: status %d length %d closing %v", tc.head, c.status, c.length, c.closing)
-		}
+	if res.Errors != 3 || res.Answers != 3 {
+		t.Errorf("short bodies: %d errors, %d answers (first %v); want 3 and 3", res.Errors, res.Answers, res.FirstErr)
 	}
 }
 
@@ -196,12 +166,12 @@ func TestClientPhases(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.errors != 0 || len(res.phases) != 5 {
-		t.Fatalf("%d errors (%v), %d requests with phases; want 0 and 5", res.errors, res.firstErr, len(res.phases))
+	if res.Errors != 0 || len(res.Phases) != 5 {
+		t.Fatalf("%d errors (%v), %d requests with phases; want 0 and 5", res.Errors, res.FirstErr, len(res.Phases))
 	}
 	got := map[string]phaseStat{}
 	sum := 0.0
-	for _, ph := range phaseStats(res.phases) {
+	for _, ph := range phaseStats(res.Phases) {
 		got[ph.name] = ph
 		sum += ph.mean
 	}
@@ -211,10 +181,65 @@ func TestClientPhases(t *testing.T) {
 		}
 	}
 	mean := 0.0
-	for _, r := range res.times {
-		mean += r.ms / float64(len(res.times))
+	for _, r := range res.Times {
+		mean += r.MS / float64(len(res.Times))
 	}
 	if math.Abs(sum-mean) > 0.01 {
 		t.Errorf("phase means add up to %.4f ms, the mean request time is %.4f ms", sum, mean)
+	}
+}
+
+// guestNode is a source whose stack Go code cannot enter (Do fails), as a VM guest: it runs
+// the load generator itself, here on this machine with a clock an hour behind the host's.
+type guestNode struct{ hostNode }
+
+func (guestNode) Do(func() error) error              { return errors.New("a guest's stack") }
+func (guestNode) GroupRuns(int, string) bool         { return false }
+func (guestNode) StopGroup(int, time.Duration) error { return nil }
+func (guestNode) HTTPLoad(ctx context.Context, s load.Spec) (*load.Result, error) {
+	res, err := load.Run(ctx, s, func(f func() error) error { return f() })
+	if res != nil {
+		for i := range res.Times {
+			res.Times[i].At = res.Times[i].At.Add(-time.Hour)
+		}
+		res.FirstErr = nil // lost on the agent's wire; FirstError is kept
+	}
+	return res, err
+}
+
+// TestClientInGuest: from a guest source the probe has the guest run the load generator
+// (Guest) instead of entering its stack, and dates the requests by the host's clock, never by
+// the guest's; a guest's first error, which comes back as text, is still an error.
+func TestClientInGuest(t *testing.T) {
+	l, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &nethttp.Server{Handler: nethttp.HandlerFunc(func(w nethttp.ResponseWriter, _ *nethttp.Request) {
+		w.Header().Set("Content-Length", "10")
+		w.Write([]byte("0123456789"))
+	})}
+	go srv.Serve(l)
+	defer srv.Close()
+	before := time.Now()
+	res, err := runLoad(context.Background(), guestNode{}, target(t, l, 10), Config{Requests: 8, Concurrency: 2, Timeout: 2 * time.Second})
+	after := time.Now()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Answers != 8 || res.Errors != 0 || len(res.Times) != 8 {
+		t.Fatalf("result %+v; want 8 answered requests", res)
+	}
+	for _, x := range res.Times {
+		if x.At.Before(before) || x.At.After(after) || !(x.MS > 0) {
+			t.Errorf("request %+v: want it dated by the host (between %s and %s) and timed", x, before, after)
+		}
+	}
+	res, err = runLoad(context.Background(), guestNode{}, target(t, l, 20), Config{Requests: 2, Concurrency: 1, Timeout: 2 * time.Second})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if res.Errors != 2 || res.FirstErr == nil || res.FirstErr.Error() != res.FirstError {
+		t.Errorf("short bodies from a guest: %d errors, first %v (%q); want 2 and the error", res.Errors, res.FirstErr, res.FirstError)
 	}
 }

@@ -16,15 +16,18 @@ import (
 	"fmt"
 	"maps"
 	"net/netip"
+	"runtime"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/http/load"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
 	"github.com/sfclab/sfclab/spec"
+	"golang.org/x/sys/unix"
 )
 
 // Name is the probe's name in samples.
@@ -236,28 +239,28 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	}
 	labels := map[string]string{"object": t.Object, "concurrency": strconv.Itoa(cfg.Concurrency),
 		"keepalive": strconv.FormatBool(cfg.KeepAlive), "via": via}
-	for _, r := range res.times {
-		s := metric.HTTPRequestTime.Sample(r.ms, labels)
-		s.Time = r.at
+	for _, r := range res.Times {
+		s := metric.HTTPRequestTime.Sample(r.MS, labels)
+		s.Time = r.At
 		emit(s)
 	}
 	sum := func(d metric.Def, v float64) { emit(d.Sample(v, labels)) }
-	sum(metric.HTTPTotalTime, res.total.Seconds())
+	sum(metric.HTTPTotalTime, res.Total.Seconds())
 	rps := 0.0
-	if res.total > 0 {
-		rps = float64(res.finished) / res.total.Seconds()
+	if res.Total > 0 {
+		rps = float64(res.Finished) / res.Total.Seconds()
 	}
 	sum(metric.HTTPRPS, rps)
 	errLabels := labels
-	if res.firstErr != nil { // say why, on the errors sample
+	if res.FirstErr != nil { // say why, on the errors sample
 		errLabels = maps.Clone(labels)
-		errLabels["first_error"] = res.firstErr.Error()
+		errLabels["first_error"] = res.FirstErr.Error()
 	}
-	emit(metric.HTTPErrors.Sample(float64(res.errors), errLabels))
-	sum(metric.HTTPNon2xx, float64(res.non2xx))
-	sum(metric.HTTPBytes, float64(res.bytes))
-	sum(metric.HTTPRequests, float64(res.finished))
-	for _, ph := range phaseStats(res.phases) {
+	emit(metric.HTTPErrors.Sample(float64(res.Errors), errLabels))
+	sum(metric.HTTPNon2xx, float64(res.Non2xx))
+	sum(metric.HTTPBytes, float64(res.Bytes))
+	sum(metric.HTTPRequests, float64(res.Finished))
+	for _, ph := range phaseStats(res.Phases) {
 		l := maps.Clone(labels)
 		l["phase"] = ph.name
 		emit(metric.HTTPPhaseMedian.Sample(ph.median, l))
@@ -265,82 +268,53 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 	}
 
 	switch {
-	case res.dead:
-		return fmt.Errorf("%s: %w; first error: %v", what, ErrDeadChain, res.firstErr)
-	case ctx.Err() != nil && res.finished < int64(cfg.Requests):
-		return fmt.Errorf("%s: stopped after %d of %d requests (deadline %s): %w", what, res.finished, cfg.Requests, cfg.Deadline, ctx.Err())
+	case res.Dead:
+		return fmt.Errorf("%s: %w; first error: %v", what, ErrDeadChain, res.FirstErr)
+	case ctx.Err() != nil && res.Finished < int64(cfg.Requests):
+		return fmt.Errorf("%s: stopped after %d of %d requests (deadline %s): %w", what, res.Finished, cfg.Requests, cfg.Deadline, ctx.Err())
 	}
 	return nil
 }
 
-type timing struct {
-	ms float64
-	at time.Time
+// Guest is a source node whose network stack Go code cannot enter (a VM guest): it runs the
+// load generator itself (its agent runs load.Run) and returns the result, timed by its own
+// clock.
+type Guest interface {
+	HTTPLoad(ctx context.Context, s load.Spec) (*load.Result, error)
 }
 
-type loadResult struct {
-	total                                    time.Duration
-	finished, errors, non2xx, bytes, answers int64
-	times                                    []timing
-	phases                                   []Phases
-	dead                                     bool
-	firstErr                                 error
+// loadSpec is the load generator's run of cfg against t.
+func loadSpec(t Target, cfg Config) load.Spec {
+	return load.Spec{URL: t.URL, Proxy: t.Proxy, Size: t.Size, Requests: cfg.Requests, Concurrency: cfg.Concurrency,
+		KeepAlive: cfg.KeepAlive, Timeout: cfg.Timeout, Deadline: cfg.Deadline, DeadAfter: DeadAfter}
 }
 
-// runLoad runs the requests on one thread inside the source node (see client), and
-// collects their outcomes.
-func runLoad(ctx context.Context, src probe.Node, t Target, cfg Config) (*loadResult, error) {
-	req, addr, err := request(t, cfg.KeepAlive)
-	if err != nil {
-		return nil, err
-	}
-	res := &loadResult{}
-	times := make([]timing, 0, cfg.Requests)
-	var start time.Time
-	var last time.Time
-	cl := &client{req: req, addr: addr, size: t.Size, keepAlive: cfg.KeepAlive, timeout: cfg.Timeout,
-		n: int64(cfg.Requests), done: func(o outcome) bool {
-			res.finished++
-			res.bytes += o.bytes
-			last = o.end
-			if o.status != 0 {
-				res.answers++
-				if o.status < 200 || o.status > 299 {
-					res.non2xx++
-				}
+// runLoad runs the requests on one thread inside the source node (see package load), or in
+// a guest source through its agent (Guest); it collects their outcomes.
+func runLoad(ctx context.Context, src probe.Node, t Target, cfg Config) (*load.Result, error) {
+	if g, ok := src.(Guest); ok {
+		if _, in := probe.InGuest(src); in {
+			res, err := g.HTTPLoad(ctx, loadSpec(t, cfg))
+			if res == nil {
+				return nil, err
 			}
-			if o.err != nil {
-				res.errors++
-				if res.firstErr == nil {
-					res.firstErr = o.err
-				}
-				if res.answers == 0 && res.errors >= DeadAfter {
-					res.dead = true
-					return false
-				}
-				return true
+			// The guest's clock dates its requests' ends: the samples are stamped with the
+			// host's time now, as tcprtt's from a guest; durations stay the guest's.
+			now := time.Now()
+			for i := range res.Times {
+				res.Times[i].At = now
 			}
-			times = append(times, timing{ms: float64(o.end.Sub(o.start).Nanoseconds()) / 1e6, at: o.end})
-			if ph, ok := o.phases(); ok {
-				res.phases = append(res.phases, ph)
+			if res.FirstError != "" && res.FirstErr == nil {
+				res.FirstErr = errors.New(res.FirstError)
 			}
-			return true
-		}}
-	err = inNode(src, func() error {
-		start = time.Now()
-		return cl.run(ctx, cfg.Concurrency)
-	})
-	if err != nil && ctx.Err() == nil {
-		return nil, err
+			return res, err
+		}
 	}
-	if !last.IsZero() {
-		res.total = last.Sub(start)
-	} else {
-		res.total = time.Since(start)
-	}
-	res.times = times
-	return res, nil
+	return load.Run(ctx, loadSpec(t, cfg), func(f func() error) error { return inNode(src, f) })
 }
+
+// Phases splits an answered request's time into what it waited for (load.Phases).
+type Phases = load.Phases
 
 type phaseStat struct {
 	name         string
@@ -378,4 +352,37 @@ func phaseStats(ps []Phases) []phaseStat {
 		out = append(out, phaseStat{name: g.name, median: med, mean: total / float64(len(v))})
 	}
 	return out
+}
+
+// inNode runs fn on an OS thread moved into the source node's network namespace (fn's
+// sockets belong to the node), then moves the thread back. If the thread cannot move back it
+// stays locked, so it ends with the goroutine and nothing else runs there.
+//
+// Equivalent to: ip netns exec NODE ...
+func inNode(src probe.Node, fn func() error) error {
+	var node int
+	if err := src.Do(func() (err error) {
+		node, err = unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+		return err
+	}); err != nil {
+		return fmt.Errorf("open the source node's network namespace: %w", err)
+	}
+	defer unix.Close(node)
+	runtime.LockOSThread()
+	host, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
+	if err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("open the host network namespace: %w", err)
+	}
+	defer unix.Close(host)
+	if err := unix.Setns(node, unix.CLONE_NEWNET); err != nil {
+		runtime.UnlockOSThread()
+		return fmt.Errorf("enter the source node's network namespace: %w", err)
+	}
+	ferr := fn()
+	if err := unix.Setns(host, unix.CLONE_NEWNET); err != nil {
+		return errors.Join(ferr, fmt.Errorf("leave the source node's network namespace: %w", err))
+	}
+	runtime.UnlockOSThread()
+	return ferr
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/probe/http/load"
 	"github.com/sfclab/sfclab/probe/ndr/count"
 	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
@@ -42,6 +43,8 @@ type request struct {
 	Net string `json:"net,omitempty"`
 	// TCPRTT is a tcprtt client run to Addr (echo.go).
 	TCPRTT *exchange.Config `json:"tcprtt,omitempty"`
+	// HTTP is an http probe's load generator run (httpload.go).
+	HTTP *load.Spec `json:"http,omitempty"`
 	// Port is the ndr receiver's port, Trial the trial whose count is read (count.go; the
 	// receiver's number is PID, the time its count must not have grown Grace).
 	Port  uint16 `json:"port,omitempty"`
@@ -62,6 +65,8 @@ type response struct {
 	Exchanges []time.Duration `json:"exchanges,omitempty"`
 	// Reading is an ndr receiver's count of a trial (count.go).
 	Reading *count.Reading `json:"reading,omitempty"`
+	// HTTP is an http load generator run's result, timed in the guest (httpload.go).
+	HTTP *load.Result `json:"http,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

@@ -46,6 +46,17 @@ functions:
 chains:
   - {name: c, from: client, to: server, hops: [fwd]}
 `
+	// vmICMPLab is vmServerLab with a namespace forwarder: one guest, the destination.
+	vmICMPLab = `
+name: vmprobe-icmp
+endpoints:
+  client: {kind: client}
+  server: {kind: server, vm: {cpus: 1, memory: 512}}
+functions:
+  fwd: {kind: forwarder}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
 	vmClientLab = `
 name: vmprobe-cli
 endpoints:
@@ -88,7 +99,15 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 	if err != nil {
 		t.Fatal(err)
 	}
-	j := journal.Journal{Root: t.TempDir()}
+	// The labs' state is read by daemons that drop root (Apache as www-data): its directory
+	// and the test's temporary directory above it must be searchable by others.
+	root := t.TempDir()
+	for _, d := range []string{filepath.Dir(root), root} {
+		if err := os.Chmod(d, 0o755); err != nil {
+			t.Fatal(err)
+		}
+	}
+	j := journal.Journal{Root: root}
 	r := &bench.Runner{Deployer: &deploy.Deployer{Journal: j}, Version: "test", Log: t.Logf}
 	done := make(chan struct{})
 	if during != nil {
@@ -139,20 +158,24 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	// The VM destination also answers rtt's UDP echoes (its agent's responder) and counts
-	// ndr's search (its agent's receiver); a VM source cannot run them yet.
+	// ndr's search (its agent's receiver); a VM source cannot run them yet. The short
+	// scenario vm-icmp (one VM: the destination, behind a namespace forwarder) sends rtt's
+	// ICMP echoes to a guest, answered by its kernel with no server.
 	outcome, store, rep := runBench(t, []benchScenario{
 		{"vm-server", vmServerLab, "{iperf3: {duration: 2s}, ping: {count: 5, interval: 200ms}, tcprtt: {connects: 5, requests: 20}, " +
 			"rtt: {protocol: udp, rate: [100], count: 30}, ndr: {trial: 300ms, drain: 200ms, max_trials: 6, max_rate: 20kpps, precision: 10%}}"},
-		{"vm-client", vmClientLab, ""}},
+		{"vm-client", vmClientLab, ""},
+		{"vm-icmp", vmICMPLab, "{rtt: {protocol: icmp, rate: [100], count: 30}}"}},
 		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n  tcprtt: {connects: 5, requests: 20}\n", nil)
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
 			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
 		}
+		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
-	if outcome.Failed != 0 || len(trials) != 2 {
-		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
+	if outcome.Failed != 0 || len(trials) != 3 {
+		t.Fatalf("outcome %+v, %d trials; want 3 passed", outcome, len(trials))
 	}
 	samples, _ := store.Samples()
 	for _, s := range []string{"vm-server", "vm-client"} {
@@ -191,6 +214,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 		}
 	}
 	checkGuestRTTNDR(t, samples, "vm-server")
+	checkGuestICMP(t, samples, "vm-icmp")
 	var md bytes.Buffer
 	if err := rep.Markdown(&md); err != nil {
 		t.Fatal(err)
@@ -264,6 +288,31 @@ func checkGuestRTTNDR(t *testing.T, samples []results.Sample, s string) {
 	if ndrPPS <= 0 {
 		t.Errorf("%s: ndr found no loss-free rate into the guest (NDR %v): the guest's count lost even the slowest trials", s, ndrPPS)
 	}
+}
+
+// checkGuestICMP checks scenario s's rtt over ICMP to a VM destination: every echo was answered
+// (by the guest's kernel) and timed.
+func checkGuestICMP(t *testing.T, samples []results.Sample, s string) {
+	t.Helper()
+	var rtts []float64
+	var received, sent float64 = -1, -1
+	for _, x := range samples {
+		if x.Scenario != s || x.Probe != rtt.Name || x.Labels["protocol"] != rtt.ProtoICMP {
+			continue
+		}
+		switch x.Metric {
+		case metric.RTTRoundTrip.Metric:
+			rtts = append(rtts, x.Value)
+		case "received":
+			received = x.Value
+		case "sent":
+			sent = x.Value
+		}
+	}
+	if len(rtts) != 30 || sent != 30 || received != 30 || slices.ContainsFunc(rtts, func(v float64) bool { return !(v > 0) }) {
+		t.Errorf("%s: rtt icmp: %d round trips, sent %v, received %v; want 30 each, every one > 0 (the guest's kernel answers)", s, len(rtts), sent, received)
+	}
+	t.Logf("%s: rtt icmp to the guest's kernel: %d echoes, median %.3f ms", s, len(rtts), median(rtts))
 }
 
 func median(v []float64) float64 {

@@ -1,19 +1,21 @@
-package http
+// Package load is the http probe's load generator: a client built as ab is (one thread,
+// non-blocking sockets, one epoll set), run in the calling thread's network stack. It is
+// split from package http (which resolves targets and emits samples) so that the VM guest
+// agent, sfclab-guest, can run it in a guest source without linking the probe and results
+// packages (runtime/vm's TestGuestAgentDeps).
+package load
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"net"
 	"net/netip"
 	"os"
-	"runtime"
 	"strconv"
 	"syscall"
 	"time"
 
-	"github.com/sfclab/sfclab/probe"
 	"golang.org/x/sys/unix"
 )
 
@@ -431,19 +433,20 @@ func (cl *client) drop(c *conn) {
 	c.seq = -1
 }
 
-// request renders the GET request ab sends (HTTP/1.0, asking for keep-alive with -k), and the
-// address to connect to.
-func request(t Target, keepAlive bool) ([]byte, netip.AddrPort, error) {
-	target, host, ok := cutURL(t.URL)
+// request renders the GET request ab sends (HTTP/1.0, asking for keep-alive with -k) for url
+// (http://ADDR:PORT/PATH), and the address to connect to: proxy when it is valid (the request
+// then names the whole url).
+func request(url string, proxy netip.AddrPort, keepAlive bool) ([]byte, netip.AddrPort, error) {
+	target, host, ok := cutURL(url)
 	if !ok {
-		return nil, netip.AddrPort{}, fmt.Errorf("url %s: not http://ADDR:PORT/PATH", t.URL)
+		return nil, netip.AddrPort{}, fmt.Errorf("url %s: not http://ADDR:PORT/PATH", url)
 	}
 	dial, err := netip.ParseAddrPort(host)
 	if err != nil {
-		return nil, netip.AddrPort{}, fmt.Errorf("url %s: the host is not an address and port: %w", t.URL, err)
+		return nil, netip.AddrPort{}, fmt.Errorf("url %s: the host is not an address and port: %w", url, err)
 	}
-	if t.Proxy.IsValid() {
-		target, dial = t.URL, t.Proxy
+	if proxy.IsValid() {
+		target, dial = url, proxy
 	}
 	if !dial.Addr().Is4() {
 		return nil, netip.AddrPort{}, fmt.Errorf("dial %s: sfclab labs are IPv4", dial)
@@ -468,37 +471,4 @@ func cutURL(u string) (path, host string, ok bool) {
 		return "/", string(rest), true
 	}
 	return string(rest[i:]), string(rest[:i]), true
-}
-
-// inNode runs fn on an OS thread moved into the source node's network namespace (fn's
-// sockets belong to the node), then moves the thread back. If the thread cannot move back it
-// stays locked, so it ends with the goroutine and nothing else runs there.
-//
-// Equivalent to: ip netns exec NODE ...
-func inNode(src probe.Node, fn func() error) error {
-	var node int
-	if err := src.Do(func() (err error) {
-		node, err = unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-		return err
-	}); err != nil {
-		return fmt.Errorf("open the source node's network namespace: %w", err)
-	}
-	defer unix.Close(node)
-	runtime.LockOSThread()
-	host, err := unix.Open("/proc/thread-self/ns/net", unix.O_RDONLY|unix.O_CLOEXEC, 0)
-	if err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("open the host network namespace: %w", err)
-	}
-	defer unix.Close(host)
-	if err := unix.Setns(node, unix.CLONE_NEWNET); err != nil {
-		runtime.UnlockOSThread()
-		return fmt.Errorf("enter the source node's network namespace: %w", err)
-	}
-	ferr := fn()
-	if err := unix.Setns(host, unix.CLONE_NEWNET); err != nil {
-		return errors.Join(ferr, fmt.Errorf("leave the source node's network namespace: %w", err))
-	}
-	runtime.UnlockOSThread()
-	return ferr
 }
