@@ -278,3 +278,32 @@ func TestTransparentDocker(t *testing.T) {
 		t.Errorf("netns plan changed: err %v, %d segments", err, len(p.Segments))
 	}
 }
+
+// TestWriteTextLabImage: a kubernetes lab's own image (docker.image) is the plan's, and in
+// its text; one without names none.
+func TestWriteTextLabImage(t *testing.T) {
+	for _, image := range []string{"", "example.org/node:1"} {
+		var buf bytes.Buffer
+		src := "name: img\nruntime: kubernetes\nendpoints:\n  client: {kind: client}\n  server: {kind: server}\nfunctions:\n  fw: {kind: forwarder}\nchains:\n  - {from: client, to: server, hops: [fw]}\n"
+		if image != "" {
+			src = strings.Replace(src, "runtime: kubernetes\n", "runtime: kubernetes\ndocker: {image: "+image+"}\n", 1)
+		}
+		lab, err := spec.Decode([]byte(src), "i.yaml", kinds.Spec())
+		if err != nil {
+			t.Fatal(err)
+		}
+		p, err := plan.Build(lab)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Image != image {
+			t.Errorf("plan image %q, want %q", p.Image, image)
+		}
+		if err := p.WriteText(&buf); err != nil {
+			t.Fatal(err)
+		}
+		if got := strings.Contains(buf.String(), "image example.org/node:1\n"); got != (image != "") {
+			t.Errorf("image %q: plan text\n%s", image, buf.String())
+		}
+	}
+}

@@ -27,6 +27,8 @@ func (p *Plan) WriteText(w io.Writer) error {
 		for _, pub := range p.Publish {
 			fmt.Fprintf(tw, "publish %s:%d -> %s:%d/%s\n", pub.HostIP, pub.HostPort, pub.Node, pub.Port, pub.Protocol)
 		}
+	} else if p.Image != "" {
+		fmt.Fprintf(tw, "image %s\n", p.Image)
 	}
 	if p.Transparent != nil {
 		if err := tw.Flush(); err != nil {

@@ -69,8 +69,11 @@ func (b *builder) bad(p spec.Pos, format string, args ...any) {
 func (b *builder) build() {
 	lab := b.lab
 	b.plan = &Plan{Lab: lab.Name, Runtime: lab.Runtime, Steering: lab.Steering, MTU: lab.MTU}
+	if lab.Traits().Images {
+		b.plan.Image = lab.Docker.Image
+	}
 	if lab.Traits().Containers {
-		b.plan.Image, b.plan.Attach = lab.Docker.Image, lab.Docker.Attach
+		b.plan.Attach = lab.Docker.Attach
 	}
 	if lab.Steering == spec.SteeringTransparent {
 		b.transparent()

@@ -14,6 +14,9 @@ type RuntimeTraits struct {
 	// every lab on the host), and a port may be published on the host (attach: nat). A
 	// container's namespace has no name: it is reached through the runtime's node.
 	Containers bool
+	// Images says every node runs a container image: sfclab's node image, or the lab's own
+	// (docker.image). True of the docker and kubernetes runtimes.
+	Images bool
 	// Machines says every service function is a virtual machine of its own (with the
 	// default vm: settings unless the file gives some).
 	Machines bool
@@ -27,8 +30,8 @@ var runtimes = []struct {
 	traits RuntimeTraits
 }{
 	{RuntimeNetns, RuntimeTraits{}},
-	{RuntimeDocker, RuntimeTraits{Containers: true}},
-	{RuntimeKubernetes, RuntimeTraits{}},
+	{RuntimeDocker, RuntimeTraits{Containers: true, Images: true}},
+	{RuntimeKubernetes, RuntimeTraits{Images: true}},
 	{RuntimeVM, RuntimeTraits{Machines: true}},
 }
 

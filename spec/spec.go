@@ -54,7 +54,8 @@ type Lab struct {
 	Links string `yaml:"links,omitempty" json:"links,omitempty"`
 	// MTU of every lab interface; 0 means 1500.
 	MTU int `yaml:"mtu,omitempty" json:"mtu,omitempty"`
-	// Docker configures the docker runtime.
+	// Docker configures the container runtimes: Image is the docker and kubernetes runtimes'
+	// (the image every container or pod runs), Attach the docker runtime's.
 	Docker Docker `yaml:"docker,omitempty" json:"docker,omitempty"`
 	// Addressing says where segment subnets come from.
 	Addressing Addressing `yaml:"addressing,omitempty" json:"addressing,omitempty"`
@@ -95,9 +96,11 @@ const (
 	AttachNAT = "nat"
 )
 
-// Docker configures the docker runtime.
+// Docker configures the container runtimes: Image is the docker and kubernetes runtimes'
+// (the image every container or pod runs), Attach the docker runtime's.
 type Docker struct {
-	// Image every node runs (default: sfclab's own, built locally by `sfclab images build`).
+	// Image every node runs, a container of the docker runtime or a pod of the kubernetes
+	// one (default: sfclab's own, built locally by `sfclab images build`).
 	Image string `yaml:"image,omitempty" json:"image,omitempty"`
 	// Attach is "routed" (default) or "nat".
 	Attach string `yaml:"attach,omitempty" json:"attach,omitempty"`

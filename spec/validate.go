@@ -66,8 +66,11 @@ func (v *validator) run() {
 	if lab.Docker.Attach != AttachRouted && lab.Docker.Attach != AttachNAT {
 		v.bad(Pos{}, "docker attach %q is not one of routed, nat", lab.Docker.Attach)
 	}
-	if !lab.Traits().Containers && (lab.Docker.Image != "" || lab.Docker.Attach != AttachRouted) {
-		v.bad(Pos{}, "docker: settings need runtime: docker")
+	if !lab.Traits().Containers && lab.Docker.Attach != AttachRouted {
+		v.bad(Pos{}, "docker: settings need runtime: docker (docker.attach is the docker runtime's)")
+	}
+	if !lab.Traits().Images && lab.Docker.Image != "" {
+		v.bad(Pos{}, "docker.image %q needs runtime: docker or kubernetes (runtime %s runs no container image); remove it", lab.Docker.Image, lab.Runtime)
 	}
 	if lab.Steering == "" {
 		lab.Steering = SteeringRouted

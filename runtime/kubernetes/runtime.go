@@ -51,6 +51,7 @@ import (
 	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
+	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // Runtime is the kubernetes runtime.
@@ -98,11 +99,21 @@ func (r Runtime) kubeconfig() string {
 
 func (r Runtime) client() (*client, error) { return loadClient(r.kubeconfig()) }
 
+// image is sfclab's node image, which the agent runs (and every pod of a lab without its own).
 func (r Runtime) image() string {
 	if r.Image != "" {
 		return r.Image
 	}
 	return docker.DefaultImage()
+}
+
+// podImage is the image the pods of a lab run: the lab's own (docker.image), or sfclab's
+// node image.
+func (r Runtime) podImage(p *plan.Plan) string {
+	if p.Image != "" {
+		return p.Image
+	}
+	return r.image()
 }
 
 // journal is the deployer's journal (its root r.StateRoot, or the default).
@@ -371,7 +382,10 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 		out[n.Name] = kn
 		used[kn] = true
 	}
-	image := r.image()
+	images := []string{r.podImage(p)}
+	if images[0] != r.image() {
+		images = append(images, r.image()) // the agent's
+	}
 	for kn := range used {
 		n := byName[kn]
 		if _, ok := n.internalIP(); !ok && len(used) > 1 {
@@ -384,8 +398,17 @@ func (r Runtime) placement(ctx context.Context, c *client, p *plan.Plan) (map[st
 			}
 			return nil, fmt.Errorf("%splace lab %s on Kubernetes node %s: the node %s: no pod of the lab can run there; place its hosts on Ready nodes (kubectl get nodes)", hostPlace(p, kn), p.Lab, kn, state)
 		}
-		if !n.hasImage(image) {
-			return nil, fmt.Errorf("image %s is not on Kubernetes node %s (pods do not pull it): import it there, e.g. `docker save %s | ctr -n k8s.io images import -` on the node, or push it to a registry the node pulls from and set the image", image, kn, image)
+		for i, image := range images {
+			if n.hasImage(image) {
+				continue
+			}
+			what := "sfclab's node image: the lab's pods and the sfclab agent run it"
+			if i > 0 {
+				what = "sfclab's node image, which the sfclab agent runs"
+			} else if p.Image != "" {
+				what = "the lab's docker.image, which its pods run"
+			}
+			return nil, fmt.Errorf("image %s (%s) is not on Kubernetes node %s (pods do not pull it): import it there, e.g. `docker save %s | ctr -n k8s.io images import -` on the node, or push it to a registry the node pulls from and set the image", image, what, kn, image)
 		}
 	}
 	return out, nil
@@ -519,7 +542,7 @@ func (r Runtime) Labs(ctx context.Context) ([]string, error) {
 // InterfacesAfterSysctls is true: Link creates every interface, as the netns runtime does.
 func (Runtime) InterfacesAfterSysctls() bool { return true }
 
-// podSpec is the pod of a node: the node image sleeping, pinned to its Kubernetes node, with
+// podSpec is the pod of a node: the lab's image (podImage) sleeping, pinned to its Kubernetes node, with
 // the lab's node directory (and the sfclab program when its function runs it) mounted at the
 // same paths as on the host, no service account token, no grace period. The node directory's
 // content is hostDir on the Kubernetes node: nodeDir itself on this machine, the lab's
@@ -543,7 +566,7 @@ func (r Runtime) podSpec(p *plan.Plan, n *plan.Node, kubeNode, nodeDir, hostDir,
 			"terminationGracePeriodSeconds": 0,
 			"containers": []map[string]any{{
 				"name":            ContainerName,
-				"image":           r.image(),
+				"image":           r.podImage(p),
 				"imagePullPolicy": "IfNotPresent",
 				"command":         []string{"sleep", "infinity"},
 				"securityContext": map[string]any{"capabilities": map[string]any{"add": []string{"NET_ADMIN", "NET_RAW"}}},
@@ -760,6 +783,13 @@ func (r Runtime) CreateNodes(ctx context.Context, p *plan.Plan, undo runtime.Und
 	if _, err := agentAttach(ctx, c, agents, reqs); err != nil {
 		return nil, err
 	}
+	if p.Image != "" {
+		n := p.Nodes[0]
+		pod := &Node{Name: n.Name, Lab: p.Lab, Netns: n.Netns, Container: ids[n.Name], KubeNode: where[n.Name], Agent: agents[where[n.Name]], c: c}
+		if err := checkPrograms(ctx, p, pod); err != nil {
+			return nil, err
+		}
+	}
 	if afterAttach != nil {
 		afterAttach(agents)
 	}
@@ -807,7 +837,7 @@ func (r Runtime) waitRunning(ctx context.Context, c *client, p *plan.Plan) (map[
 			return false, err
 		}
 		for _, ps := range list.Items {
-			id, err := ps.running(r.image())
+			id, err := ps.running(r.podImage(p))
 			if err != nil {
 				return false, err
 			}
@@ -1112,7 +1142,7 @@ func (r Runtime) Node(ctx context.Context, p *plan.Plan, name string) (runtime.N
 	if err := c.do(ctx, "GET", "/api/v1/namespaces/"+Namespace(p.Lab)+"/pods/"+name, nil, nil, &ps); err != nil {
 		return nil, fmt.Errorf("find node %s: %w", name, err)
 	}
-	id, err := ps.running(r.image())
+	id, err := ps.running(r.podImage(p))
 	if err != nil {
 		return nil, err
 	}
@@ -1486,3 +1516,40 @@ func getNamespace(ctx context.Context, c *client, ns string) (found, deleting bo
 }
 
 var _ runtime.Runtime = Runtime{}
+
+// checkPrograms verifies, before any function is set up, that the lab's own image
+// (docker.image) has every program its functions and run commands need (kinds.Needs), in
+// one request to the agent running `command -v` for each in pod (a pod of the lab: they all
+// run that image). The error names the missing programs, the nodes needing them and what to
+// do, as the docker runtime's does.
+// Equivalent to: kubectl exec POD -- sh -c 'command -v PROG...'
+func checkPrograms(ctx context.Context, p *plan.Plan, pod runtime.Node) error {
+	needs, err := kinds.Needs(p)
+	if err != nil {
+		return err
+	}
+	if len(needs) == 0 {
+		return nil
+	}
+	progs := make([]string, 0, len(needs))
+	who := map[string][]string{}
+	for _, n := range needs {
+		progs = append(progs, n.Program)
+		who[n.Program] = n.Nodes
+	}
+	out, err := pod.Output(ctx, nil, append([]string{"/bin/sh", "-c", programsScript, "sh"}, progs...)...)
+	if err != nil {
+		return fmt.Errorf("check programs in image %s: %w", p.Image, err)
+	}
+	var missing []string
+	for _, prog := range strings.Fields(string(out)) {
+		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who[prog], ", ")))
+	}
+	if len(missing) > 0 {
+		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image (and import it on the cluster's nodes) or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
+	}
+	return nil
+}
+
+// programsScript prints each of its arguments that the image has no program for.
+const programsScript = `for p in "$@"; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done`
