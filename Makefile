@@ -42,13 +42,11 @@ vet:
 	@test -z "$$(gofmt -l .)" || { gofmt -l .; echo "gofmt: files above need formatting"; exit 1; }
 
 # Tests run for real as root against the kernel; packages run one at a time (2 cores).
-# deps (then the images) and cluster run side by side (apt and debootstrap wait on the network
-# and dpkg, the build on the CPU): on a fresh machine that saves their minutes; with everything
-# installed and built all three are no-ops.
+# scripts/test.sh: the cluster's build (only ./runtime/kubernetes needs it) runs in the
+# background, niced, while deps, the images, build, vet and every other package's tests run;
+# ./runtime/kubernetes last. With everything installed and built the build is a no-op.
 test:
-	@$(MAKE) --no-print-directory -j2 --output-sync=target images cluster
-	@$(MAKE) --no-print-directory build vet
-	$(GO) test -count=1 -p 1 -timeout 30m ./...
+	@GO=$(GO) MAKE=$(MAKE) ./scripts/test.sh
 
 # The main job: reproduce study A (on Docker, netns beside; 3 runs x 30 s per scenario, ~20 minutes); the report lands in
 # out/single-host-chain-TIME/report.md and report.html.
