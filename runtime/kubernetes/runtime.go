@@ -1528,28 +1528,9 @@ func checkPrograms(ctx context.Context, p *plan.Plan, pod runtime.Node) error {
 	if err != nil {
 		return err
 	}
-	if len(needs) == 0 {
-		return nil
-	}
-	progs := make([]string, 0, len(needs))
 	who := map[string][]string{}
 	for _, n := range needs {
-		progs = append(progs, n.Program)
 		who[n.Program] = n.Nodes
 	}
-	out, err := pod.Output(ctx, nil, append([]string{"/bin/sh", "-c", programsScript, "sh"}, progs...)...)
-	if err != nil {
-		return fmt.Errorf("check programs in image %s: %w", p.Image, err)
-	}
-	var missing []string
-	for _, prog := range strings.Fields(string(out)) {
-		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who[prog], ", ")))
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image (and import it on the cluster's nodes) or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
-	}
-	return nil
+	return runtime.CheckImagePrograms(ctx, pod, p.Image, who, "(and import it on the cluster's nodes)")
 }
-
-// programsScript prints each of its arguments that the image has no program for.
-const programsScript = `for p in "$@"; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done`
