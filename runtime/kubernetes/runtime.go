@@ -255,9 +255,14 @@ func (n *kubeNode) internalIP() (netip.Addr, bool) {
 // is this machine's): another kubelet on this machine, e.g. in a network namespace of its
 // own, whose pods share sfclab's file system (the lab's node directory).
 func (n *kubeNode) sameKernel() bool {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	id := strings.TrimSpace(string(b))
+	id, err := bootID()
 	return err == nil && id != "" && n.Status.NodeInfo.BootID == id
+}
+
+// bootID is this machine's boot ID: its kernel's, new at every boot.
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b)), err
 }
 
 func (n *kubeNode) ready() bool { return n.readyCondition() == "Ready=True" }
