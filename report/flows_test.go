@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -128,18 +127,8 @@ func TestFlowsReport(t *testing.T) {
 	if got := strings.Join(names, ","); !strings.Contains(got, "flows-fig6") || !strings.Contains(got, "flows-tap-remote") {
 		t.Errorf("charts = %s, want flows-fig6 and flows-tap-remote", got)
 	}
-	var html bytes.Buffer
-	if err := r.HTML(&html); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(html.String(), "Egress rate over time: fig6") {
+	if !strings.Contains(renderHTML(t, r, *htmlSampleFlows), "Egress rate over time: fig6") {
 		t.Error("HTML lacks the Fig. 6 chart")
-	}
-	if *htmlSampleFlows != "" {
-		if err := os.WriteFile(*htmlSampleFlows, html.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSampleFlows)
 	}
 }
 

@@ -303,17 +303,7 @@ func TestHTTPPublished(t *testing.T) {
 
 func TestHTTPHTML(t *testing.T) {
 	r := buildHTTPSample(t)
-	var buf bytes.Buffer
-	if err := r.HTML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
-	if *htmlSampleHTTP != "" {
-		if err := os.WriteFile(*htmlSampleHTTP, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSampleHTTP)
-	}
+	page := renderHTML(t, r, *htmlSampleHTTP)
 	if n := strings.Count(page, "<svg"); n != 4 {
 		t.Errorf("%d inline SVG charts, want 4 (the study's grid, http-c1, http-c100, cpu)", n)
 	}

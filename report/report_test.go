@@ -143,6 +143,23 @@ func with(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
+// renderHTML renders r's HTML page; sample, when not "", is a file (a test flag's) to write
+// the page to as well, for a look in a browser.
+func renderHTML(t *testing.T, r *Report, sample string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.HTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if sample != "" {
+		if err := os.WriteFile(sample, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", sample)
+	}
+	return buf.String()
+}
+
 func buildSample(t *testing.T) *Report {
 	t.Helper()
 	r, err := Build(sampleInput())
@@ -283,17 +300,7 @@ func TestPublishedOnlyInComparison(t *testing.T) {
 
 func TestHTMLStructure(t *testing.T) {
 	r := buildSample(t)
-	var buf bytes.Buffer
-	if err := r.HTML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
-	if *htmlSample != "" {
-		if err := os.WriteFile(*htmlSample, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSample)
-	}
+	page := renderHTML(t, r, *htmlSample)
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
 		t.Error("no doctype")
 	}

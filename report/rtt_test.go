@@ -5,7 +5,6 @@ import (
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -268,13 +267,7 @@ func TestRTTHeadlineIsPath(t *testing.T) {
 	}
 	golden(t, "rtt.md", md.Bytes())
 	if *htmlSampleRTT != "" {
-		var html bytes.Buffer
-		if err := r.HTML(&html); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(*htmlSampleRTT, html.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		renderHTML(t, r, *htmlSampleRTT)
 	}
 }
 
