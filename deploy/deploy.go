@@ -88,7 +88,7 @@ func (d *Deployer) runtimes() map[string]runtime.Runtime {
 	if d.Runtimes != nil {
 		return d.Runtimes
 	}
-	return runtimes.All(runtimes.Options{StateRoot: d.Journal.Root})
+	return runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, Log: d.logf})
 }
 
 // Runtime returns the runtime called name.

@@ -146,7 +146,7 @@ func deployer(t testing.TB) *deploy.Deployer {
 	return &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf,
 		Runtimes: map[string]runtime.Runtime{
 			spec.RuntimeNetns:      nsrt.Runtime{},
-			spec.RuntimeKubernetes: kubernetes.Runtime{Kubeconfig: kubeconfig, StateRoot: root},
+			spec.RuntimeKubernetes: kubernetes.Runtime{Kubeconfig: kubeconfig, StateRoot: root, Log: t.Logf},
 		}}
 }
 

@@ -69,6 +69,16 @@ type Runtime struct {
 	// directory, the kinds' files there are written and read by the agent (RemoteNode,
 	// vnf.Files), and Do refuses their pods, as for a node of another machine.
 	ForeignNodes []string
+	// Log receives what a deploy did on the cluster's nodes beside building the lab, for the
+	// user's terminal: the destroyed labs' state it swept from them (sweepNodes); nil means
+	// silent.
+	Log func(format string, args ...any)
+}
+
+func (r Runtime) logf(format string, args ...any) {
+	if r.Log != nil {
+		r.Log(format, args...)
+	}
 }
 
 // Labels on everything the runtime creates.
