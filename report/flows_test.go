@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"math"
@@ -106,10 +105,7 @@ func TestFlowsReport(t *testing.T) {
 	if q, ok := r.ModeRatio("c2", "c2-routed"); !ok || q.Value > 0.27 || q.Value < 0.25 {
 		t.Errorf("c2 / c2-routed = %+v, %v", q, ok)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, notes := range r.Notes {
 		if strings.Contains(notes, "flows") {
 			t.Errorf("flows samples counted as unread: %s", notes)
@@ -162,10 +158,7 @@ func TestModesTCGMark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var md bytes.Buffer
-		if err := r.Markdown(&md); err != nil {
-			t.Fatal(err)
-		}
+		md := renderMarkdown(t, r)
 		var table []string
 		for _, l := range strings.Split(md.String(), "\n") {
 			if strings.HasPrefix(l, "| C0 ") || strings.HasPrefix(l, "| C2 ") {
