@@ -88,7 +88,7 @@ func (d *Deployer) runtimes() map[string]runtime.Runtime {
 	if d.Runtimes != nil {
 		return d.Runtimes
 	}
-	return runtimes.All(runtimes.Options{StateRoot: d.Journal.Root})
+	return runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, Log: d.logf})
 }
 
 // Runtime returns the runtime called name.
@@ -314,35 +314,10 @@ func (b *build) links(ctx context.Context) error {
 func (b *build) routing(ctx context.Context) error {
 	set := map[string]netdev.Settings{}
 	for _, n := range b.p.Nodes {
-		rs := make([]netdev.Route, len(n.Routes))
-		for i, r := range n.Routes {
-			rs[i] = netdev.Route{Dst: r.Dst, Table: r.Table}
-			for _, h := range r.NextHops {
-				rs[i].NextHops = append(rs[i].NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
-			}
-		}
-		var rules []netdev.Rule
-		for _, r := range n.Rules {
-			rules = append(rules, netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
-				SrcPort: netdev.PortRange{From: r.SrcPort.From, To: r.SrcPort.To},
-				DstPort: netdev.PortRange{From: r.DstPort.From, To: r.DstPort.To},
-				Src:     r.Src, Dst: r.Dst})
-		}
+		rs, rules := runtime.Routing(n)
 		set[n.Name] = netdev.Settings{Routes: rs, Rules: rules}
 	}
 	return b.apply(ctx, set)
-}
-
-func ipproto(p string) uint8 {
-	switch p {
-	case "tcp":
-		return 6
-	case "udp":
-		return 17
-	case "icmp":
-		return 1
-	}
-	return 0
 }
 
 func (b *build) node(ctx context.Context, name string) (runtime.Node, error) {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"strings"
@@ -14,6 +13,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
@@ -40,19 +40,6 @@ func loadPlan(t *testing.T, path, name string) *plan.Plan {
 		t.Fatal(err)
 	}
 	lab.Name = name
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func decodePlan(t *testing.T, yaml string) *plan.Plan {
-	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
 	p, err := plan.Build(lab)
 	if err != nil {
 		t.Fatal(err)
@@ -193,36 +180,6 @@ func TestExamplesCarryTraffic(t *testing.T) {
 	}
 }
 
-// dialFrom opens TCP connections from inside a node; the socket is created in its namespace.
-func dialFrom(n runtime.Node, addr string, timeout time.Duration) error {
-	return n.Do(func() error {
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-}
-
-// listenIn accepts and closes TCP connections inside a node until the test ends.
-func listenIn(t *testing.T, n runtime.Node, addr string) {
-	t.Helper()
-	var l net.Listener
-	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			c.Close()
-		}
-	}()
-}
-
 // TestLoadBalancerSpreads checks that the nft load balancer of lb-3 spreads connections over
 // all three backends.
 func TestLoadBalancerSpreads(t *testing.T) {
@@ -234,12 +191,12 @@ func TestLoadBalancerSpreads(t *testing.T) {
 	backends := p.Node("lb").Function.Backends
 	before := map[string]uint64{}
 	for _, b := range backends {
-		listenIn(t, node(t, d, p, b.Name), fmt.Sprintf("%s:%d", b.Addr, b.Port))
+		nettest.ListenIn(t, node(t, d, p, b.Name), fmt.Sprintf("%s:%d", b.Addr, b.Port))
 		before[b.Name] = stats(t, p, b.Name, "eth0").RxPackets
 	}
 	client := node(t, d, p, "client")
 	for i := 0; i < 30; i++ {
-		if err := dialFrom(client, fmt.Sprintf("%s:%d", c.Target, c.Port), time.Second); err != nil {
+		if err := nettest.DialFrom(client, fmt.Sprintf("%s:%d", c.Target, c.Port), time.Second); err != nil {
 			t.Fatalf("connection %d through the load balancer: %v", i, err)
 		}
 	}
@@ -270,29 +227,8 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 				t.Fatal(err)
 			}
 			deploy(t, d, p)
-			server, client := node(t, d, p, "server"), node(t, d, p, "client")
-			target := p.Chains[0].Target.String()
-			listenIn(t, server, target+":9999")
-			listenIn(t, server, target+":8080")
-			if err := dialFrom(client, target+":8080", 2*time.Second); err != nil {
-				t.Fatalf("allowed port 8080: %v", err)
-			}
-			if err := dialFrom(client, target+":9999", 500*time.Millisecond); err == nil {
-				t.Fatal("denied port 9999 connected through the firewall")
-			}
-			counters, err := firewall.Counters(context.Background(), node(t, d, p, "fw"), p.Node("fw").Function)
-			if err != nil {
-				t.Fatal(err)
-			}
-			var denied uint64
-			for _, c := range counters {
-				if c.Rule == firewall.RuleName(0) {
-					denied = c.Packets
-				}
-			}
-			if denied == 0 {
-				t.Errorf("deny rule counter is 0; counters %+v", counters)
-			}
+			nettest.CheckFirewallDrops(t, node(t, d, p, "client"), node(t, d, p, "server"), node(t, d, p, "fw"),
+				p.Chains[0].Target.String(), p.Node("fw").Function)
 		})
 	}
 }

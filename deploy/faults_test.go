@@ -12,6 +12,8 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labgen"
+	"github.com/sfclab/sfclab/internal/nettest"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -22,7 +24,7 @@ import (
 func TestFailureMidwayUnwinds(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: t-fail
+	p := plantest.Decode(t, `name: t-fail
 endpoints: {client: {}, server: {run: ["sleep 30"]}}
 functions:
   ok: {kind: forwarder}
@@ -44,7 +46,7 @@ chains: [{from: client, to: server, hops: [ok, bad]}]
 func TestCancelUnwinds(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: t-cancel
+	p := plantest.Decode(t, `name: t-cancel
 endpoints: {client: {}, server: {}}
 functions:
   slow: {kind: custom, params: {setup: ["sleep 20"]}}
@@ -122,7 +124,7 @@ func TestMissingProgram(t *testing.T) {
 func TestRunInCgroupAndDie(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: t-run
+	p := plantest.Decode(t, `name: t-run
 endpoints: {client: {}, server: {run: ["sleep 30"]}}
 chains: [{from: client, to: server}]
 `)
@@ -153,7 +155,7 @@ func TestNATForwardsAndMasquerades(t *testing.T) {
 	for _, backend := range []string{"nftables", "iptables"} {
 		t.Run(backend, func(t *testing.T) {
 			d := testDeployer(t)
-			p := decodePlan(t, `name: t-nat-`+backend[:3]+`
+			p := plantest.Decode(t, `name: t-nat-`+backend[:3]+`
 endpoints: {client: {}, server: {}}
 functions:
   n: {kind: nat, params: {backend: `+backend+`, masquerade: true, dnat: [{protocol: tcp, port: 8080, to: server, to_port: 5201}]}}
@@ -178,7 +180,7 @@ chains: [{from: client, to: server, hops: [n]}]
 				c.Close()
 			}()
 			natIn := p.Node("n").Function.IngressAddr
-			if err := dialFrom(node(t, d, p, "client"), natIn.String()+":8080", 2*time.Second); err != nil {
+			if err := nettest.DialFrom(node(t, d, p, "client"), natIn.String()+":8080", 2*time.Second); err != nil {
 				t.Fatalf("connect to the NAT's port 8080: %v", err)
 			}
 			select {
@@ -198,7 +200,7 @@ chains: [{from: client, to: server, hops: [n]}]
 func TestCancelBigUnwinds(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, labgen.Big("t-c1k", 5, 190, 8))
+	p := plantest.Decode(t, labgen.Big("t-c1k", 5, 190, 8))
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	go func() {

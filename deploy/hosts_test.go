@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
@@ -43,7 +44,7 @@ func TestRoutedHostsDeploy(t *testing.T) {
 		cpuB = "0" // a one-core machine: both hosts share core 0
 	}
 	d := testDeployer(t)
-	p := decodePlan(t, hostsLab("hosts-d", "0", cpuB, "100mbit"))
+	p := plantest.Decode(t, hostsLab("hosts-d", "0", cpuB, "100mbit"))
 	if p.Fabric != "" || len(p.Hosts) != 2 || p.Underlay == "" || p.MTU != 1450 {
 		t.Fatalf("plan: fabric %q, hosts %d, underlay %q, mtu %d; want no fabric, 2 hosts, an underlay, mtu 1450", p.Fabric, len(p.Hosts), p.Underlay, p.MTU)
 	}
@@ -107,7 +108,7 @@ func TestHostCoreRefused(t *testing.T) {
 		t.Skipf("SKIP: no cpuset controller on this kernel: %v", err)
 	}
 	d := testDeployer(t)
-	p := decodePlan(t, hostsLab("hosts-bad", "0", "4000", "10gbit"))
+	p := plantest.Decode(t, hostsLab("hosts-bad", "0", "4000", "10gbit"))
 	_, err := d.Deploy(context.Background(), p, "test")
 	if err == nil {
 		_ = d.Destroy(context.Background(), p.Lab)
@@ -145,7 +146,7 @@ func receivedBps(t *testing.T, out []byte) float64 {
 func TestEBPFRedirectAcrossHosts(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: hosts-e
+	p := plantest.Decode(t, `name: hosts-e
 hosts: [snd, rsp]
 endpoints:
   sender: {kind: client, host: snd, driver: ebpf-redirect}
@@ -188,7 +189,7 @@ chains:
 func TestMacvtapDriverOnHosts(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: hosts-mvt
+	p := plantest.Decode(t, `name: hosts-mvt
 hosts: [snd, rsp]
 endpoints:
   sender: {kind: client, host: snd, driver: macvtap}

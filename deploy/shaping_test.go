@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -56,7 +57,7 @@ func TestShapingRate(t *testing.T) {
 func TestShapingNetem(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `
+	p := plantest.Decode(t, `
 name: t-netem
 endpoints: {client: {}, server: {}}
 chains: [{from: client, to: server, shaping: [{delay: 20ms, loss: 0%}]}]

@@ -3,6 +3,7 @@ package deploy
 import (
 	"testing"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 )
@@ -41,7 +42,7 @@ func TestTakesDefaults(t *testing.T) {
 func TestInterfaceSysctls(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := decodePlan(t, `name: t-sysctl
+	p := plantest.Decode(t, `name: t-sysctl
 endpoints: {client: {}, server: {}}
 functions:
   f: {kind: forwarder}

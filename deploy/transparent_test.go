@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
@@ -378,7 +379,7 @@ func TestFirewallOffload(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
 	// The benchmark's firewall without its offload: none, so offload is the default's.
-	p := decodePlan(t, strings.Replace(transparentLab("steer-dfwo", []string{"firewall"}), "offload: none, ", "", 1))
+	p := plantest.Decode(t, strings.Replace(transparentLab("steer-dfwo", []string{"firewall"}), "offload: none, ", "", 1))
 	deploy(t, d, p)
 	ns, err := netdev.OpenNS(p.Transparent.Node("f1").Netns)
 	if err != nil {

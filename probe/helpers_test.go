@@ -5,36 +5,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
-
-func buildPlan(t *testing.T, yaml string) *plan.Plan {
-	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func loadPlan(t *testing.T, path string) *plan.Plan {
-	t.Helper()
-	lab, err := spec.Load(path, kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
 
 func TestHelpers(t *testing.T) {
 	tests := []struct {
@@ -44,11 +17,11 @@ func TestHelpers(t *testing.T) {
 		nodes               []string
 		service, targetPort uint16
 	}{
-		{"baseline", loadPlan(t, "../examples/baseline.yaml"), "", nil, DefaultPort, DefaultPort},
-		{"fw", loadPlan(t, "../examples/fw.yaml"), "", []string{"server"}, DefaultPort, DefaultPort},
-		{"fw-lb", loadPlan(t, "../examples/fw-lb.yaml"), "198.18.2.2", []string{"server"}, 5201, 5201},
-		{"lb-3", loadPlan(t, "../examples/lb-3.yaml"), "198.18.1.2", []string{"web-1", "web-2", "web-3"}, 5201, 5201},
-		{"backend-port", buildPlan(t, `
+		{"baseline", plantest.Load(t, "../examples/baseline.yaml"), "", nil, DefaultPort, DefaultPort},
+		{"fw", plantest.Load(t, "../examples/fw.yaml"), "", []string{"server"}, DefaultPort, DefaultPort},
+		{"fw-lb", plantest.Load(t, "../examples/fw-lb.yaml"), "198.18.2.2", []string{"server"}, 5201, 5201},
+		{"lb-3", plantest.Load(t, "../examples/lb-3.yaml"), "198.18.1.2", []string{"web-1", "web-2", "web-3"}, 5201, 5201},
+		{"backend-port", plantest.Decode(t, `
 name: bp
 endpoints:
   client: {kind: client}
@@ -60,7 +33,7 @@ chains:
 `), "", []string{"web-1", "web-2"}, 8080, 80},
 		// Any proxy, not only an l4lb: servers listen where an HTTP proxy connects (80 for
 		// an origin that names no port), the source sends to the proxy's own port.
-		{"http-proxy", buildPlan(t, `
+		{"http-proxy", plantest.Decode(t, `
 name: hp
 endpoints:
   client: {kind: client}

@@ -43,10 +43,7 @@ func firstScreenCases(t *testing.T) map[string]*Report {
 func TestFirstScreen(t *testing.T) {
 	for name, r := range firstScreenCases(t) {
 		t.Run(name, func(t *testing.T) {
-			var md bytes.Buffer
-			if err := r.Markdown(&md); err != nil {
-				t.Fatal(err)
-			}
+			md := renderMarkdown(t, r)
 			m := md.String()
 			first := regexp.MustCompile(`(?m)^## .*$`).FindString(m)
 			if first != "## The study's conclusions in this run" {

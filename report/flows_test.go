@@ -1,11 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"slices"
 	"strings"
 	"testing"
@@ -107,10 +105,7 @@ func TestFlowsReport(t *testing.T) {
 	if q, ok := r.ModeRatio("c2", "c2-routed"); !ok || q.Value > 0.27 || q.Value < 0.25 {
 		t.Errorf("c2 / c2-routed = %+v, %v", q, ok)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, notes := range r.Notes {
 		if strings.Contains(notes, "flows") {
 			t.Errorf("flows samples counted as unread: %s", notes)
@@ -128,18 +123,8 @@ func TestFlowsReport(t *testing.T) {
 	if got := strings.Join(names, ","); !strings.Contains(got, "flows-fig6") || !strings.Contains(got, "flows-tap-remote") {
 		t.Errorf("charts = %s, want flows-fig6 and flows-tap-remote", got)
 	}
-	var html bytes.Buffer
-	if err := r.HTML(&html); err != nil {
-		t.Fatal(err)
-	}
-	if !strings.Contains(html.String(), "Egress rate over time: fig6") {
+	if !strings.Contains(renderHTML(t, r, *htmlSampleFlows), "Egress rate over time: fig6") {
 		t.Error("HTML lacks the Fig. 6 chart")
-	}
-	if *htmlSampleFlows != "" {
-		if err := os.WriteFile(*htmlSampleFlows, html.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSampleFlows)
 	}
 }
 
@@ -173,10 +158,7 @@ func TestModesTCGMark(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		var md bytes.Buffer
-		if err := r.Markdown(&md); err != nil {
-			t.Fatal(err)
-		}
+		md := renderMarkdown(t, r)
 		var table []string
 		for _, l := range strings.Split(md.String(), "\n") {
 			if strings.HasPrefix(l, "| C0 ") || strings.HasPrefix(l, "| C2 ") {

@@ -258,10 +258,7 @@ func TestHTTPFigures(t *testing.T) {
 
 func TestHTTPPublished(t *testing.T) {
 	r := buildHTTPSample(t)
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	text := md.String()
 	i := strings.Index(text, "## Published vs measured")
 	j := strings.Index(text, "## Failed trials")
@@ -303,17 +300,7 @@ func TestHTTPPublished(t *testing.T) {
 
 func TestHTTPHTML(t *testing.T) {
 	r := buildHTTPSample(t)
-	var buf bytes.Buffer
-	if err := r.HTML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
-	if *htmlSampleHTTP != "" {
-		if err := os.WriteFile(*htmlSampleHTTP, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSampleHTTP)
-	}
+	page := renderHTML(t, r, *htmlSampleHTTP)
 	if n := strings.Count(page, "<svg"); n != 4 {
 		t.Errorf("%d inline SVG charts, want 4 (the study's grid, http-c1, http-c100, cpu)", n)
 	}
@@ -373,10 +360,7 @@ func TestHTTPWriteCharts(t *testing.T) {
 			t.Errorf("http-c1.svg lacks the text %s", s)
 		}
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, f := range want {
 		if !strings.Contains(md.String(), "]("+f+")") {
 			t.Errorf("Markdown does not link %s", f)
@@ -402,10 +386,7 @@ func TestHTTPBaselines(t *testing.T) {
 			}
 		}
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	if !strings.Contains(md.String(), "against native; against docker-routed for docker-nat (positive: slower)") {
 		t.Error("the HTTP section does not say which scenario docker-nat is compared with")
 	}

@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"math"
 	"strings"
 	"testing"
@@ -34,10 +33,7 @@ func TestMemorySection(t *testing.T) {
 		math.Abs(rows[0].End.Mean-42) > 1e-9 || rows[0].Peak != 54 {
 		t.Fatalf("memory rows %+v, want fw-lb/lb: 3 trials, mean 42 MiB, peak 54 MiB", rows)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	m := md.String()
 	cpu, mem := strings.Index(m, "\n## CPU\n"), strings.Index(m, "\n## Memory\n")
 	if cpu < 0 || mem < cpu || !strings.Contains(m, "| fw-lb | lb | 3 | 42.00 |") {

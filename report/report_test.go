@@ -143,6 +143,33 @@ func with(m map[string]string, k, v string) map[string]string {
 	return out
 }
 
+// renderMarkdown renders r's Markdown report.
+func renderMarkdown(t *testing.T, r *Report) *bytes.Buffer {
+	t.Helper()
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	return &md
+}
+
+// renderHTML renders r's HTML page; sample, when not "", is a file (a test flag's) to write
+// the page to as well, for a look in a browser.
+func renderHTML(t *testing.T, r *Report, sample string) string {
+	t.Helper()
+	var buf bytes.Buffer
+	if err := r.HTML(&buf); err != nil {
+		t.Fatal(err)
+	}
+	if sample != "" {
+		if err := os.WriteFile(sample, buf.Bytes(), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("wrote %s", sample)
+	}
+	return buf.String()
+}
+
 func buildSample(t *testing.T) *Report {
 	t.Helper()
 	r, err := Build(sampleInput())
@@ -246,10 +273,7 @@ func TestFigures(t *testing.T) {
 
 func TestPublishedOnlyInComparison(t *testing.T) {
 	r := buildSample(t)
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	text := md.String()
 	i := strings.Index(text, "## Published vs measured")
 	j := strings.Index(text, "## Failed trials")
@@ -283,17 +307,7 @@ func TestPublishedOnlyInComparison(t *testing.T) {
 
 func TestHTMLStructure(t *testing.T) {
 	r := buildSample(t)
-	var buf bytes.Buffer
-	if err := r.HTML(&buf); err != nil {
-		t.Fatal(err)
-	}
-	page := buf.String()
-	if *htmlSample != "" {
-		if err := os.WriteFile(*htmlSample, buf.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
-		t.Logf("wrote %s", *htmlSample)
-	}
+	page := renderHTML(t, r, *htmlSample)
 	if !strings.HasPrefix(page, "<!DOCTYPE html>") {
 		t.Error("no doctype")
 	}
@@ -418,10 +432,7 @@ func TestWriteCharts(t *testing.T) {
 			t.Errorf("%s is not an SVG document", p)
 		}
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, f := range want {
 		if !strings.Contains(md.String(), "]("+f+")") {
 			t.Errorf("Markdown does not link %s", f)
@@ -473,10 +484,7 @@ func TestPValueNotAvailable(t *testing.T) {
 	if last.Scenario != "lonely" || last.Summary.N != 0 || !math.IsNaN(last.PValue) || last.PValueErr == "" {
 		t.Errorf("row without data: %+v", last)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	if !strings.Contains(md.String(), "| lonely | — | — | 0 | no data |") {
 		t.Errorf("no-data row not shown:\n%s", md.String())
 	}

@@ -1,11 +1,9 @@
 package report
 
 import (
-	"bytes"
 	"flag"
 	"fmt"
 	"math"
-	"os"
 	"strconv"
 	"strings"
 	"testing"
@@ -75,10 +73,7 @@ func TestRTTSection(t *testing.T) {
 	if len(r.RTTPairs) != 1 || r.RTTPairs[0].Pairs != 3 || r.RTTPairs[0].Ratio < 0.49 || r.RTTPairs[0].Ratio > 0.51 {
 		t.Errorf("pairs %+v", r.RTTPairs)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"## Round trips (rtt probe)", "Kendall tau-b", "Wilcoxon W", "veth.bg-network-sender-32"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
@@ -116,10 +111,7 @@ func TestHostCPU(t *testing.T) {
 	if x.Usr != 15 || x.Sys != 5 || x.Soft != 1 || x.Busy.N != 2 || x.Busy.Min != 16 || x.Busy.Max != 26 || x.NodesUser != 0.1 {
 		t.Errorf("sender row %+v", x)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"CPU per emulated host", "| veth.bg-0 | sender | 0 | 15.00 | 5.00 | 1.00 | 16.00 | 21.00 | 26.00 |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
@@ -248,10 +240,7 @@ func TestRTTHeadlineIsPath(t *testing.T) {
 	if p := r.RTTPairs[0]; p.Figure != FigurePath || p.Pairs != 6 || math.Abs(p.Ratio-0.8) > 1e-9 || math.Abs(p.AppRatio-wantApp) > 1e-3 {
 		t.Errorf("pair %+v: want the path's ratio 0.80 over 6 cells, the app RTT's %.3f", p, wantApp)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{
 		"veth.bg-0 at 1000 pps: path RTT median 30.6 µs, p99 31.2 µs (app RTT incl. sender stack: median 40.6 µs).",
 		"macvlan vs veth: path RTT median ratio macvlan/veth 0.80 over 6 paired cells",
@@ -268,13 +257,7 @@ func TestRTTHeadlineIsPath(t *testing.T) {
 	}
 	golden(t, "rtt.md", md.Bytes())
 	if *htmlSampleRTT != "" {
-		var html bytes.Buffer
-		if err := r.HTML(&html); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(*htmlSampleRTT, html.Bytes(), 0o644); err != nil {
-			t.Fatal(err)
-		}
+		renderHTML(t, r, *htmlSampleRTT)
 	}
 }
 
@@ -297,10 +280,7 @@ func TestRTTWithoutTimestamps(t *testing.T) {
 	if len(r.RTTPairs) != 1 || r.RTTPairs[0].Figure != FigureApp || r.RTTPairs[0].Ratio != r.RTTPairs[0].AppRatio {
 		t.Errorf("pairs %+v: want the app RTT's", r.RTTPairs)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"| macvlan.bg-cpu-sender-8 | 1000 | 0 of 80 | — | — |", `n is "K of N"`, "app RTT (incl. sender stack; some cells have no kernel timestamps)"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
@@ -394,10 +374,7 @@ func TestRTTTrendPerTrial(t *testing.T) {
 	if tr.N != 3 || tr.Echoes != 600 || !(tr.P > 0.05) {
 		t.Errorf("trend %+v: want 3 trials (600 echoes) and p > 0.05", tr)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	if !strings.Contains(md.String(), "| 3 (600) |") || !strings.Contains(md.String(), "one value each: the median of the trial's echoes") {
 		t.Errorf("Markdown does not say the test is per trial:\n%s", md.String())
 	}
@@ -411,10 +388,7 @@ func TestRTTPathEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"from the echo leaving the sender's interface (its tc egress hook", "to the reply reaching the sender's interface (its tc ingress hook",
 		"Path end in this run: the tc points at the sender's interface in every cell.", "| macvlan | 6 | 0.5 µs | -22.0 µs |",
 		"- Path RTT: from the echo leaving the sender's interface (tc egress) to the reply reaching it (tc ingress), the same two points for every driver."} {
@@ -430,7 +404,7 @@ func TestRTTPathEnd(t *testing.T) {
 		t.Fatal(err)
 	}
 	md.Reset()
-	if err := r.Markdown(&md); err != nil {
+	if err := r.Markdown(md); err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{"Path end in this run: the socket's timestamps in every cell", "- Path RTT: between the socket's timestamps, which each driver takes at its own point", "Caution: some cells' path was timed by the socket's timestamps"} {

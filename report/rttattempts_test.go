@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -45,10 +44,7 @@ func TestRTTAttempts(t *testing.T) {
 	if row.RTT.N != 20 || row.RTT.Max > 0.031 || len(row.Attempts) != 2 || row.Attempts[0] != 2 || row.Attempts[1] != 1 || row.AttemptCap != 5 || row.Incomplete != 0 {
 		t.Errorf("row: n %d, max %g, attempts %v cap %d incomplete %d; want the last runs' 20 echoes, attempts [2 1] of at most 5", row.RTT.N, row.RTT.Max, row.Attempts, row.AttemptCap, row.Incomplete)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"| veth.bg-0 | 1000 | 2, 1 | 5 | 0 |", "Runs repeated until every echo came back: 1 of 2 trials needed more than one run; 0 still lost echoes at the bound"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q:\n%s", want, md.String())

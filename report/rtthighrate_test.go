@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"strings"
 	"testing"
 
@@ -54,10 +53,7 @@ func TestHighRateCells(t *testing.T) {
 	if want := map[string]bool{"veth": false, "macvlan": true, "ebpf": true}; len(short) != 3 || short["veth"] != want["veth"] || !short["macvlan"] || !short["ebpf"] {
 		t.Errorf("short cells %v, want %v", short, want)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	out := md.String()
 	for _, want := range []string{"| veth | 1000000 | 990000 | 0.990 | xdp-reflector | 2500000 |  |",
 		"| macvlan | 1000000 | 400000 | 0.400 | socket | 2500000 | BELOW 0.95 of the request; xdp could not run: the source's interface macv0 is a macvlan, not a veth |",

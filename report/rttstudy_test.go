@@ -1,7 +1,6 @@
 package report
 
 import (
-	"bytes"
 	"math"
 	"math/rand/v2"
 	"strconv"
@@ -106,10 +105,7 @@ func TestRTTStudyTable3(t *testing.T) {
 	if c := corr["CPU veth"]; c.StudyN != 8 || !(c.StudyTau < 0) || c.OurTau != c.StudyTau {
 		t.Errorf("Fig. 12 CPU veth %+v: want 8 readings, tau < 0, both ways equal", c)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, want := range []string{"Study D's Table 3 as the study computed it", "Study D's Fig. 12 as the study computed it", "| sender | RTT | path | macvlan | veth |", "| sender | CPU | busy % of host sender | macvlan | veth |"} {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
@@ -154,10 +150,7 @@ func TestRTTBackgroundFactors(t *testing.T) {
 	if strings.Join(names, " | ") != want {
 		t.Errorf("boxes\n got %s\nwant %s", strings.Join(names, " | "), want)
 	}
-	var md bytes.Buffer
-	if err := r.Markdown(&md); err != nil {
-		t.Fatal(err)
-	}
+	md := renderMarkdown(t, r)
 	for _, w := range []string{"Network background load in this run: unthrottled (bitrate max: iperf3 -u -b 0 per pair", "capped at 100Mbit/s per pair",
 		"| macvlan | network (unthrottled), bg on ebpf-redirect | sender |"} {
 		if !strings.Contains(md.String(), w) {

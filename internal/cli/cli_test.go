@@ -156,23 +156,8 @@ functions:
   slow: {kind: custom, params: {setup: ["sleep 41"]}}
 chains: [{from: client, to: server, hops: [a, slow]}]
 `)
-	child := exec.Command(os.Args[0], "deploy", lab)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
 	// Wait until the deploy is inside the slow setup: its sleep runs in the node.
-	deadline := time.Now().Add(10 * time.Second)
-	for !sleepRunning("41") {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never reached the slow setup")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, lab, 10*time.Second, 20*time.Millisecond, func() bool { return sleepRunning("41") }, "deploy never reached the slow setup")
 	if ns, _ := netdev.ListNetns("sfc.t-kill"); len(ns) == 0 {
 		t.Fatal("test setup: the killed deploy left no namespaces to clean")
 	}
@@ -220,22 +205,7 @@ chains:
 	hasDNAT := func(rules []string) bool {
 		return slices.ContainsFunc(rules, func(l string) bool { return strings.Contains(l, "-j DNAT") })
 	}
-	child := exec.Command(os.Args[0], "deploy", lab)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(3 * time.Minute) // the node image may have to be built
-	for !hasDNAT(tagged()) {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never added its DNAT rule")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, lab, 3*time.Minute, 10*time.Millisecond, func() bool { return hasDNAT(tagged()) }, "deploy never added its DNAT rule") // the node image may have to be built
 	// No pause here: the engine finishes the requests the killed deploy had in flight (a
 	// container create goes on after its client is gone), and destroy, seeing the deploy
 	// unfinished, looks again after deploy.SettleGrace (seen without that: one container left).
@@ -252,6 +222,30 @@ chains:
 			t.Errorf("docker %s left %s", strings.Join(what, " "), out)
 		}
 	}
+}
+
+// killDeploy runs `sfclab deploy file` as a child process (destroy --all ends the test) and
+// kills it with SIGKILL once reached holds, polled every every for at most within: a deploy
+// killed midway. One that never gets there is killed too and fails the test with never.
+func killDeploy(t *testing.T, file string, within, every time.Duration, reached func() bool, never string) {
+	t.Helper()
+	child := exec.Command(os.Args[0], "deploy", file)
+	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
+	if err := child.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { run(t, "destroy", "--all") })
+	deadline := time.Now().Add(within)
+	for !reached() {
+		if time.Now().After(deadline) {
+			child.Process.Kill()
+			child.Wait()
+			t.Fatal(never)
+		}
+		time.Sleep(every)
+	}
+	child.Process.Signal(syscall.SIGKILL)
+	child.Wait()
 }
 
 // sleepRunning reports whether a `sleep ARG` process exists.
@@ -285,22 +279,7 @@ functions:
   a: {kind: forwarder, vm: {}}
 chains: [{from: client, to: server, hops: [a]}]
 `)
-	child := exec.Command(os.Args[0], "deploy", lab)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(60 * time.Second) // the guest image is built first
-	for len(vm.QEMUPids("t-kvm9")) == 0 {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never started QEMU")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, lab, 60*time.Second, 10*time.Millisecond, func() bool { return len(vm.QEMUPids("t-kvm9")) > 0 }, "deploy never started QEMU") // the guest image is built first
 	if _, err := os.Stat(filepath.Join(vm.RunRoot, "t-kvm9", "a")); err != nil {
 		t.Fatalf("test setup: the killed deploy left no VM run directory to clean: %v", err)
 	}
@@ -379,22 +358,7 @@ port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
 flow_classifiers: {all: {logical_source_port: client.eth0}}
 port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 `)
-	child := exec.Command(os.Args[0], "deploy", lab)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(10 * time.Second)
-	for !sleepRunning("43") {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never reached the slow setup")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, lab, 10*time.Second, 20*time.Millisecond, func() bool { return sleepRunning("43") }, "deploy never reached the slow setup")
 	pins := "/sys/fs/bpf/sfclab/steer-kill"
 	if _, err := os.Stat(pins); err != nil {
 		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)
@@ -447,22 +411,7 @@ port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
 flow_classifiers: {all: {logical_source_port: client.eth0}}
 port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 `)
-	child := exec.Command(os.Args[0], "deploy", lab)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(2 * time.Minute) // an image build would take longer: it is there
-	for !sleepRunning("44") {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never reached the slow setup")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, lab, 2*time.Minute, 20*time.Millisecond, func() bool { return sleepRunning("44") }, "deploy never reached the slow setup") // an image build would take longer: it is there
 	pins := "/sys/fs/bpf/sfclab/steer-dkill"
 	if _, err := os.Stat(pins); err != nil {
 		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)

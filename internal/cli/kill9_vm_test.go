@@ -45,22 +45,7 @@ port_pair_groups: {ga: {port_pairs: [pa]}, gs: {port_pairs: [ps]}}
 flow_classifiers: {all: {logical_source_port: client.eth0}}
 port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 `)
-	child := exec.Command(os.Args[0], "deploy", file)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(150 * time.Second) // the guest image is built first, then a TCG boot
-	for !sleepRunning("47") {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never reached the slow setup")
-		}
-		time.Sleep(20 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, file, 150*time.Second, 20*time.Millisecond, func() bool { return sleepRunning("47") }, "deploy never reached the slow setup") // the guest image is built first, then a TCG boot
 	pins := "/sys/fs/bpf/sfclab/" + lab
 	if _, err := os.Stat(pins); err != nil {
 		t.Fatalf("test setup: the killed deploy left no pinned maps: %v", err)
@@ -115,22 +100,7 @@ functions:
   a: {kind: forwarder, vm: {backend: macvtap}}
 chains: [{from: client, to: server, hops: [a]}]
 `)
-	child := exec.Command(os.Args[0], "deploy", file)
-	child.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	if err := child.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { run(t, "destroy", "--all") })
-	deadline := time.Now().Add(60 * time.Second) // the guest image is built first
-	for len(vm.QEMUPids(lab)) == 0 {
-		if time.Now().After(deadline) {
-			child.Process.Kill()
-			t.Fatal("deploy never started QEMU")
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
-	child.Process.Signal(syscall.SIGKILL)
-	child.Wait()
+	killDeploy(t, file, 60*time.Second, 10*time.Millisecond, func() bool { return len(vm.QEMUPids(lab)) > 0 }, "deploy never started QEMU") // the guest image is built first
 	devDir := filepath.Join(vm.DevRoot, lab)
 	nodes, err := filepath.Glob(filepath.Join(devDir, "a.*"))
 	if err != nil || len(nodes) != 2 {
@@ -163,7 +133,7 @@ chains: [{from: client, to: server, hops: [a]}]
 		t.Errorf("macvtap device directory %s left: %v", devDir, err)
 	}
 	// The macvtaps go with their namespace, deleted by the kernel shortly after.
-	deadline = time.Now().Add(10 * time.Second)
+	deadline := time.Now().Add(10 * time.Second)
 	for _, p := range probes {
 		for {
 			f, err := os.OpenFile(p, os.O_RDWR, 0)

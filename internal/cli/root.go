@@ -65,9 +65,11 @@ load balancers, any command), steers traffic through them and removes every trac
 }
 
 // newDeployer returns a Deployer on the default journal with the registered runtimes; a docker
-// deploy builds the node image when it is missing, with a progress display on w.
+// deploy builds the node image when it is missing, with a progress display on w, and what a
+// runtime did beside the lab (a kubernetes deploy's sweep of destroyed labs) is told on w.
 func newDeployer(w io.Writer) *deploy.Deployer {
 	d := deploy.New()
-	d.Runtimes = runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, ImageProgress: imageProgress(w)})
+	d.Runtimes = runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, ImageProgress: imageProgress(w),
+		Log: func(f string, a ...any) { fmt.Fprintf(w, f+"\n", a...) }})
 	return d
 }

@@ -156,20 +156,7 @@ port_chains: {file-icmp: {flow_classifiers: [icmp], port_pair_groups: [g1]}}
 		t.Fatalf("deploy: exit %d\n%s%s", code, out, errOut)
 	}
 	t.Cleanup(func() { run(t, "destroy", "t-api-tr") })
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	addr := ln.Addr().String()
-	ln.Close()
-	serve := exec.Command(os.Args[0], "serve", "--listen", addr)
-	serve.Env = append(os.Environ(), "SFCLAB_CLI_CHILD=1")
-	serve.Stderr = os.Stderr
-	if err := serve.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _ = serve.Process.Kill(); _ = serve.Wait() })
-	url := "http://" + addr
+	url := startServe(t)
 	var list struct {
 		PortChains []struct {
 			ID   string `json:"id"`

@@ -18,16 +18,15 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/runtime"
-	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 	"github.com/sfclab/sfclab/vnf/httpproxy"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // RequireRoot skips the test unless it runs as root.
@@ -101,15 +100,7 @@ type Lab struct {
 // Plan decodes an inline lab file and builds its plan.
 func Plan(t testing.TB, yaml string) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return plantest.Decode(t, yaml)
 }
 
 // Deploy builds the lab of an inline lab file (its name must start with "t-") with a journal

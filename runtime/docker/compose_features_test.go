@@ -9,6 +9,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 )
@@ -51,7 +52,7 @@ func TestComposeExportRefuses(t *testing.T) {
 			if strings.HasSuffix(tt.lab, ".yaml") {
 				p = loadLab(t, tt.lab, "t-dk-cmpr", nil)
 			} else {
-				p = decodeLab(t, tt.lab)
+				p = plantest.Decode(t, tt.lab)
 			}
 			_, err := docker.ComposeExport(p, docker.ComposeOptions{})
 			if !errors.Is(err, tt.want) {
@@ -70,7 +71,7 @@ func TestComposeExportRefuses(t *testing.T) {
 // header: one emulated host's cores as each container's cpuset (with Docker gateways its
 // segments lack in the plan), and segment shaping as tc commands in the members' scripts.
 func TestComposeExportWrites(t *testing.T) {
-	p := decodeLab(t, oneHostShaped)
+	p := plantest.Decode(t, oneHostShaped)
 	e, err := docker.ComposeExport(p, docker.ComposeOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -126,7 +127,7 @@ func TestComposeExportWrites(t *testing.T) {
 // shaped by rate alone (this kernel may lack netem), and reads back, in the containers, the
 // cpuset and the queueing discipline the export wrote.
 func TestComposeExportShapedRuns(t *testing.T) {
-	p := decodeLab(t, strings.Replace(oneHostShaped, "rate: 100mbit, delay: 5ms, loss: 1%", "rate: 100mbit", 1))
+	p := plantest.Decode(t, strings.Replace(oneHostShaped, "rate: 100mbit, delay: 5ms, loss: 1%", "rate: 100mbit", 1))
 	buf, id, dockerExec := composeUp(t, p)
 	server := id("server")
 	deadline := time.Now().Add(20 * time.Second)

@@ -17,6 +17,7 @@ import (
 
 	"go.yaml.in/yaml/v3"
 
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
@@ -237,7 +238,7 @@ chains:
 // the compose file, its script runs `"$SFCLAB" lb --config`, the configuration is the
 // function's, and the compose file alone (stdout) is refused with the reason.
 func TestComposeExportSfclabFiles(t *testing.T) {
-	p := decodeLab(t, fmt.Sprintf(sfclbLab, "t-cmplb"))
+	p := plantest.Decode(t, fmt.Sprintf(sfclbLab, "t-cmplb"))
 	e, err := docker.ComposeExport(p, docker.ComposeOptions{Executable: "/opt/sfclab/bin/sfclab"})
 	if err != nil {
 		t.Fatal(err)
@@ -288,7 +289,7 @@ func TestComposeExportSfclabFiles(t *testing.T) {
 // mounted from beside the compose file; 1 MiB each way through it comes back unchanged from
 // both backends, its counters agree, and docker-compose down leaves nothing.
 func TestComposeExportSfclabLB(t *testing.T) {
-	p := decodeLab(t, fmt.Sprintf(sfclbLab, "t-dk-cmplb"))
+	p := plantest.Decode(t, fmt.Sprintf(sfclbLab, "t-dk-cmplb"))
 	buf, id, dockerExec := composeUp(t, p)
 	f := p.Node("lb").Function
 	for _, be := range f.Backends {

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/netip"
 	"os"
 	"os/exec"
@@ -23,6 +22,8 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/nettest"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
@@ -31,7 +32,6 @@ import (
 	"github.com/sfclab/sfclab/runtime/docker"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/firewall"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
@@ -109,19 +109,6 @@ func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 	lab.Runtime = spec.RuntimeDocker
 	if edit != nil {
 		edit(lab)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
-}
-
-func decodeLab(t *testing.T, yaml string) *plan.Plan {
-	t.Helper()
-	lab, err := spec.Decode([]byte(yaml), "test.yaml", kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
 	}
 	p, err := plan.Build(lab)
 	if err != nil {
@@ -512,45 +499,6 @@ func contains(xs []string, x string) bool {
 	return false
 }
 
-// listenIn accepts and closes TCP connections inside a node until the test ends.
-func listenIn(t *testing.T, n runtime.Node, addr string) {
-	t.Helper()
-	serveIn(t, n, addr, func(net.Conn) {})
-}
-
-// serveIn accepts TCP connections inside a node until the test ends, each handled by handle
-// in its own goroutine and closed when handle returns.
-func serveIn(t *testing.T, n runtime.Node, addr string, handle func(net.Conn)) {
-	t.Helper()
-	var l net.Listener
-	if err := n.Do(func() (err error) { l, err = net.Listen("tcp", addr); return err }); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { l.Close() })
-	go func() {
-		for {
-			c, err := l.Accept()
-			if err != nil {
-				return
-			}
-			go func() {
-				defer c.Close()
-				handle(c)
-			}()
-		}
-	}()
-}
-
-func dialFrom(n runtime.Node, addr string, timeout time.Duration) error {
-	return n.Do(func() error {
-		c, err := net.DialTimeout("tcp", addr, timeout)
-		if err == nil {
-			c.Close()
-		}
-		return err
-	})
-}
-
 // TestFirewallDropsDeniedPort checks on docker that the fw example's deny rule drops port 9999
 // (its counter rises, the connection times out) while port 8080 passes.
 func TestFirewallDropsDeniedPort(t *testing.T) {
@@ -558,29 +506,8 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 	d := deployer(t)
 	p := loadLab(t, "../../examples/fw.yaml", "t-dk-fw", nil)
 	deployLab(t, d, p)
-	server, client := node(t, d, p, "server"), node(t, d, p, "client")
-	target := p.Chains[0].Target.String()
-	listenIn(t, server, target+":9999")
-	listenIn(t, server, target+":8080")
-	if err := dialFrom(client, target+":8080", 2*time.Second); err != nil {
-		t.Fatalf("allowed port 8080: %v", err)
-	}
-	if err := dialFrom(client, target+":9999", 500*time.Millisecond); err == nil {
-		t.Fatal("denied port 9999 connected through the firewall")
-	}
-	counters, err := firewall.Counters(context.Background(), node(t, d, p, "fw"), p.Node("fw").Function)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var denied uint64
-	for _, c := range counters {
-		if c.Rule == firewall.RuleName(0) {
-			denied = c.Packets
-		}
-	}
-	if denied == 0 {
-		t.Errorf("deny rule counter is 0; counters %+v", counters)
-	}
+	nettest.CheckFirewallDrops(t, node(t, d, p, "client"), node(t, d, p, "server"), node(t, d, p, "fw"),
+		p.Chains[0].Target.String(), p.Node("fw").Function)
 }
 
 // TestNATPublishedPort deploys client -> server with attach nat: the server's port 5201 is
@@ -592,7 +519,7 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 func TestNATPublishedPort(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
-	p := decodeLab(t, `name: t-dk-nat
+	p := plantest.Decode(t, `name: t-dk-nat
 runtime: docker
 docker: {attach: nat}
 endpoints: {client: {kind: client}, server: {kind: server}}
@@ -763,7 +690,7 @@ func TestOrphanRulesFound(t *testing.T) {
 func TestCancelUnwinds(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
-	p := decodeLab(t, `name: t-dk-cancel
+	p := plantest.Decode(t, `name: t-dk-cancel
 runtime: docker
 endpoints: {client: {}, server: {}}
 functions:
@@ -902,8 +829,8 @@ func TestOwnImage(t *testing.T) {
 	deployLab(t, d, p)
 	server, client := node(t, d, p, "server"), node(t, d, p, "client")
 	target := p.Chains[0].Target.String()
-	listenIn(t, server, target+":8080")
-	if err := dialFrom(client, target+":8080", 2*time.Second); err != nil {
+	nettest.ListenIn(t, server, target+":8080")
+	if err := nettest.DialFrom(client, target+":8080", 2*time.Second); err != nil {
 		t.Fatalf("through the firewall on the own image: %v", err)
 	}
 	if out, err := server.Output(ctx, nil, "id", "-u"); err != nil || strings.TrimSpace(string(out)) != "0" {

@@ -745,10 +745,6 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 	if err != nil {
 		return err
 	}
-	if len(needs) == 0 {
-		return nil
-	}
-	progs := make([]string, 0, len(needs))
 	who := map[string][]string{}
 	for _, n := range needs {
 		// A VM node's programs come from the host, into its guest image (runtime vm).
@@ -756,32 +752,18 @@ func (r Runtime) checkPrograms(ctx context.Context, cli *client.Client, p *plan.
 			pn := p.Node(name)
 			return pn != nil && pn.VM != nil
 		})
-		if len(nodes) == 0 {
-			continue
+		if len(nodes) > 0 {
+			who[n.Program] = nodes
 		}
-		progs = append(progs, n.Program)
-		who[n.Program] = nodes
 	}
-	if len(progs) == 0 {
+	if len(who) == 0 {
 		return nil
 	}
 	node, err := r.openNode(ctx, cli, p.Lab, p.Nodes[0].Name)
 	if err != nil {
 		return err
 	}
-	script := `for p in "$@"; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done`
-	out, err := node.Output(ctx, nil, append([]string{"/bin/sh", "-c", script, "sh"}, progs...)...)
-	if err != nil {
-		return fmt.Errorf("check programs in image %s: %w", p.Image, err)
-	}
-	var missing []string
-	for _, prog := range strings.Fields(string(out)) {
-		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who[prog], ", ")))
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
-	}
-	return nil
+	return runtime.CheckImagePrograms(ctx, node, p.Image, who, "")
 }
 
 // Link names every interface as the plan does (matched by address: the engine calls them

@@ -12,6 +12,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/internal/nettest"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/vnf"
@@ -24,7 +26,7 @@ import (
 func TestSfclabLBOnDocker(t *testing.T) {
 	requireEngine(t)
 	d := deployer(t)
-	p := decodeLab(t, `name: t-dk-sfclb
+	p := plantest.Decode(t, `name: t-dk-sfclb
 runtime: docker
 endpoints:
   client: {kind: client}
@@ -119,7 +121,7 @@ chains:
 // its own bytes back.
 func echoIn(t *testing.T, n *docker.Node, addr, name string) {
 	t.Helper()
-	serveIn(t, n, addr, func(c net.Conn) {
+	nettest.ServeIn(t, n, addr, func(c net.Conn) {
 		fmt.Fprintf(c, "%-8s", name)
 		_, _ = io.Copy(c, c)
 	})

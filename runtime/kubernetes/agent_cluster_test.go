@@ -2,7 +2,6 @@ package kubernetes_test
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"net/netip"
 	"os/exec"
@@ -40,16 +39,7 @@ func TestAgentDiesMidDeploy(t *testing.T) {
 	})
 	t.Cleanup(func() { kubernetes.SetAfterAttach(nil) })
 	lab := loadLab(t, "../../examples/baseline.yaml", "i26w-die", spec.RuntimeKubernetes)
-	p, release, err := d.Plan(context.Background(), lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	_, err = d.Deploy(context.Background(), p, "test")
-	if err == nil {
-		d.Destroy(context.Background(), p.Lab)
-		t.Fatal("deploy with its agent pod killed succeeded")
-	}
+	p, err := deployRefused(t, d, lab, "test", "deploy with its agent pod killed")
 	t.Logf("deploy failed: %v", err)
 	if killed == "" {
 		t.Fatal("the deploy failed before the agent was asked anything")
@@ -57,12 +47,7 @@ func TestAgentDiesMidDeploy(t *testing.T) {
 	if !strings.Contains(err.Error(), "sfclab agent "+killed) {
 		t.Errorf("error %q does not name the killed agent pod %s", err, killed)
 	}
-	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), p.Lab); err != nil || len(l) > 0 {
-		t.Errorf("the failed deploy left %v %v in the cluster", l, err)
-	}
-	if left, _ := netdev.ListNetns(plan.NetnsName(p.Lab, "")); len(left) > 0 {
-		t.Errorf("the failed deploy left namespaces on the node: %v", left)
-	}
+	checkLabGone(t, p.Lab, "the failed deploy")
 	if left, _ := netdev.ListNetns(plan.FabricName(p.Lab)); len(left) > 0 {
 		t.Errorf("the failed deploy left its fabric on the node: %v", left)
 	}

@@ -29,7 +29,6 @@ import (
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe/firstpacket"
-	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
@@ -129,27 +128,10 @@ probes:
 	if out.Trials != 1 || out.Failed != 0 {
 		t.Fatalf("trials %d, failed %d", out.Trials, out.Failed)
 	}
-	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), lab); err != nil || len(l) > 0 {
-		t.Errorf("the bench left lab %s in the cluster: %v %v", lab, l, err)
-	}
-	if left, _ := netdev.ListNetns(plan.NetnsName(lab, "")); len(left) > 0 {
-		t.Errorf("the bench left namespaces of lab %s on the host: %v", lab, left)
-	}
-	store, err := results.Open(filepath.Join(dir, "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	run, err := store.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
+	checkLabGone(t, lab, "the bench")
+	run, samples := runResults(t, dir)
 	if v := run.Env["kubernetes"]; !strings.Contains(v, "v1.") || !strings.Contains(v, "127.0.0.1:16443") {
 		t.Errorf("run environment kubernetes = %q, want the cluster's version and server", v)
-	}
-	samples, err := store.Samples()
-	if err != nil {
-		t.Fatal(err)
 	}
 	got := map[string]int{}
 	for _, s := range samples {
@@ -184,10 +166,7 @@ probes:
 // straight again.
 func TestServeTransparent(t *testing.T) {
 	requireCluster(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	os.Chmod(filepath.Dir(root), 0o755)
-	t.Setenv("SFCLAB_STATE_DIR", root)
+	root := stateDir(t)
 	t.Setenv("KUBECONFIG", kubeconfig)
 	file := filepath.Join(t.TempDir(), "lab.yaml")
 	yaml := `name: k8t-api
@@ -346,10 +325,7 @@ func firstPacket(t *testing.T, p *plan.Plan, src, dst string) (crosses func(hops
 // only the namespace's labels in the cluster name the lab.
 func TestKill9ThenDestroyAll(t *testing.T) {
 	requireCluster(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	os.Chmod(filepath.Dir(root), 0o755)
-	t.Setenv("SFCLAB_STATE_DIR", root)
+	root := stateDir(t)
 	ctx := context.Background()
 	type killed struct {
 		name, lab     string
@@ -533,21 +509,13 @@ func alive(pids []int) []int {
 // left behind.
 func TestReproduceStudyCOnCluster(t *testing.T) {
 	requireCluster(t)
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	os.Chmod(filepath.Dir(root), 0o755)
-	t.Setenv("SFCLAB_STATE_DIR", root)
+	stateDir(t)
 	dir := filepath.Join(t.TempDir(), "run")
 	var out bytes.Buffer
 	code, errOut := sfclab(t, context.Background(), &out, "reproduce", "openstack-sfc", "--quick",
 		"--runtime", "kubernetes", "--scenario", "c1", "--repetitions", "1", "--duration", "1s", "--out", dir)
 	for _, lab := range []string{"sc-c1", "study-c"} {
-		if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), lab); err != nil || len(l) > 0 {
-			t.Errorf("the run left lab %s in the cluster: %v %v", lab, l, err)
-		}
-		if left, _ := netdev.ListNetns(plan.NetnsName(lab, "")); len(left) > 0 {
-			t.Errorf("the run left namespaces of lab %s on the host: %v", lab, left)
-		}
+		checkLabGone(t, lab, "the run")
 	}
 	if code != 0 {
 		t.Fatalf("reproduce openstack-sfc --runtime kubernetes: exit %d: %s\n%s", code, errOut, out.String())
@@ -556,30 +524,13 @@ func TestReproduceStudyCOnCluster(t *testing.T) {
 	t.Logf("terminal:\n%s", errOut)
 	const want = "the study's four hosts on 1 node(s)"
 	const pairs = "contr01->localhost, comp02->localhost, comp03->localhost, comp04->localhost"
-	if !strings.Contains(errOut, want) || !strings.Contains(errOut, pairs) {
-		t.Errorf("the terminal does not say where the hosts went (%q, %q):\n%s", want, pairs, errOut)
-	}
-	store, err := results.Open(filepath.Join(dir, "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	run, err := store.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := run.Env["placement"]; !strings.Contains(v, want) || !strings.Contains(v, pairs) {
-		t.Errorf("run environment placement = %q, want %q and %q", v, want, pairs)
-	}
+	run, samples := runResults(t, dir)
+	checkPlacement(t, errOut, run, want, pairs)
 	if v := run.Env["scenarios"]; v != "c1" {
 		t.Errorf("run environment scenarios = %q, want c1", v)
 	}
 	if v := run.Env["reduced"]; !strings.Contains(v, "only scenarios c1") {
 		t.Errorf("run environment reduced = %q, want it to say only c1 ran", v)
-	}
-	samples, err := store.Samples()
-	if err != nil {
-		t.Fatal(err)
 	}
 	var deployed, throughput int
 	for _, s := range samples {
@@ -745,24 +696,10 @@ func TestAgent(t *testing.T) {
 	kubernetes.PodTimeout = 15 * time.Second
 	t.Cleanup(func() { kubernetes.PodTimeout = old })
 	lab := loadLab(t, "../../examples/baseline.yaml", "k8t-noagent", spec.RuntimeKubernetes)
-	p, release, err := d.Plan(context.Background(), lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	_, err = d.Deploy(context.Background(), p, "test")
-	if err == nil {
-		d.Destroy(context.Background(), p.Lab)
-		t.Fatal("deploy without an agent pod on the node succeeded")
-	}
+	p, err = deployRefused(t, d, lab, "test", "deploy without an agent pod on the node")
 	if !strings.Contains(err.Error(), "wait for the sfclab agent on node localhost") {
 		t.Errorf("error %q does not name the node the agent is missing on", err)
 	}
 	kubernetes.PodTimeout = old
-	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), p.Lab); err != nil || len(l) > 0 {
-		t.Errorf("the failed deploy left %v %v in the cluster", l, err)
-	}
-	if left, _ := netdev.ListNetns(plan.NetnsName(p.Lab, "")); len(left) > 0 {
-		t.Errorf("the failed deploy left namespaces on the host: %v", left)
-	}
+	checkLabGone(t, p.Lab, "the failed deploy")
 }

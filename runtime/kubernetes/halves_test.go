@@ -3,7 +3,6 @@ package kubernetes
 import (
 	"encoding/json"
 	"net/netip"
-	"os"
 	"strings"
 	"testing"
 
@@ -76,11 +75,10 @@ func TestLocalUnderlay(t *testing.T) {
 // TestKubeNodeUnderlay: a node's InternalIP is its underlay (none without one), and a node
 // whose boot ID is this machine's runs on this kernel (another's does not).
 func TestKubeNodeUnderlay(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	here, err := bootID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	here := strings.TrimSpace(string(b))
 	for _, tc := range []struct {
 		name, json string
 		ip         string // "" = none

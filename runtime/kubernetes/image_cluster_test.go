@@ -1,7 +1,6 @@
 package kubernetes_test
 
 import (
-	"context"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -9,8 +8,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
@@ -85,7 +82,6 @@ chains:
 		return lab, file
 	}
 	d := deployer(t)
-	rt := kubernetes.Runtime{Kubeconfig: kubeconfig}
 
 	t.Run("runs", func(t *testing.T) {
 		lab, _ := load("k8simg-own", "k8simage/own:1", "")
@@ -105,27 +101,13 @@ chains:
 
 	refused := func(t *testing.T, lab *spec.Lab, file string, want ...string) {
 		t.Helper()
-		p, release, err := d.Plan(context.Background(), lab)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer release()
-		_, err = d.Deploy(context.Background(), p, file)
-		if err == nil {
-			d.Destroy(context.Background(), p.Lab)
-			t.Fatal("deploy succeeded")
-		}
+		p, err := deployRefused(t, d, lab, file, "deploy")
 		for _, w := range want {
 			if !strings.Contains(err.Error(), w) {
 				t.Errorf("error %q\ndoes not contain %q", err, w)
 			}
 		}
-		if l, err := rt.Leftovers(context.Background(), p.Lab); err != nil || len(l) > 0 {
-			t.Errorf("refused lab left %v in the cluster (%v)", l, err)
-		}
-		if left, err := netdev.ListNetns(plan.NetnsName(p.Lab, "")); err != nil || len(left) > 0 {
-			t.Errorf("refused lab left namespaces %v on the host (%v)", left, err)
-		}
+		checkLabGone(t, p.Lab, "the refused deploy")
 	}
 	t.Run("missing program", func(t *testing.T) {
 		lab, file := load("k8simg-miss", "k8simage/own:1", `run: ["tcpdump -i eth0 -w /dev/null"]`)

@@ -20,6 +20,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
@@ -121,16 +122,31 @@ func requireCluster(t testing.TB) {
 	}
 }
 
-// deployer journals into a temporary directory and has the netns runtime beside the
-// kubernetes one (as the CLI does: the netns runtime removes namespaces by the lab's tag).
-func deployer(t testing.TB) *deploy.Deployer {
+// podReadableDir is a temporary directory for a journal that the pods can read (they mount
+// their lab's node directory from it): it and its parent are world-readable.
+func podReadableDir(t testing.TB) string {
 	root := t.TempDir()
 	os.Chmod(root, 0o755)
 	os.Chmod(filepath.Dir(root), 0o755)
+	return root
+}
+
+// stateDir makes a podReadableDir sfclab's state directory (SFCLAB_STATE_DIR) for the rest of
+// the test: the command line journals there.
+func stateDir(t *testing.T) string {
+	root := podReadableDir(t)
+	t.Setenv("SFCLAB_STATE_DIR", root)
+	return root
+}
+
+// deployer journals into a temporary directory and has the netns runtime beside the
+// kubernetes one (as the CLI does: the netns runtime removes namespaces by the lab's tag).
+func deployer(t testing.TB) *deploy.Deployer {
+	root := podReadableDir(t)
 	return &deploy.Deployer{Journal: journal.Journal{Root: root}, Log: t.Logf,
 		Runtimes: map[string]runtime.Runtime{
 			spec.RuntimeNetns:      nsrt.Runtime{},
-			spec.RuntimeKubernetes: kubernetes.Runtime{Kubeconfig: kubeconfig, StateRoot: root},
+			spec.RuntimeKubernetes: kubernetes.Runtime{Kubeconfig: kubeconfig, StateRoot: root, Log: t.Logf},
 		}}
 }
 
@@ -163,18 +179,74 @@ func deployed(t testing.TB, d *deploy.Deployer, lab *spec.Lab) (*plan.Plan, depl
 			t.Errorf("destroy %s: %v", p.Lab, err)
 		}
 		t.Logf("lab %s (%s) destroyed in %s", p.Lab, p.Runtime, time.Since(t0).Round(time.Millisecond))
-		left, err := netdev.ListNetns(plan.NetnsName(p.Lab, ""))
-		if err != nil || len(left) > 0 {
-			t.Errorf("namespaces of lab %s left on the host: %v %v", p.Lab, left, err)
-		}
-		if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), p.Lab); err != nil || len(l) > 0 {
-			t.Errorf("lab %s left in the cluster: %v %v", p.Lab, l, err)
-		}
+		checkLabGone(t, p.Lab, "destroy")
 	})
 	t.Logf("lab %s on %s deployed in %s (nodes %s, links %s, routing %s, functions %s)", p.Lab, p.Runtime,
 		timing.Total.Round(time.Millisecond), timing.Nodes.Round(time.Millisecond), timing.Links.Round(time.Millisecond),
 		timing.Routing.Round(time.Millisecond), timing.Functions.Round(time.Millisecond))
 	return p, timing
+}
+
+// deployRefused plans lab and deploys it from file with d, a deploy that must fail: one that
+// succeeds is destroyed and fails the test ("WHAT succeeded"). It returns the plan and the
+// deploy's error.
+func deployRefused(t testing.TB, d *deploy.Deployer, lab *spec.Lab, file, what string) (*plan.Plan, error) {
+	t.Helper()
+	p, release, err := d.Plan(context.Background(), lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer release()
+	_, err = d.Deploy(context.Background(), p, file)
+	if err == nil {
+		d.Destroy(context.Background(), p.Lab)
+		t.Fatalf("%s succeeded", what)
+	}
+	return p, err
+}
+
+// checkLabGone fails the test when anything of lab is left in the cluster, or any of its
+// network namespaces on the host; who is what should have left nothing ("destroy", "the run").
+func checkLabGone(t testing.TB, lab, who string) {
+	t.Helper()
+	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), lab); err != nil || len(l) > 0 {
+		t.Errorf("%s left lab %s in the cluster: %v %v", who, lab, l, err)
+	}
+	if left, err := netdev.ListNetns(plan.NetnsName(lab, "")); err != nil || len(left) > 0 {
+		t.Errorf("%s left namespaces of lab %s on the host: %v %v", who, lab, left, err)
+	}
+}
+
+// runResults opens the results store a run wrote in dir (closed when the test ends) and
+// returns the run and its samples.
+func runResults(t testing.TB, dir string) (results.Run, []results.Sample) {
+	t.Helper()
+	store, err := results.Open(filepath.Join(dir, "results.db"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	run, err := store.Run()
+	if err != nil {
+		t.Fatal(err)
+	}
+	samples, err := store.Samples()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return run, samples
+}
+
+// checkPlacement: a study's terminal output (errOut) and its run's environment both say where
+// its hosts went: want (how many nodes) and pairs (host->node).
+func checkPlacement(t testing.TB, errOut string, run results.Run, want, pairs string) {
+	t.Helper()
+	if !strings.Contains(errOut, want) || !strings.Contains(errOut, pairs) {
+		t.Errorf("the terminal does not say where the hosts went (%q, %q):\n%s", want, pairs, errOut)
+	}
+	if v := run.Env["placement"]; !strings.Contains(v, want) || !strings.Contains(v, pairs) {
+		t.Errorf("run environment placement = %q, want %q and %q", v, want, pairs)
+	}
 }
 
 func node(t testing.TB, d *deploy.Deployer, p *plan.Plan, name string) runtime.Node {
@@ -333,12 +405,7 @@ func TestTransparent(t *testing.T) {
 			if err := d.Destroy(context.Background(), name); err != nil && !errors.Is(err, journal.ErrNotDeployed) {
 				t.Errorf("destroy %s: %v", name, err)
 			}
-			if l, err := rt.Leftovers(context.Background(), name); err != nil || len(l) > 0 {
-				t.Errorf("lab %s left in the cluster: %v %v", name, l, err)
-			}
-			if left, err := netdev.ListNetns(plan.NetnsName(name, "")); err != nil || len(left) > 0 {
-				t.Errorf("namespaces of lab %s left on the host: %v %v", name, left, err)
-			}
+			checkLabGone(t, name, "destroy")
 			if _, held, err := kubernetes.LabSlot(rt, name); err != nil || held {
 				t.Errorf("lab %s still holds its VXLAN slot after destroy (%v)", name, err)
 			}
@@ -410,17 +477,7 @@ func TestHostNotANode(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	d := deployer(t)
-	p, release, err := d.Plan(context.Background(), lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	_, err = d.Deploy(context.Background(), p, file)
-	if err == nil {
-		d.Destroy(context.Background(), p.Lab)
-		t.Fatal("deploy on a host that is no Kubernetes node succeeded")
-	}
+	p, err := deployRefused(t, deployer(t), lab, file, "deploy on a host that is no Kubernetes node")
 	if want := file + ":3:9: host nosuch: no such Kubernetes node"; !strings.Contains(err.Error(), want) {
 		t.Errorf("error %q does not contain %q", err, want)
 	}
@@ -552,16 +609,7 @@ func TestMissingRBAC(t *testing.T) {
 	d := deployer(t)
 	d.Runtimes[spec.RuntimeKubernetes] = kubernetes.Runtime{Kubeconfig: kc, StateRoot: d.Journal.Root}
 	lab := loadLab(t, "../../examples/baseline.yaml", "k8t-rbac", spec.RuntimeKubernetes)
-	p, release, err := d.Plan(context.Background(), lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer release()
-	_, err = d.Deploy(context.Background(), p, "test")
-	if err == nil {
-		d.Destroy(context.Background(), p.Lab)
-		t.Fatal("a user with no permissions deployed a lab")
-	}
+	_, err := deployRefused(t, d, lab, "test", "deploy by a user with no permissions")
 	for _, want := range []string{"forbidden", `cannot list resource "nodes"`} {
 		if !strings.Contains(err.Error(), want) {
 			t.Errorf("error %q does not name %q", err, want)

@@ -14,9 +14,7 @@ import (
 
 	"github.com/sfclab/sfclab/api"
 	"github.com/sfclab/sfclab/deploy"
-	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime/kubernetes"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
@@ -328,10 +326,7 @@ func partPackets(t *testing.T, lab, kn string) uint64 {
 // carries it; deleting the chain lets it go straight again.
 func serveAcrossNodes(t *testing.T, dir string) {
 	const lab = "k8t-x2api"
-	root := t.TempDir()
-	os.Chmod(root, 0o755)
-	os.Chmod(filepath.Dir(root), 0o755)
-	t.Setenv("SFCLAB_STATE_DIR", root)
+	root := stateDir(t)
 	t.Setenv("KUBECONFIG", kubeconfig)
 	file := filepath.Join(dir, lab+".yaml")
 	yaml := "name: " + lab + "\nruntime: kubernetes\nsteering: transparent\nnetworks: [lan]\nhosts: [localhost, " + node2 + "]\n" +
@@ -351,12 +346,7 @@ func serveAcrossNodes(t *testing.T, dir string) {
 		if code, errOut := sfclab(t, ctx, io.Discard, "destroy", lab); code != 0 {
 			t.Errorf("destroy: exit %d: %s", code, errOut)
 		}
-		if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(ctx, lab); err != nil || len(l) > 0 {
-			t.Errorf("lab %s left in the cluster: %v %v", lab, l, err)
-		}
-		if left, _ := netdev.ListNetns(plan.NetnsName(lab, "")); len(left) > 0 {
-			t.Errorf("namespaces of lab %s left on the host: %v", lab, left)
-		}
+		checkLabGone(t, lab, "destroy")
 		if left, _ := filepath.Glob(steer.PinDir(steer.NodePin(lab, "*"))); len(left) > 0 {
 			t.Errorf("destroy left pinned steering maps: %v", left)
 		}
@@ -421,25 +411,8 @@ func studyCAcrossNodes(t *testing.T) {
 	t.Logf("reproduce (c1 on two nodes) took %s; terminal:\n%s", time.Since(t0).Round(100*time.Millisecond), errOut)
 	const want = "the study's four hosts on 2 node(s)"
 	const pairs = "contr01->" + node2 + ", comp02->localhost, comp03->" + node2 + ", comp04->localhost"
-	if !strings.Contains(errOut, want) || !strings.Contains(errOut, pairs) {
-		t.Errorf("the terminal does not say where the hosts went (%q, %q):\n%s", want, pairs, errOut)
-	}
-	store, err := results.Open(filepath.Join(dir, "results.db"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer store.Close()
-	run, err := store.Run()
-	if err != nil {
-		t.Fatal(err)
-	}
-	if v := run.Env["placement"]; !strings.Contains(v, want) || !strings.Contains(v, pairs) {
-		t.Errorf("run environment placement = %q, want %q and %q", v, want, pairs)
-	}
-	samples, err := store.Samples()
-	if err != nil {
-		t.Fatal(err)
-	}
+	run, samples := runResults(t, dir)
+	checkPlacement(t, errOut, run, want, pairs)
 	var bps float64
 	for _, s := range samples {
 		if s.Scenario == "c1" && s.Metric == "throughput" {
@@ -454,12 +427,7 @@ func studyCAcrossNodes(t *testing.T) {
 		t.Errorf("node %s's underlay moved %d bytes during the run (c1 at %.2f Gbit/s for 1 s): want at least %d", node2, moved, bps/1e9, min)
 	}
 	t.Logf("c1 across the nodes: %.2f Gbit/s; node %s's underlay moved %d bytes", bps/1e9, node2, moved)
-	if l, err := (kubernetes.Runtime{Kubeconfig: kubeconfig}).Leftovers(context.Background(), "sc-c1"); err != nil || len(l) > 0 {
-		t.Errorf("the run left lab sc-c1 in the cluster: %v %v", l, err)
-	}
-	if left, _ := netdev.ListNetns(plan.NetnsName("sc-c1", "")); len(left) > 0 {
-		t.Errorf("the run left namespaces of lab sc-c1 on the host: %v", left)
-	}
+	checkLabGone(t, "sc-c1", "the run")
 }
 
 // nodeLeaves: node 2 leaves the cluster, first as a node gone silent with a lab's pod on it
@@ -476,16 +444,6 @@ func nodeLeaves(t *testing.T, d *deploy.Deployer, dir string) {
 	kubernetes.PodTimeout = time.Minute
 	t.Cleanup(func() { kubernetes.PodTimeout = old })
 	ctx := context.Background()
-	rt := kubernetes.Runtime{Kubeconfig: kubeconfig}
-	nothingLeft := func(lab string) {
-		t.Helper()
-		if l, err := rt.Leftovers(ctx, lab); err != nil || len(l) > 0 {
-			t.Errorf("lab %s left in the cluster: %v %v", lab, l, err)
-		}
-		if left, err := netdev.ListNetns(plan.NetnsName(lab, "")); err != nil || len(left) > 0 {
-			t.Errorf("namespaces of lab %s left on the host: %v %v", lab, left, err)
-		}
-	}
 	deployLab := func(lab *spec.Lab) (*plan.Plan, error) {
 		t.Helper()
 		p, release, err := d.Plan(ctx, lab)
@@ -510,7 +468,7 @@ func nodeLeaves(t *testing.T, d *deploy.Deployer, dir string) {
 			t.Errorf("destroy lab %s on node localhost with node %s gone: %v", name, node2, err)
 		}
 		t.Logf("destroy %s: %s", name, time.Since(t0).Round(time.Millisecond))
-		nothingLeft(name)
+		checkLabGone(t, name, "destroy")
 	}
 	// A lab with a host on node 2 is refused before anything is created.
 	refused := func(name string, want ...string) {
@@ -525,7 +483,7 @@ func nodeLeaves(t *testing.T, d *deploy.Deployer, dir string) {
 				t.Errorf("deploy lab %s on node %s: %v\nwant %q", name, node2, err, w)
 			}
 		}
-		nothingLeft(name)
+		checkLabGone(t, name, "destroy")
 	}
 	desired := func() string {
 		out, _ := exec.Command("kubectl", "--kubeconfig", kubeconfig, "-n", kubernetes.AgentNamespace, "get", "daemonset", kubernetes.AgentName,
@@ -553,7 +511,7 @@ func nodeLeaves(t *testing.T, d *deploy.Deployer, dir string) {
 	if err := d.Destroy(ctx, p.Lab); err != nil {
 		t.Errorf("second destroy of %s: %v, want none: the cluster has nothing of it left", p.Lab, err)
 	}
-	nothingLeft(p.Lab)
+	checkLabGone(t, p.Lab, "destroy")
 
 	if out, err := exec.Command("kubectl", "--kubeconfig", kubeconfig, "delete", "node", node2).CombinedOutput(); err != nil {
 		t.Fatalf("kubectl delete node %s: %v\n%s", node2, err, out)

@@ -194,11 +194,10 @@ func TestRemoteNodeRefuses(t *testing.T) {
 // localhost, its hostname or addresses) or of its kernel (boot ID); ForeignNodes makes any
 // node foreign.
 func TestForeign(t *testing.T) {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	here, err := bootID()
 	if err != nil {
 		t.Fatal(err)
 	}
-	here := strings.TrimSpace(string(b))
 	for _, tc := range []struct {
 		name, json string
 		treat      []string

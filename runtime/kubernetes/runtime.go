@@ -69,6 +69,16 @@ type Runtime struct {
 	// directory, the kinds' files there are written and read by the agent (RemoteNode,
 	// vnf.Files), and Do refuses their pods, as for a node of another machine.
 	ForeignNodes []string
+	// Log receives what a deploy did on the cluster's nodes beside building the lab, for the
+	// user's terminal: the destroyed labs' state it swept from them (sweepNodes); nil means
+	// silent.
+	Log func(format string, args ...any)
+}
+
+func (r Runtime) logf(format string, args ...any) {
+	if r.Log != nil {
+		r.Log(format, args...)
+	}
 }
 
 // Labels on everything the runtime creates.
@@ -255,9 +265,14 @@ func (n *kubeNode) internalIP() (netip.Addr, bool) {
 // is this machine's): another kubelet on this machine, e.g. in a network namespace of its
 // own, whose pods share sfclab's file system (the lab's node directory).
 func (n *kubeNode) sameKernel() bool {
-	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
-	id := strings.TrimSpace(string(b))
+	id, err := bootID()
 	return err == nil && id != "" && n.Status.NodeInfo.BootID == id
+}
+
+// bootID is this machine's boot ID: its kernel's, new at every boot.
+func bootID() (string, error) {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	return strings.TrimSpace(string(b)), err
 }
 
 func (n *kubeNode) ready() bool { return n.readyCondition() == "Ready=True" }
@@ -1528,28 +1543,9 @@ func checkPrograms(ctx context.Context, p *plan.Plan, pod runtime.Node) error {
 	if err != nil {
 		return err
 	}
-	if len(needs) == 0 {
-		return nil
-	}
-	progs := make([]string, 0, len(needs))
 	who := map[string][]string{}
 	for _, n := range needs {
-		progs = append(progs, n.Program)
 		who[n.Program] = n.Nodes
 	}
-	out, err := pod.Output(ctx, nil, append([]string{"/bin/sh", "-c", programsScript, "sh"}, progs...)...)
-	if err != nil {
-		return fmt.Errorf("check programs in image %s: %w", p.Image, err)
-	}
-	var missing []string
-	for _, prog := range strings.Fields(string(out)) {
-		missing = append(missing, fmt.Sprintf("%s (needed by %s)", prog, strings.Join(who[prog], ", ")))
-	}
-	if len(missing) > 0 {
-		return fmt.Errorf("check programs in image %s: missing: %s; add them to the image (and import it on the cluster's nodes) or use sfclab's own (remove docker.image)", p.Image, strings.Join(missing, "; "))
-	}
-	return nil
+	return runtime.CheckImagePrograms(ctx, pod, p.Image, who, "(and import it on the cluster's nodes)")
 }
-
-// programsScript prints each of its arguments that the image has no program for.
-const programsScript = `for p in "$@"; do command -v "$p" >/dev/null 2>&1 || echo "$p"; done`

@@ -13,6 +13,9 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/sfclab/sfclab/runtime/netns"
+	"github.com/sfclab/sfclab/steer"
 )
 
 // A Kubernetes node that leaves the cluster while a lab has pods there, and comes back after
@@ -22,8 +25,10 @@ import (
 // marks every lab it builds on its node (labMarkRoot/LAB: the lab's Kubernetes namespace's
 // UID), and before each deploy sfclab lists the labs that live (their namespaces) and asks the
 // agent on each of the deploy's nodes to sweep (AgentSweep): it removes, as AgentDestroy does,
-// every marked lab that no longer lives. Only marked labs are candidates, so nothing the agent
-// did not make (a netns or docker lab on the same machine, which has no mark) is touched.
+// every marked lab that no longer lives, and the deploy tells the user, a line per lab swept,
+// which node held it and what was removed (Runtime.Log). Only marked labs are candidates, so
+// nothing the agent did not make (a netns or docker lab on the same machine, which has no
+// mark) is touched.
 
 // AgentSweep removes the state of marked labs that no longer live (AgentSweepRequest,
 // AgentSweepAnswer).
@@ -49,9 +54,12 @@ type AgentSweepRequest struct {
 	Local []string          `json:"local,omitempty"`
 }
 
-// AgentSweepAnswer names the labs swept.
+// AgentSweepAnswer names the labs swept and what of each the agent removed.
 type AgentSweepAnswer struct {
 	Swept []string `json:"swept,omitempty"`
+	// Removed is, by lab swept, what of it was on the node before the sweep (labState); a
+	// lab with nothing there but its mark has no entry.
+	Removed map[string][]string `json:"removed,omitempty"`
 }
 
 // labMark is the agent's mark of a lab it built on its node.
@@ -157,21 +165,63 @@ func agentSweep(req AgentSweepRequest) (*AgentSweepAnswer, error) {
 	if err != nil {
 		return nil, err
 	}
-	ans := &AgentSweepAnswer{}
+	ans := &AgentSweepAnswer{Removed: map[string][]string{}}
 	var errs []error
 	for _, lab := range sweepable(marks, req, time.Now()) {
+		state := labState(lab)
 		if err := agentDestroy(lab); err != nil {
 			errs = append(errs, fmt.Errorf("sweep lab %s: %w", lab, err))
 			continue
 		}
 		ans.Swept = append(ans.Swept, lab)
+		if len(state) > 0 {
+			ans.Removed[lab] = state
+		}
 	}
 	return ans, errors.Join(errs...)
 }
 
+// labState says what of lab is on the agent's node, what agentDestroy removes: its network
+// namespace names (its pods', emulated hosts', fabric), its pinned steering maps and its
+// directory on the node (nodeLabDir).
+func labState(lab string) []string {
+	var out []string
+	if names, _ := (netns.Runtime{}).Leftovers(context.Background(), lab); len(names) > 0 {
+		slices.Sort(names)
+		out = append(out, "network namespaces "+strings.Join(names, ", "))
+	}
+	var pins []string
+	if _, err := os.Stat(steer.PinDir(lab)); err == nil {
+		pins = append(pins, steer.PinDir(lab))
+	}
+	parts, _ := filepath.Glob(steer.PinDir(steer.NodePin(lab, "*")))
+	if pins = append(pins, parts...); len(pins) > 0 {
+		out = append(out, "steering maps pinned at "+strings.Join(pins, ", "))
+	}
+	if _, err := os.Stat(filepath.Join(nodeRoot(), nodeLabDir(lab))); err == nil {
+		out = append(out, "directory "+nodeLabDir(lab))
+	}
+	return out
+}
+
+// sweptLines are the lines a deploy prints for what the agent on Kubernetes node node swept
+// (ans): one per lab, naming the node and what was removed.
+func sweptLines(node string, ans AgentSweepAnswer) []string {
+	var out []string
+	for _, lab := range ans.Swept {
+		what := "nothing but its mark was left"
+		if r := ans.Removed[lab]; len(r) > 0 {
+			what = "removed " + strings.Join(r, "; ")
+		}
+		out = append(out, fmt.Sprintf("swept destroyed lab %s from Kubernetes node %s: %s", lab, node, what))
+	}
+	return out
+}
+
 // sweepNodes asks the agent on each of a deploy's Kubernetes nodes (agents: node -> agent pod)
 // to sweep the destroyed labs it still holds, given the labs that live now: the cluster's lab
-// namespaces not being deleted, and the labs of sfclab's own journal.
+// namespaces not being deleted, and the labs of sfclab's own journal. Each lab swept is told
+// on Log, with its node and what was removed (sweptLines).
 //
 // Equivalent to: kubectl get namespaces -l sfclab.managed=true; for each node:
 // kubectl exec AGENT -- sfclab agent sweep <live.json
@@ -205,6 +255,10 @@ func (r Runtime) sweepNodes(ctx context.Context, c *client, agents map[string]st
 		var ans AgentSweepAnswer
 		if err := agentCall(ctx, c, kn, agents[kn], AgentSweep, req, &ans); err != nil {
 			errs = append(errs, fmt.Errorf("remove destroyed labs' state on Kubernetes node %s: %w", kn, err))
+			continue
+		}
+		for _, line := range sweptLines(kn, ans) {
+			r.logf("%s", line)
 		}
 	}
 	return errors.Join(errs...)

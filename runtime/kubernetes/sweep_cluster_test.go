@@ -2,10 +2,13 @@ package kubernetes_test
 
 import (
 	"errors"
+	"fmt"
 	"io/fs"
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -65,7 +68,26 @@ func TestSweepOnDeploy(t *testing.T) {
 	})
 
 	d := deployer(t)
+	var told []string
+	rt := d.Runtimes[spec.RuntimeKubernetes].(kubernetes.Runtime)
+	rt.Log = func(f string, a ...any) {
+		line := fmt.Sprintf(f, a...)
+		t.Logf("told: %s", line)
+		told = append(told, line)
+	}
+	d.Runtimes[spec.RuntimeKubernetes] = rt
 	p, _ := deployed(t, d, loadLab(t, "../../examples/baseline.yaml", "k8sa-sweep", spec.RuntimeKubernetes))
+	// The deploy tells what it swept: the one stale lab, its node and what was there.
+	want := "swept destroyed lab " + stale + " from Kubernetes node localhost: removed network namespaces " +
+		plan.NetnsName(stale, "n1") + "; directory " + dir
+	if !slices.Contains(told, want) {
+		t.Errorf("the deploy told %q\nwant the line %q", told, want)
+	}
+	for _, line := range told {
+		if strings.Contains(line, unmarked) || strings.Contains(line, p.Lab) {
+			t.Errorf("the deploy told a sweep of a lab it did not sweep: %q", line)
+		}
+	}
 	if names, _ := netdev.ListNetns(plan.NetnsName(stale, "")); len(names) > 0 {
 		t.Errorf("the destroyed lab's namespace names are left after a deploy: %v", names)
 	}

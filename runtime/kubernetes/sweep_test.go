@@ -89,6 +89,16 @@ func TestAgentSweep(t *testing.T) {
 	if want := []string{dead, replaced}; !slices.Equal(ans.Swept, want) {
 		t.Errorf("swept %v, want %v", ans.Swept, want)
 	}
+	// What each swept lab had on the node, for the deploy's report (sweptLines).
+	for _, l := range []string{dead, replaced} {
+		want := []string{"network namespaces sfc." + l + ".n1", "directory " + filepath.Join(nodeStateRoot, l)}
+		if got := ans.Removed[l]; !slices.Equal(got, want) {
+			t.Errorf("removed of lab %s: %q, want %q", l, got, want)
+		}
+	}
+	if len(ans.Removed) != 2 {
+		t.Errorf("removed names %d labs, want the 2 swept: %v", len(ans.Removed), ans.Removed)
+	}
 	for _, l := range []string{dead, replaced, live, young, unmarked} {
 		gone := l == dead || l == replaced
 		names, err := netdev.ListNetns("sfc." + l + ".")
@@ -106,5 +116,33 @@ func TestAgentSweep(t *testing.T) {
 	}
 	if _, err := agentSweep(AgentSweepRequest{}); err == nil {
 		t.Error("a sweep with no live labs named (nil) was taken: it would remove every marked lab")
+	}
+}
+
+// TestSweptLines: a deploy tells each lab an agent swept in one line naming the lab, the
+// Kubernetes node and what was removed there (or that only the lab's mark was left).
+func TestSweptLines(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		ans  AgentSweepAnswer
+		want []string
+	}{
+		{name: "nothing swept", ans: AgentSweepAnswer{}, want: nil},
+		{name: "two labs", ans: AgentSweepAnswer{Swept: []string{"a", "b"}, Removed: map[string][]string{
+			"a": {"network namespaces sfc.a, sfc.a.n1", "steering maps pinned at /sys/fs/bpf/sfclab/a", "directory /var/lib/sfclab-node/a"},
+			"b": {"directory /var/lib/sfclab-node/b"},
+		}}, want: []string{
+			"swept destroyed lab a from Kubernetes node kn2: removed network namespaces sfc.a, sfc.a.n1; steering maps pinned at /sys/fs/bpf/sfclab/a; directory /var/lib/sfclab-node/a",
+			"swept destroyed lab b from Kubernetes node kn2: removed directory /var/lib/sfclab-node/b",
+		}},
+		{name: "only its mark", ans: AgentSweepAnswer{Swept: []string{"c"}}, want: []string{
+			"swept destroyed lab c from Kubernetes node kn2: nothing but its mark was left",
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := sweptLines("kn2", tc.ans); !slices.Equal(got, tc.want) {
+				t.Errorf("got %q\nwant %q", got, tc.want)
+			}
+		})
 	}
 }

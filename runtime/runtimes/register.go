@@ -22,6 +22,10 @@ type Options struct {
 	ImageProgress func(docker.BuildProgress)
 	// VMLog receives the steps of a guest image build; nil means silent.
 	VMLog func(format string, args ...any)
+	// Log receives what a runtime did beside building a lab that the user should be told
+	// (kubernetes: destroyed labs' state swept from the cluster's nodes before a deploy); nil
+	// means silent.
+	Log func(format string, args ...any)
 }
 
 // All returns the built-in runtimes by name.
@@ -31,7 +35,7 @@ func All(o Options) map[string]runtime.Runtime {
 	return map[string]runtime.Runtime{
 		spec.RuntimeNetns:      netns.Runtime{},
 		spec.RuntimeDocker:     docker.Runtime{StateRoot: o.StateRoot, Progress: o.ImageProgress, Machines: machines},
-		spec.RuntimeKubernetes: kubernetes.Runtime{StateRoot: o.StateRoot, Kubeconfig: o.Kubeconfig},
+		spec.RuntimeKubernetes: kubernetes.Runtime{StateRoot: o.StateRoot, Kubeconfig: o.Kubeconfig, Log: o.Log},
 		spec.RuntimeVM:         machines,
 	}
 }

@@ -8,38 +8,52 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
+
+// iperf3Report is what the tests read of an iperf3 client's JSON report (-J).
+type iperf3Report struct {
+	End struct {
+		SumReceived struct {
+			Bytes         int64   `json:"bytes"`
+			BitsPerSecond float64 `json:"bits_per_second"`
+		} `json:"sum_received"`
+	} `json:"end"`
+}
+
+// iperf3Once starts a one-shot iperf3 server on node server, bound to dst port 5201 (its log
+// in a temporary directory), and runs a TCP client of secs seconds from node client to it,
+// retrying for a bounded time while the server binds. It returns the client's JSON report
+// (iperf3Report) and its error; a server that does not start fails the test.
+func iperf3Once(t testing.TB, ctx context.Context, client, server runtime.Node, dst, secs string) ([]byte, error) {
+	t.Helper()
+	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, t.TempDir()+"/iperf3.log"); err != nil {
+		t.Fatal(err)
+	}
+	var out []byte
+	var err error
+	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
+		if out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", secs, "-J"); err == nil || i == 19 {
+			break
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	return out, err
+}
 
 // iperf3Gbps sends a TCP transfer of secs seconds from client to server of a deployed lab.
 func iperf3Gbps(b testing.TB, l *labtest.Lab, secs string) float64 {
 	b.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	defer cancel()
-	client, server := l.Node(b, "client"), l.Node(b, "server")
 	dst := l.P.Node("server").Interfaces[0].Address.Addr().String()
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, b.TempDir()+"/iperf3.log"); err != nil {
-		b.Fatal(err)
-	}
-	var out []byte
-	var err error
-	for i := range 20 {
-		if out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", secs, "-J"); err == nil || i == 19 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	out, err := iperf3Once(b, ctx, l.Node(b, "client"), l.Node(b, "server"), dst, secs)
 	if err != nil {
 		b.Fatal(err)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
+	var res iperf3Report
 	if err := json.Unmarshal(out, &res); err != nil {
 		b.Fatal(err)
 	}

@@ -249,13 +249,7 @@ func iperfThrough(ctx context.Context, t *testing.T, l *labtest.Lab) float64 {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM's balancer: %v", err)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
+	var res iperf3Report
 	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.BitsPerSecond <= 0 {
 		t.Fatalf("iperf3 result %v: %.200s", err, out)
 	}
@@ -294,13 +288,7 @@ func TestVMHAProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM's HAProxy: %v", err)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
+	var res iperf3Report
 	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.BitsPerSecond <= 0 {
 		t.Fatalf("iperf3 result %v: %.200s", err, out)
 	}

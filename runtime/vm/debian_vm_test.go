@@ -132,28 +132,11 @@ func TestDebianVMForwarder(t *testing.T) {
 	if out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst); err != nil || !strings.Contains(string(out), "ttl=63") {
 		t.Fatalf("ping through the Debian VM forwarder (want replies with ttl=63, one routed hop): %v\n%s", err, out)
 	}
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, t.TempDir()+"/iperf3.log"); err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				Bytes         int64   `json:"bytes"`
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var iperfOut []byte
-	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
-		iperfOut, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
-		if err == nil || i == 19 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	iperfOut, err := iperf3Once(t, ctx, client, server, dst, "2")
 	if err != nil {
 		t.Fatalf("iperf3 through the Debian VM forwarder: %v\n%s", err, iperfOut)
 	}
+	var res iperf3Report
 	if err := json.Unmarshal(iperfOut, &res); err != nil || res.End.SumReceived.Bytes == 0 {
 		t.Fatalf("iperf3 through the Debian VM forwarder moved nothing (%v):\n%s", err, iperfOut)
 	}

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"syscall"
 	"testing"
@@ -77,10 +76,7 @@ func TestDockerVMForwarder(t *testing.T) {
 	requireDocker(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
-	p := labtest.Plan(t, dockerLab)
-	// Registered before Deploy's cleanup, so it runs after the destroy.
-	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
-	l := labtest.Deploy(t, dockerLab)
+	l := deployDockerVM(t, dockerLab)
 	if l.P.Runtime != spec.RuntimeDocker {
 		t.Fatalf("plan runtime %q, want docker", l.P.Runtime)
 	}
@@ -91,11 +87,7 @@ func TestDockerVMForwarder(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Logf("boot: %s", rec.Phases())
-	var ifnames []string
-	for _, i := range l.P.Node("mvt").Interfaces {
-		ifnames = append(ifnames, i.Name)
-	}
-	probes := checkMacvtapPorts(t, ctx, l, "mvt", l.P.Node("mvt").Netns, ifnames, true, l.Node(t, "mvt"))
+	probes := checkNodeMacvtaps(t, ctx, l, "mvt", true)
 
 	fwd := l.Node(t, "fwd")
 	if _, ok := fwd.(*vm.Node); !ok {
@@ -127,29 +119,11 @@ func TestDockerVMForwarder(t *testing.T) {
 		t.Logf("ping through the VM forwarders (%s): %s", accel.TCGMark, lastLine(ping))
 	}
 
-	logPath := t.TempDir() + "/iperf3.log"
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				Bytes         int64   `json:"bytes"`
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var iperfOut []byte
-	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
-		iperfOut, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
-		if err == nil || i == 19 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	iperfOut, err := iperf3Once(t, ctx, client, server, dst, "2")
 	if err != nil {
 		t.Fatalf("iperf3 through the VM forwarder: %v\n%s", err, iperfOut)
 	}
+	var res iperf3Report
 	if err := json.Unmarshal(iperfOut, &res); err != nil {
 		t.Fatal(err)
 	}
@@ -211,6 +185,16 @@ func TestDockerVMForwarder(t *testing.T) {
 func lastLine(b []byte) string {
 	lines := strings.Split(strings.TrimSpace(string(b)), "\n")
 	return lines[len(lines)-1]
+}
+
+// deployDockerVM deploys a docker lab with VM nodes (labtest.Deploy) and checks, after its
+// destroy, that nothing of it is left (assertNoDockerVMLeft).
+func deployDockerVM(t *testing.T, yaml string) *labtest.Lab {
+	t.Helper()
+	p := labtest.Plan(t, yaml)
+	// Registered before Deploy's cleanup, so it runs after the destroy.
+	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
+	return labtest.Deploy(t, yaml)
 }
 
 // assertNoDockerVMLeft fails when anything of a docker lab with VMs is left: containers,
@@ -360,9 +344,7 @@ func TestDockerTransparentVMFunction(t *testing.T) {
 	requireDocker(t)
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
-	p := labtest.Plan(t, dockerTransparentLab)
-	t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
-	l := labtest.Deploy(t, dockerTransparentLab)
+	l := deployDockerVM(t, dockerTransparentLab)
 	if l.P.Runtime != spec.RuntimeDocker || l.P.Node("fwd").VM == nil {
 		t.Fatalf("plan runtime %q, fwd vm %v: want docker with the forwarder a VM", l.P.Runtime, l.P.Node("fwd").VM)
 	}
@@ -377,29 +359,14 @@ func TestDockerTransparentVMFunction(t *testing.T) {
 	fwd, client, server := l.Node(t, "fwd"), l.Node(t, "client"), l.Node(t, "server")
 	guestCount := func(dir string) uint64 {
 		t.Helper()
-		out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/eth0/statistics/"+dir+"_packets")
-		if err != nil {
-			t.Fatalf("read the guest's eth0 %s counter: %v", dir, err)
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return guestCounter(ctx, t, fwd, "eth0", dir+"_packets")
 	}
 	rx0, tx0 := guestCount("rx"), guestCount("tx")
 	dst := l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
-	out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "3", dst)
-	if err != nil {
-		t.Fatalf("ping through the VM function: %v\n%s", err, out)
-	}
-	ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
-	if len(ttls) == 0 {
-		t.Fatalf("no reply TTL in ping's output:\n%s", out)
-	}
-	for _, m := range ttls {
-		if m[1] != "63" {
-			t.Errorf("reply TTL %s, want 63 (one kernel forwarding each way: the guest's):\n%s", m[1], out)
+	ttls, out := pingTTLs(t, ctx, client, dst, "3", "3", "the VM function")
+	for _, ttl := range ttls {
+		if ttl != "63" {
+			t.Errorf("reply TTL %s, want 63 (one kernel forwarding each way: the guest's):\n%s", ttl, out)
 		}
 	}
 	t.Logf("ping through the transparent VM function (%s): %s", accel.TCGMark, lastLine(out))
@@ -408,28 +375,11 @@ func TestDockerTransparentVMFunction(t *testing.T) {
 		t.Errorf("the guest's port received %d and sent %d packets during 3 pings; want at least 6 each", rx, tx)
 	}
 
-	logPath := t.TempDir() + "/iperf3.log"
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
-		t.Fatal(err)
-	}
-	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
-		out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
-		if err == nil || i == 19 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	out, err = iperf3Once(t, ctx, client, server, dst, "2")
 	if err != nil {
 		t.Fatalf("iperf3 through the VM function: %v\n%s", err, out)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				Bytes         int64   `json:"bytes"`
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
+	var res iperf3Report
 	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.Bytes == 0 {
 		t.Fatalf("iperf3 through the VM function moved nothing (%v):\n%s", err, out)
 	}
@@ -549,9 +499,7 @@ port_chains:
 `},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			p := labtest.Plan(t, tc.lab)
-			t.Cleanup(func() { assertNoDockerVMLeft(t, p) })
-			l := labtest.Deploy(t, tc.lab)
+			l := deployDockerVM(t, tc.lab)
 			if l.P.Runtime != spec.RuntimeDocker || !l.P.HostPorts() {
 				t.Fatalf("plan runtime %q, host ports %v: want docker with ports from package hosts", l.P.Runtime, l.P.HostPorts())
 			}
@@ -579,27 +527,16 @@ port_chains:
 				m := map[string]int{}
 				for _, i := range ifs {
 					for _, c := range []string{"rx_packets", "tx_packets"} {
-						out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i+"/statistics/"+c)
-						if err != nil {
-							t.Fatalf("read the guest's %s counter of %s: %v", c, i, err)
-						}
-						m[i+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
+						m[i+"/"+c] = int(guestCounter(ctx, t, fwd, i, c))
 					}
 				}
 				return m
 			}
 			before := counts()
-			out, err := client.Output(ctx, nil, "ping", "-c", "5", "-i", "0.2", "-W", "2", dst)
-			if err != nil {
-				t.Fatalf("ping through the VM forwarder on the other host: %v\n%s", err, out)
-			}
-			ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
-			if len(ttls) == 0 {
-				t.Fatalf("no reply TTL in ping's output:\n%s", out)
-			}
-			for _, m := range ttls {
-				if m[1] != "63" {
-					t.Errorf("ping reply with ttl=%s, want 63 (one forwarding hop, the guest):\n%s", m[1], out)
+			ttls, out := pingTTLs(t, ctx, client, dst, "5", "2", "the VM forwarder on the other host")
+			for _, ttl := range ttls {
+				if ttl != "63" {
+					t.Errorf("ping reply with ttl=%s, want 63 (one forwarding hop, the guest):\n%s", ttl, out)
 					break
 				}
 			}

@@ -3,7 +3,6 @@ package vm_test
 import (
 	"context"
 	"os/exec"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -55,11 +54,7 @@ func TestHostsVMForwarder(t *testing.T) {
 		}
 		t.Logf("boot of %s: %s", name, rec.Phases())
 	}
-	var ifnames []string
-	for _, i := range l.P.Node("mvt").Interfaces {
-		ifnames = append(ifnames, i.Name)
-	}
-	probes := checkMacvtapPorts(t, ctx, l, "mvt", l.P.Node("mvt").Netns, ifnames, false, l.Node(t, "mvt"))
+	probes := checkNodeMacvtaps(t, ctx, l, "mvt", false)
 
 	client := l.Node(t, "client")
 	counts := func() map[string]int {
@@ -68,11 +63,7 @@ func TestHostsVMForwarder(t *testing.T) {
 			g := l.Node(t, name)
 			for _, i := range l.P.Node(name).Interfaces {
 				for _, c := range []string{"rx_packets", "tx_packets"} {
-					out, err := g.Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/statistics/"+c)
-					if err != nil {
-						t.Fatalf("read the guest's %s counter of %s/%s: %v", c, name, i.Name, err)
-					}
-					m[name+"/"+i.Name+"/"+c], _ = strconv.Atoi(strings.TrimSpace(string(out)))
+					m[name+"/"+i.Name+"/"+c] = int(guestCounter(ctx, t, g, i.Name, c))
 				}
 			}
 		}

@@ -84,6 +84,18 @@ func checkMacvtapPorts(t *testing.T, ctx context.Context, l *labtest.Lab, node, 
 	return probes
 }
 
+// checkNodeMacvtaps is checkMacvtapPorts over every interface of VM node node of a lab (not
+// a transparent one's), seen from the node's guest.
+func checkNodeMacvtaps(t *testing.T, ctx context.Context, l *labtest.Lab, node string, passthru bool) []string {
+	t.Helper()
+	pn := l.P.Node(node)
+	var ifnames []string
+	for _, i := range pn.Interfaces {
+		ifnames = append(ifnames, i.Name)
+	}
+	return checkMacvtapPorts(t, ctx, l, node, pn.Netns, ifnames, passthru, l.Node(t, node))
+}
+
 // assertMacvtapsGone waits until no probe (a device node of a lab's macvtap's number) opens:
 // the macvtaps went with their namespaces, which the kernel cleans up shortly after destroy.
 func assertMacvtapsGone(t *testing.T, lab string, probes []string) {

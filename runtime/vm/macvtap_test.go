@@ -2,19 +2,11 @@ package vm_test
 
 import (
 	"context"
-	"errors"
-	"os"
-	"path/filepath"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
-	"golang.org/x/sys/unix"
-
 	"github.com/sfclab/sfclab/internal/labtest"
-	"github.com/sfclab/sfclab/netdev"
-	"github.com/sfclab/sfclab/runtime/vm"
 )
 
 const macvtapLab = `
@@ -40,54 +32,7 @@ func TestMacvtapForwarder(t *testing.T) {
 	l := labtest.Deploy(t, macvtapLab)
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
-	pn := l.P.Node("fwd")
-	hostSide, err := netdev.OpenNS(pn.Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer hostSide.Close()
-	links, err := hostSide.Links()
-	if err != nil {
-		t.Fatal(err)
-	}
-	kinds, macs := map[string]string{}, map[string]string{}
-	for _, li := range links {
-		kinds[li.Name], macs[li.Name] = li.Kind, li.MAC
-	}
-	fwd := l.Node(t, "fwd")
-	probeDir := t.TempDir()
-	var probes []string
-	for _, i := range pn.Interfaces {
-		if kinds[i.Name] != "macvtap" {
-			t.Errorf("host side of fwd/%s is a %q, want a macvtap (links: %v)", i.Name, kinds[i.Name], kinds)
-			continue
-		}
-		if kinds["vt0"] != "" {
-			t.Errorf("the macvtap node has a tap too: %v", kinds)
-		}
-		dev, err := hostSide.MacvtapDevice(i.Name)
-		if err != nil {
-			t.Fatal(err)
-		}
-		node := filepath.Join(vm.DevRoot, l.P.Lab, "fwd."+i.Name)
-		var st unix.Stat_t
-		if err := unix.Stat(node, &st); err != nil {
-			t.Fatalf("device node of fwd/%s: %v", i.Name, err)
-		}
-		if st.Mode&unix.S_IFMT != unix.S_IFCHR || unix.Major(st.Rdev) != dev.Major || unix.Minor(st.Rdev) != dev.Minor {
-			t.Errorf("%s: mode %o device %d:%d, want a character device %s", node, st.Mode, unix.Major(st.Rdev), unix.Minor(st.Rdev), dev)
-		}
-		// A probe of the same number outside the lab, to see the macvtap gone after destroy.
-		probe := filepath.Join(probeDir, i.Name)
-		if err := netdev.MakeCharDev(probe, dev); err != nil {
-			t.Fatal(err)
-		}
-		probes = append(probes, probe)
-		out, err := fwd.Output(ctx, nil, "cat", "/sys/class/net/"+i.Name+"/address")
-		if err != nil || strings.TrimSpace(string(out)) != macs[i.Name] {
-			t.Errorf("guest's %s has MAC %q (%v), its macvtap %s", i.Name, out, err, macs[i.Name])
-		}
-	}
+	probes := checkNodeMacvtaps(t, ctx, l, "fwd", false)
 	info, err := l.D.Inspect(ctx, l.P.Lab)
 	if err != nil {
 		t.Fatal(err)
@@ -111,26 +56,5 @@ func TestMacvtapForwarder(t *testing.T) {
 	if err := l.D.Destroy(ctx, l.P.Lab); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(vm.DevRoot, l.P.Lab)); !errors.Is(err, os.ErrNotExist) {
-		t.Errorf("device directory %s left (%v)", filepath.Join(vm.DevRoot, l.P.Lab), err)
-	}
-	// The macvtaps went with the node's namespace; the kernel deletes them while it cleans
-	// the namespace up, shortly after.
-	deadline := time.Now().Add(10 * time.Second)
-	for _, probe := range probes {
-		for {
-			f, err := os.OpenFile(probe, os.O_RDWR, 0)
-			if err != nil {
-				if !errors.Is(err, syscall.ENXIO) && !errors.Is(err, syscall.ENODEV) {
-					t.Errorf("open %s after destroy: %v, want ENXIO (no such macvtap)", probe, err)
-				}
-				break
-			}
-			f.Close()
-			if time.Now().After(deadline) {
-				t.Fatalf("macvtap %s still exists 10 s after destroy", filepath.Base(probe))
-			}
-			time.Sleep(20 * time.Millisecond)
-		}
-	}
+	assertMacvtapsGone(t, l.P.Lab, probes)
 }

@@ -638,32 +638,8 @@ func guestConfig(n *plan.Node) *GuestConfig {
 		c.Interfaces = append(c.Interfaces, GuestInterface{Name: i.Name, Addrs: []netip.Prefix{i.Address}})
 		c.Sysctls = append(c.Sysctls, [2]string{"net.ipv4.conf." + i.Name + ".rp_filter", "0"}, [2]string{"net.ipv6.conf." + i.Name + ".disable_ipv6", "1"})
 	}
-	for _, r := range n.Routes {
-		nr := netdev.Route{Dst: r.Dst, Table: r.Table}
-		for _, h := range r.NextHops {
-			nr.NextHops = append(nr.NextHops, netdev.NextHop{Via: h.Via, Dev: h.Dev, Weight: h.Weight})
-		}
-		c.Routes = append(c.Routes, nr)
-	}
-	for _, r := range n.Rules {
-		c.Rules = append(c.Rules, netdev.Rule{Priority: r.Priority, Table: r.Table, IPProto: ipproto(r.Protocol),
-			SrcPort: netdev.PortRange{From: r.SrcPort.From, To: r.SrcPort.To},
-			DstPort: netdev.PortRange{From: r.DstPort.From, To: r.DstPort.To},
-			Src:     r.Src, Dst: r.Dst})
-	}
+	c.Routes, c.Rules = runtime.Routing(n)
 	return c
-}
-
-func ipproto(p string) uint8 {
-	switch p {
-	case "tcp":
-		return 6
-	case "udp":
-		return 17
-	case "icmp":
-		return 1
-	}
-	return 0
 }
 
 // waitAgent waits for QEMU's socket, then for the agent's answer to a ping; QEMU exiting or

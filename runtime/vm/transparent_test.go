@@ -4,13 +4,13 @@ import (
 	"context"
 	"regexp"
 	"slices"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/steer"
 )
@@ -48,6 +48,25 @@ port_chains:
 `
 
 var ttlRE = regexp.MustCompile(`ttl=(\d+)`)
+
+// pingTTLs pings dst from node from count times, 0.2 s apart, waiting up to wait seconds for
+// each reply, and returns the replies' TTLs and ping's output. A failed ping, or one whose
+// output shows no TTL, fails the test; through says what the packets cross.
+func pingTTLs(t *testing.T, ctx context.Context, from runtime.Node, dst, count, wait, through string) ([]string, []byte) {
+	t.Helper()
+	out, err := from.Output(ctx, nil, "ping", "-c", count, "-i", "0.2", "-W", wait, dst)
+	if err != nil {
+		t.Fatalf("ping through %s: %v\n%s", through, err, out)
+	}
+	var ttls []string
+	for _, m := range ttlRE.FindAllStringSubmatch(string(out), -1) {
+		ttls = append(ttls, m[1])
+	}
+	if len(ttls) == 0 {
+		t.Fatalf("no reply TTL in ping's output:\n%s", out)
+	}
+	return ttls, out
+}
 
 // TestTransparentVMFunction deploys a transparent lab whose functions are VMs, one on taps and
 // one on macvtaps, and checks the traffic is steered through both guests: ping's replies come
@@ -88,31 +107,16 @@ func TestTransparentVMFunction(t *testing.T) {
 	client, server := l.Node(t, "client"), l.Node(t, "server")
 	guestCount := func(name, ifname, dir string) uint64 {
 		t.Helper()
-		out, err := l.Node(t, name).Output(ctx, nil, "cat", "/sys/class/net/"+ifname+"/statistics/"+dir+"_packets")
-		if err != nil {
-			t.Fatalf("read the guest's %s %s counter of %s: %v", ifname, dir, name, err)
-		}
-		n, err := strconv.ParseUint(strings.TrimSpace(string(out)), 10, 64)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return n
+		return guestCounter(ctx, t, l.Node(t, name), ifname, dir+"_packets")
 	}
 	inRx0 := map[string]uint64{"fwd": guestCount("fwd", "in", "rx"), "mvt": guestCount("mvt", "in", "rx")}
 	outTx0 := map[string]uint64{"fwd": guestCount("fwd", "out", "tx"), "mvt": guestCount("mvt", "out", "tx")}
 
 	dst := l.P.Transparent.Node("server").Ports[0].Address.Addr().String()
-	out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "3", dst)
-	if err != nil {
-		t.Fatalf("ping through the VM functions: %v\n%s", err, out)
-	}
-	ttls := ttlRE.FindAllStringSubmatch(string(out), -1)
-	if len(ttls) == 0 {
-		t.Fatalf("no reply TTL in ping's output:\n%s", out)
-	}
-	for _, m := range ttls {
-		if m[1] != "62" {
-			t.Errorf("reply TTL %s, want 62 (two kernels forwarding each way: the guests'):\n%s", m[1], out)
+	ttls, out := pingTTLs(t, ctx, client, dst, "3", "3", "the VM functions")
+	for _, ttl := range ttls {
+		if ttl != "62" {
+			t.Errorf("reply TTL %s, want 62 (two kernels forwarding each way: the guests'):\n%s", ttl, out)
 		}
 	}
 	for _, name := range []string{"fwd", "mvt"} {
@@ -125,6 +129,7 @@ func TestTransparentVMFunction(t *testing.T) {
 	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
 		t.Fatal(err)
 	}
+	var err error
 	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
 		out, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "1")
 		if err == nil || i == 19 {

@@ -211,29 +211,11 @@ func TestRoutedVMForwarder(t *testing.T) {
 	if out, err := client.Output(ctx, nil, "ping", "-c", "3", "-i", "0.2", "-W", "2", dst); err != nil {
 		t.Fatalf("ping through the VM forwarder: %v\n%s", err, out)
 	}
-	logPath := t.TempDir() + "/iperf3.log"
-	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, logPath); err != nil {
-		t.Fatal(err)
-	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				Bytes         int64   `json:"bytes"`
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	var iperfOut []byte
-	for i := range 20 { // the server binds within milliseconds; wait for it a bounded time
-		iperfOut, err = client.Output(ctx, nil, "iperf3", "-c", dst, "-p", "5201", "-t", "2", "-J")
-		if err == nil || i == 19 {
-			break
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	iperfOut, err := iperf3Once(t, ctx, client, server, dst, "2")
 	if err != nil {
 		t.Fatalf("iperf3 through the VM forwarder: %v", err)
 	}
+	var res iperf3Report
 	if err := json.Unmarshal(iperfOut, &res); err != nil {
 		t.Fatal(err)
 	}
