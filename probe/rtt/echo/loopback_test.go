@@ -29,8 +29,9 @@ func TestLoopback(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer resp.Close()
-	_ = resp.SetReadBuffer(rcvBuf) // as package rtt's Responder
-	go func() { // the UDP echoes' responder (package rtt's Responder does the same in a node)
+	// The UDP echoes' responder: package rtt's Responder does the same in a node.
+	_ = resp.SetReadBuffer(rcvBuf)
+	go func() {
 		buf := make([]byte, 65536)
 		for {
 			n, from, err := resp.ReadFromUDPAddrPort(buf)
