@@ -699,14 +699,35 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	// so do flows' servers in a VM destination and clients in a VM source (the same iperf3
 	// helpers; the flows' timing is the host's); ping
 	// runs in a guest source and is answered by a guest's kernel; http is answered by an
-	// http-server in a guest, and its client (package load) runs in a guest source's agent;
-	// tcprtt's echo server and client run in a guest's agent; rtt's
-	// echoes are answered by a guest destination's kernel (icmp) or agent (udp), and ndr's
-	// receiver counts in a guest destination's agent. The others run Go code in the source's
-	// network stack from the host (Do: the guest has its own kernel).
+	// http-server in a guest, and its client (package load) runs in a guest source's agent,
+	// ab in a Debian guest source; tcprtt's echo server and client run in a guest's agent;
+	// rtt's echoes are answered by a guest destination's kernel (icmp) or agent (udp), and
+	// sent from a guest source by its agent (socket method, the socket's timestamps); ndr's
+	// receiver counts in a guest destination's agent and its sendmmsg sender runs in a guest
+	// source's agent. Registered probes run Go code in the source's network stack from the
+	// host (Do: the guest has its own kernel).
 	if n := p.Node(c.Path[0]); n != nil && n.VM != nil {
+		src := c.Path[0]
 		if probes := notFromGuest(pr); len(probes) > 0 {
-			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, flows, ping, tcprtt and http (sfclab's client) run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, c.Path[0], strings.Join(probes, ", "))
+			bad(s.Line, "scenario %q: source %s is a VM, and %s cannot measure from a guest yet: they open their sockets in the source's network stack from the host (the guest has its own kernel); iperf3, flows, ping, tcprtt, rtt, ndr and http run in a VM source, or keep the endpoints namespaces (vm: on the functions, or runtime: vm, which leaves endpoints without vm: as namespaces)", s.Name, src, strings.Join(probes, ", "))
+		}
+		if r := pr.RTT; r != nil {
+			// The guest's agent sends the echoes from a socket (rtt/echo): pktgen's generator
+			// and the tc path-end programs would have to be attached in the guest's kernel.
+			if r.Method == rtt.MethodXDP {
+				bad(s.Line, "scenario %q: source %s is a VM, and rtt's method xdp sends from pktgen's XDP generator in the source's network stack, which is the guest's kernel's; write method: socket (the guest's agent then sends the echoes; or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, src, rtt.HighRateFrom)
+			}
+			if r.PathEnd == rtt.PathEndTC {
+				bad(s.Line, "scenario %q: source %s is a VM, and rtt's path_end tc needs tc programs at the sender's interface, which is in the guest's kernel; write path_end: socket (the guest kernel's socket timestamps split the round trip) or leave path_end: out", s.Name, src)
+			}
+		}
+		if h := pr.HTTP; h != nil && h.AB {
+			if n.VM.Image != spec.VMImageDebian {
+				bad(s.Line, "scenario %q: source %s is a VM with the busybox guest image, which has no ab (Apache Bench) for http's ab: true; write vm: {image: debian} on %s (its root then gets apache2-utils), or leave ab: out (sfclab's own client runs in any guest)", s.Name, src, src)
+			} else if !slices.Contains(n.VM.Programs, "ab") {
+				// The Debian root gets ab's package (runtime/vm.ProgramSets).
+				n.VM.Programs = append(n.VM.Programs, "ab")
+			}
 		}
 	}
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
@@ -738,17 +759,11 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	}
 }
 
-// notFromGuest names the probes of pr that cannot run from a VM source, sorted: all but
-// iperf3 and flows (their iperf3 clients run in the guest through its agent), ping (ping runs
-// there), tcprtt and http (the guest's agent runs their clients; http's ab: true is not run
-// there).
+// notFromGuest names the probes of pr that cannot run from a VM source, sorted: the
+// registered ones (every built-in probe runs there: iperf3, flows and ping as programs in the
+// guest, tcprtt, http, rtt and ndr's sender in its agent, ab in a Debian guest).
 func notFromGuest(pr *Probes) []string {
 	var out []string
-	for name, on := range map[string]bool{"http's ab": pr.HTTP != nil && pr.HTTP.AB, "ndr": pr.NDR != nil, "rtt": pr.RTT != nil} {
-		if on {
-			out = append(out, name)
-		}
-	}
 	for name := range pr.More {
 		out = append(out, name)
 	}

@@ -3,6 +3,7 @@ package experiment
 import (
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -280,16 +281,24 @@ func TestRequestsFor(t *testing.T) {
 	}
 }
 
-// TestLoadVMEndpoint refuses the probes that cannot run from a VM source (ndr, rtt, http's ab),
-// and rtt's method xdp to a VM destination, naming the scenario, the endpoint, the probes and
-// why; iperf3, ping, tcprtt, flows and http (sfclab's client) from and to VM endpoints, ndr and rtt to a VM
-// destination, and VM functions between namespace endpoints load.
+// TestLoadVMEndpoint: every built-in probe loads from and to VM endpoints (rtt and ndr from a
+// VM source too: the guest's agent sends), and VM functions between namespace endpoints;
+// refused, naming the scenario, the endpoint and what to write instead: rtt's method xdp at
+// either VM end, its path_end tc from a VM source, and http's ab: true from a busybox VM
+// source (vm: {image: debian} gives its guest ab, which the test checks).
 func TestLoadVMEndpoint(t *testing.T) {
 	const flows = "flows: {flows: [{chain: c, protocol: tcp, duration: 2s}]}"
 	for _, tt := range []struct{ name, client, server, fw, probes, want string }{
 		{"vm client, ping and iperf3", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 		{"vm client, tcprtt", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
-		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}\n  tcprtt: {connects: 5}", `scenario "s": source client is a VM, and ndr, rtt cannot measure from a guest yet: they open their sockets in the source's network stack from the host`},
+		// rtt's echoes and ndr's sender run in the guest's agent; what needs the host in the
+		// source's stack (rtt's XDP generator, its tc path ends) is refused.
+		{"vm client, rtt and ndr", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {}\n  ndr: {}\n  tcprtt: {connects: 5}", ""},
+		{"vm client, rtt udp path_end socket", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {protocol: udp, path_end: socket, rate: [100, 200000]}", ""},
+		{"vm client, rtt method socket", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {method: socket}", ""},
+		{"vm client, rtt method xdp", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {method: xdp}", `scenario "s": source client is a VM, and rtt's method xdp sends from pktgen's XDP generator in the source's network stack, which is the guest's kernel's; write method: socket`},
+		{"vm client, rtt path_end tc", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", "rtt: {path_end: tc}", `scenario "s": source client is a VM, and rtt's path_end tc needs tc programs at the sender's interface, which is in the guest's kernel; write path_end: socket`},
+		{"vm client (debian), ndr", "{kind: client, vm: {image: debian}}", "{kind: server}", "{kind: forwarder}", "ndr: {frames: [64, imix]}", ""},
 		{"vm server, iperf3", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 		{"vm server, tcprtt", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}\n  tcprtt: {connects: 5}", ""},
 		// rtt's echoes are answered by the guest's kernel or agent, ndr's receiver counts in its
@@ -302,10 +311,13 @@ func TestLoadVMEndpoint(t *testing.T) {
 		{"vm server, ping", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", "ping: {count: 10}", ""},
 		{"vm server, flows", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder, vm: {}}", flows, ""},
 		{"vm server, flows and ndr", "{kind: client}", "{kind: server, vm: {}}", "{kind: forwarder}", flows + "\n  ndr: {}", ""},
-		{"vm ends, rtt", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {}", `scenario "s": source client is a VM, and rtt cannot measure from a guest yet`},
+		{"vm ends, rtt", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "rtt: {protocol: udp}\n  ndr: {}", ""},
 		{"vm client, flows", "{kind: client, vm: {}}", "{kind: server}", "{kind: forwarder}", flows, ""},
 		{"vm client, flows and http", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", flows + "\n  http: {requests: 10, objects: [1k]}", ""},
-		{"vm client, http with ab", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", `scenario "s": source client is a VM, and http's ab cannot measure from a guest yet`},
+		{"vm client, http with ab", "{kind: client, vm: {}}", "{kind: http-server}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", `scenario "s": source client is a VM with the busybox guest image, which has no ab (Apache Bench) for http's ab: true; write vm: {image: debian} on client`},
+		{"vm client (busybox named), http with ab", "{kind: client, vm: {image: busybox}}", "{kind: http-server}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", `write vm: {image: debian} on client`},
+		{"vm client (debian), http with ab", "{kind: client, vm: {image: debian}}", "{kind: http-server}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", ""},
+		{"vm server (busybox), http with ab", "{kind: client}", "{kind: http-server, vm: {}}", "{kind: forwarder}", "http: {requests: 10, objects: [1k], ab: true}", ""},
 		{"vm ends, iperf3", "{kind: client, vm: {}}", "{kind: server, vm: {}}", "{kind: forwarder}", "iperf3: {duration: 2s}", ""},
 		{"vm function", "{kind: client}", "{kind: server}", "{kind: forwarder, vm: {}}", "ping: {count: 10}\n  iperf3: {duration: 2s}", ""},
 	} {
@@ -315,9 +327,23 @@ func TestLoadVMEndpoint(t *testing.T) {
 			if err := os.WriteFile(filepath.Join(dir, "lab.yaml"), []byte(lab), 0o644); err != nil {
 				t.Fatal(err)
 			}
-			_, err := Load(write(t, "name: e\nscenarios:\n  - {name: s, lab: '"+filepath.Join(dir, "lab.yaml")+"'}\nprobes:\n  "+tt.probes+"\n"))
+			e, err := Load(write(t, "name: e\nscenarios:\n  - {name: s, lab: '"+filepath.Join(dir, "lab.yaml")+"'}\nprobes:\n  "+tt.probes+"\n"))
 			if tt.want == "" && err != nil || tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)) {
 				t.Fatalf("err = %v, want %q", err, tt.want)
+			}
+			if err != nil {
+				return
+			}
+			// ab from a Debian guest source: the source's guest is given ab (its root gets
+			// apache2-utils); no other guest is.
+			for _, n := range e.Scenarios[0].Plan.Nodes {
+				want := []string(nil)
+				if n.Name == "client" && strings.Contains(tt.probes, "ab: true") && n.VM != nil {
+					want = []string{"ab"}
+				}
+				if n.VM != nil && !slices.Equal(n.VM.Programs, want) {
+					t.Errorf("node %s: guest programs %v, want %v", n.Name, n.VM.Programs, want)
+				}
 			}
 		})
 	}

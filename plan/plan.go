@@ -112,6 +112,11 @@ type VM struct {
 	// Backend is how the guest's ports reach the lab's network: spec.VMBackendTap or
 	// spec.VMBackendMacvtap ("" = tap, as journals written before the field read).
 	Backend string `json:"backend,omitempty"`
+	// Programs are programs an experiment's probes start in this guest beyond what its
+	// kind and run commands need (ab, for http's ab: true from a VM source); set when the
+	// experiment is loaded, not from the lab file. A Debian image gets their packages
+	// (runtime/vm.ProgramSets).
+	Programs []string `json:"programs,omitempty"`
 	// Where is the vm: settings' place in the lab file (file:line:col), for errors found
 	// once the host is looked at; not journaled.
 	Where string `json:"-"`

@@ -84,9 +84,12 @@ func (r *Report) buildRTTStudy(samples []results.Sample) {
 	}
 	var cells []studyCell
 	techs := map[string]bool{}
+	// A scenario that ran VMs under TCG is not set against one on a real CPU (Incomparable):
+	// with both in the run, the study's statistics leave the emulated ones out.
+	native := slices.ContainsFunc(r.RTT, func(row RTTRow) bool { return !r.Emulated(row.Scenario) })
 	for _, row := range r.RTT {
 		d := r.rttEchoes[rttKey{row.Scenario, row.Rate}]
-		if d == nil {
+		if d == nil || (native && r.Emulated(row.Scenario)) {
 			continue
 		}
 		c := studyCell{tech: bgSeries(row), scenario: row.Scenario, echoes: d.trialPath, median: row.Path.Median, figure: FigurePath}

@@ -3,6 +3,7 @@ package report
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -110,6 +111,41 @@ func TestRTTStudyTable3(t *testing.T) {
 		if !strings.Contains(md.String(), want) {
 			t.Errorf("Markdown lacks %q", want)
 		}
+	}
+}
+
+// TestRTTStudyLeavesTCGOut: a technology whose scenarios ran VMs under TCG is not compared
+// with one on a real CPU in Table 3 or Fig. 12 (no ratio, no test across the TCG line); two
+// technologies both under TCG still are.
+func TestRTTStudyLeavesTCGOut(t *testing.T) {
+	for _, tt := range []struct {
+		name     string
+		vm       []string // drivers whose scenarios ran on runtime vm
+		wantRows bool
+	}{
+		{"one technology under TCG", []string{"macvlan"}, false},
+		{"both under TCG", []string{"veth", "macvlan"}, true},
+		{"none", nil, true},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := studyInput()
+			in.Run.Env = map[string]string{EnvVMAccel: "tcg: no usable /dev/kvm"}
+			for _, sc := range in.Scenarios {
+				rt := "netns"
+				if slices.Contains(tt.vm, strings.Split(sc, ".")[0]) {
+					rt = "vm"
+				}
+				in.Samples = append(in.Samples, results.Sample{Scenario: sc, Trial: 1, Probe: "deploy", Metric: "deploy_time", Unit: "s", Value: 1,
+					Labels: map[string]string{"nodes": "3", "runtime": rt}})
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := len(r.RTTStudyTests) > 0 || len(r.RTTStudyCorrs) > 0; got != tt.wantRows {
+				t.Errorf("Table 3 %+v, Fig. 12 %+v; want rows %v", r.RTTStudyTests, r.RTTStudyCorrs, tt.wantRows)
+			}
+		})
 	}
 }
 

@@ -22,6 +22,7 @@ import (
 
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/ndr/count"
+	"github.com/sfclab/sfclab/probe/ndr/send"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -36,6 +37,12 @@ const GuestSettle = 200 * time.Millisecond
 
 // ErrXDPGuest is why the XDP generator does not run to a VM guest destination.
 var ErrXDPGuest = errors.New("the destination is a VM guest, where the XDP generator's counter cannot be attached from the host (its network stack is the guest's kernel's): the socket sender runs, counted by the guest's agent")
+
+// ErrXDPGuestSource is why the XDP generator does not run from a VM guest source.
+var ErrXDPGuestSource = errors.New("the source is a VM guest, where the XDP generator cannot be attached from the host (its network stack is the guest's kernel's): the socket sender (sendmmsg) runs in the guest's agent")
+
+// GuestSender is the generator label's note for a sender in a VM guest source.
+const GuestSender = "sendmmsg in the guest (its agent)"
 
 // Config is one search per frame size.
 type Config struct {
@@ -180,21 +187,42 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 		_ = dst.Do(func() (err error) { rcvbufErrors, err = udpRcvbufErrors(); return err })
 		return received, rcvbufErrors, nil
 	}
-	if err := src.Do(func() (err error) {
-		sfd, err = udpSocket(netip.AddrPort{}, target)
-		return err
-	}); err != nil {
-		return fmt.Errorf("open ndr sender in %s: %w", c.Path[0], err)
-	}
-	defer closeFD(sfd)
-	calib, err := calibrate(src, cfg.Frames)
-	if err != nil {
-		return err
+	// The sender: in the source's network stack, or in a VM guest's, run by its agent
+	// (send.Guest): the same sendmmsg sender, its calibration and each trial's sending timed
+	// by the guest's clock.
+	var remote send.Remote
+	var calib map[string]float64
+	if g, ok := probe.InGuest(src); ok {
+		sg, ok := g.(send.Guest)
+		if !ok {
+			return fmt.Errorf("run ndr on chain %s: source %s is a guest that sends no datagrams", c.Name, c.Path[0])
+		}
+		if remote, err = sg.OpenSender(ctx, target, cfg.Frames); err != nil {
+			return fmt.Errorf("open ndr sender in %s: %w", c.Path[0], err)
+		}
+		defer remote.Close()
+		calib = remote.Calibrated()
+	} else {
+		if err := src.Do(func() (err error) {
+			sfd, err = udpSocket(netip.AddrPort{}, target)
+			return err
+		}); err != nil {
+			return fmt.Errorf("open ndr sender in %s: %w", c.Path[0], err)
+		}
+		defer closeFD(sfd)
+		if calib, err = calibrate(src, cfg.Frames); err != nil {
+			return err
+		}
 	}
 	var id uint32
 	for _, fs := range cfg.Frames {
 		cycle, _ := Frames(fs)
-		snd := NewSender(sfd, cycle)
+		var snd trialSender
+		if remote != nil {
+			snd = guestSender{ctx: ctx, r: remote, frame: fs}
+		} else {
+			snd = NewSender(sfd, cycle)
+		}
 		id++ // warm-up: neighbours resolved, caches filled; not counted
 		if _, _, err := snd.Send(id, 2000, 300*time.Millisecond); err != nil {
 			return fmt.Errorf("warm up ndr sender: %w", err)
@@ -207,12 +235,17 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 		}
 		gi := genInfo{name: GenSendmmsg, ceiling: calib[fs], maxRate: cfg.MaxRate}
 		var x *xdpGen
-		if grc != nil {
-			// Its counter is an XDP program in the destination's network stack: a guest's.
-			if cfg.Generator == GenXDP {
-				return fmt.Errorf("run ndr on chain %s with the xdp generator: %w", c.Name, ErrXDPGuest)
+		if remote != nil || grc != nil {
+			// Its program runs in the source's network stack and its counter is an XDP
+			// program in the destination's: a guest's at either end cannot have them.
+			why := ErrXDPGuest
+			if remote != nil {
+				why = ErrXDPGuestSource
 			}
-			gi.fallback = ErrXDPGuest.Error()
+			if cfg.Generator == GenXDP {
+				return fmt.Errorf("run ndr on chain %s with the xdp generator: %w", c.Name, why)
+			}
+			gi.fallback = why.Error()
 		} else if cfg.Generator != GenSendmmsg {
 			var next probe.Node = dst
 			if len(c.Path) > 2 {
@@ -316,6 +349,9 @@ func (p *Probe) Run(ctx context.Context, env probe.Env, emit func(results.Sample
 		if grc != nil {
 			gi.receiver = "recvmmsg in the guest (its agent)"
 		}
+		if remote != nil {
+			gi.sender = GuestSender
+		}
 		emitResult(emit, fs, cycle, cfg, res, calib[fs], gi)
 		if err != nil && !errors.Is(err, ErrGeneratorLimited) && !errors.Is(err, ErrGeneratorShort) {
 			return err
@@ -338,7 +374,10 @@ type genInfo struct {
 	fallback string
 	// receiver names the socket receiver where it is not the probe's own ("" : recvmmsg).
 	receiver string
-	x        *xdpGen
+	// sender names the socket sender where it is not the probe's own ("": sendmmsg in the
+	// source's stack).
+	sender string
+	x      *xdpGen
 }
 
 // emitResult emits every step of a search and its result.
@@ -369,6 +408,9 @@ func emitResult(emit func(results.Sample), frame string, cycle []int, cfg Config
 		"generator": gi.name, "receiver": "recvmmsg"}
 	if gi.receiver != "" {
 		l["receiver"] = gi.receiver
+	}
+	if gi.sender != "" {
+		l["sender"] = gi.sender
 	}
 	if gi.x != nil {
 		gi.x.labels(l)
@@ -432,6 +474,23 @@ func emitResult(emit func(results.Sample), frame string, cycle []int, cfg Config
 	emit(probe.NewSample(Name, "pdr_bps", "bit/s", res.PDR*bits, l))
 	emit(probe.NewSample(Name, "trials", "count", float64(len(res.Steps)), l))
 	emit(probe.NewSample(Name, "generator_max_pps", "pps", res.GeneratorMax, l))
+}
+
+// trialSender sends one trial: the probe's own Sender, or guestSender.
+type trialSender interface {
+	Send(trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error)
+}
+
+// guestSender sends a trial of one frame size through a VM guest's agent.
+type guestSender struct {
+	ctx   context.Context
+	r     send.Remote
+	frame string
+}
+
+func (g guestSender) Send(trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error) {
+	s, err := g.r.Send(g.ctx, send.Trial{Frame: g.frame, ID: trial, Rate: pps, Duration: d})
+	return s.Datagrams, s.Took, err
 }
 
 // ParsePPS parses a packet rate: "200000", "500kpps", "1.5Mpps".

@@ -15,13 +15,6 @@ import (
 // attempt, and final=true on the last one, the run the study would have kept), and a per-run
 // sample "attempts" says how many were needed and whether the last one was complete.
 
-// MaxAttempts bounds Config.Attempts: a chain that loses echoes in twenty runs in a row does
-// not lose them by a momentary error, and the trial should say so rather than retry on.
-const MaxAttempts = 20
-
-// Complete reports whether every echo sent came back (and something was sent).
-func (r *Result) Complete() bool { return r.Sent > 0 && r.Received >= r.Sent }
-
 // measureAttempts runs measure until a run is Complete or attempts runs were made (at least
 // one), and returns every run in order. An error ends the attempts; the runs made so far are
 // returned with it.

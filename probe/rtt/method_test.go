@@ -24,7 +24,7 @@ func TestMethodChoice(t *testing.T) {
 		{"flood xdp", Config{Rate: Max, Method: MethodXDP}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
-			if got := c.cfg.withDefaults().xdp(); got != c.wantXDP {
+			if got := c.cfg.WithDefaults().XDP(); got != c.wantXDP {
 				t.Errorf("xdp() = %v, want %v", got, c.wantXDP)
 			}
 		})

@@ -12,20 +12,6 @@ import (
 	"github.com/sfclab/sfclab/results"
 )
 
-// Where the path of an echo starts and ends (Config.PathEnd, Result.PathEnd).
-const (
-	// PathEndTC: at the sender's own interface, tc egress to tc ingress (package tcstamp),
-	// the same two kernel points for every attachment driver. The default where the kernel
-	// has tcx; elsewhere the run falls back to PathEndSocket and says why.
-	PathEndTC = "tc"
-	// PathEndSocket: the socket's software TX timestamp to its RX timestamp, which veth,
-	// macvlan and a bpf_redirect_peer'd reply each take at a different point.
-	PathEndSocket = "socket"
-	// PathEndXDP: the sender's interface's XDP hooks (MethodXDP): the generator's stamp as a
-	// frame left, the echo program's as it came back.
-	PathEndXDP = "xdp"
-)
-
 // measurePathEnd is Measure with the path's end points of cfg.PathEnd: the tc stamps attached
 // to the sender's interface towards dst (in src's namespace) for the run and detached before
 // it returns, on every path out; without tcx, PathEnd "" falls back to the socket's stamps
@@ -44,7 +30,7 @@ func measurePathEnd(ctx context.Context, src Doer, dst netip.AddrPort, cfg Confi
 		if err != nil {
 			return err
 		}
-		st, err = tcstamp.Attach(idx, name, cfg.withDefaults().Port)
+		st, err = tcstamp.Attach(idx, name, cfg.WithDefaults().Port)
 		return err
 	})
 	if aerr != nil {

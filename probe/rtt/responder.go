@@ -15,6 +15,9 @@ type Responder struct {
 	wg   sync.WaitGroup
 }
 
+// responderBuf is the responder socket's receive buffer: the probe's own sockets' (package echo).
+const responderBuf = 8 << 20
+
 // StartResponder listens on port (all of node n's addresses; udp6 when v6) inside the node's
 // namespace and echoes in the background until Close.
 //
@@ -32,7 +35,7 @@ func StartResponder(n Doer, port uint16, v6 bool) (*Responder, error) {
 	if err != nil {
 		return nil, fmt.Errorf("start udp echo responder on port %d: %w", port, err)
 	}
-	_ = r.conn.SetReadBuffer(rcvBuf)
+	_ = r.conn.SetReadBuffer(responderBuf)
 	r.wg.Go(r.serve)
 	return r, nil
 }

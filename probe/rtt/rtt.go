@@ -23,199 +23,43 @@ import (
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/pktgen"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
 // Name is the probe's name in samples.
 const Name = "rtt"
 
-// Protocols.
-const (
-	ProtoICMP = "icmp"
-	ProtoUDP  = "udp"
-)
-
-// Methods: how echoes are sent (Config.Method).
-const (
-	// MethodSocket sends each echo from a socket, four timestamps each (this package's
-	// measure path): up to some tens of Kpps on a loaded machine.
-	MethodSocket = "socket"
-	// MethodXDP sends 64-byte UDP frames from pktgen's XDP live-frame generator, a timestamp
-	// in every SampleEvery-th, bounced by an XDP reflector at the destination (RunHighRate):
-	// study D's 1 Mpps.
-	MethodXDP = "xdp"
-	// MethodXDPName is MethodXDP's value of the samples' method label.
-	MethodXDPName = "xdp-reflector"
-	// HighRateFrom is the rate (packets/s) from which the default method (Method unset) is
-	// MethodXDP: the socket path sent 54-78 Kpps when asked for 1 Mpps on this project's
-	// 2-core development host (issue 25), so at 100 Kpps and above it cannot keep the rate.
-	HighRateFrom = 100_000
-)
-
-// Max as a rate asks for a flood: the next echo leaves when the previous ones came back
-// (Window outstanding) or 10 ms passed, as ping -f.
-const Max = -1.0
-
-// Limits.
-const (
-	// MaxCount bounds the echoes of one run (and the memory for their timestamps: 40 B each).
-	MaxCount = 10_000_000
-	// MaxRate bounds a requested rate (packets/s).
-	MaxRate = 10_000_000
-	// MaxDuration bounds a run's sending time.
-	MaxDuration = time.Hour
-	// DefaultPort is the UDP responder's port: the echo service's (RFC 862).
-	DefaultPort = 7
-)
-
-// Errors.
+// Errors of a VM guest end.
 var (
-	// ErrConfig is wrapped by every invalid configuration.
-	ErrConfig = errors.New("invalid rtt probe configuration")
-	// ErrProtocol is returned for a protocol other than icmp or udp.
-	ErrProtocol = errors.New("protocol is not icmp or udp")
 	// ErrXDPGuest is why MethodXDP does not run to a VM guest destination.
 	ErrXDPGuest = errors.New("the destination is a VM guest, where the XDP reflector cannot be attached from the host (its network stack is the guest's kernel's): use method socket")
-	// ErrICMPv6 is returned for an ICMP probe to an IPv6 address (not supported yet; use udp).
-	ErrICMPv6 = errors.New("icmp echo over IPv6 is not supported; use protocol udp")
+	// ErrXDPGuestSource is why MethodXDP does not run from a VM guest source.
+	ErrXDPGuestSource = errors.New("the source is a VM guest, where pktgen's XDP generator cannot be attached from the host (its network stack is the guest's kernel's): use method socket, whose echoes the guest's agent sends")
+	// ErrTCGuestSource is why PathEndTC does not run from a VM guest source.
+	ErrTCGuestSource = errors.New("the source is a VM guest, where the tc path-end programs cannot be attached from the host (its interface is the guest kernel's): use path_end socket")
 )
 
-// Config is one run of the probe.
-type Config struct {
-	// Protocol is "icmp" (default) or "udp".
-	Protocol string
-	// Size is the echo message above IP in bytes — ICMP header and payload, or UDP header and
-	// payload; 0 means 64 (ping's default: -s 56). At least MinSize.
-	Size int
-	// Rate is packets per second; 0 means 1000; Max means a flood.
-	Rate float64
-	// Count is the number of echoes; 0 means 1000, or Rate*Duration when Duration is set
-	// (1,000,000 for a flood with a Duration).
-	Count int
-	// Duration, when set, stops sending after this long even if Count echoes were not sent.
-	Duration time.Duration
-	// Timeout is how long replies are awaited after the last send; 0 means 1 s.
-	Timeout time.Duration
-	// Window is how many echoes a flood keeps outstanding; 0 means 1 (ping -f).
-	Window int
-	// Port is the UDP responder's port; 0 means DefaultPort.
-	Port uint16
-	// Attempts, above 1, repeats the run until every echo came back, at most Attempts runs
-	// (study D's "repeated until all packets were successfully transmitted"; see
-	// measureAttempts): every attempt is kept in the samples. 0 or 1: one run.
-	Attempts int
-	// PathEnd is where an echo's path starts and ends: PathEndTC (tc programs at the sender's
-	// interface: the same points for every driver), PathEndSocket (the socket's timestamps),
-	// or "" for tc where the kernel can, else the socket's (the samples say which).
-	PathEnd string
-	// Busy makes the probe's thread look for replies between echoes without ever sleeping,
-	// as ping does at short intervals: its CPU stays awake, which shortens stack_tx, at the
-	// cost of a whole core.
-	Busy bool
-	// Method is MethodSocket, MethodXDP, or "" (the default): MethodXDP at rates of
-	// HighRateFrom and above, MethodSocket below and for a flood (Max). Where the default
-	// chose MethodXDP and it cannot run here, the socket path runs instead and every sample
-	// says why (label fallback_reason); asked for explicitly, it is refused with the reason.
-	// MethodXDP sends 64-byte frames (Size and Protocol are not used, the samples say
-	// protocol=udp, frame=64), runs for Duration, else long enough to time Count echoes
-	// at the rate it sends (Count x SampleEvery / rate, at most MaxEchoTime), and a rate above the generator's ceiling into the chain
-	// is clamped to it (label rate_clamped_from).
-	Method string
-	// SampleEvery is, with MethodXDP, the share of frames timestamped: every n-th; 0 means
-	// 1024.
-	SampleEvery int
-	// CPUs, when set, confine the probe's sending threads to these cores (and make at most one
-	// thread per core of them): the
-	// source node's emulated host's own (the runner sets them from the plan), so the probe
-	// competes with that host's load as a ping inside the study's sender container did.
-	CPUs []int `json:"-" yaml:"-"`
-}
+// GuestClock is the clock label of samples from a VM guest source: their timestamps were
+// taken by the guest's clock, in the guest's stack.
+const GuestClock = "guest"
 
-func (c Config) withDefaults() Config {
-	if c.Protocol == "" {
-		c.Protocol = ProtoICMP
-	}
-	if c.Size == 0 {
-		c.Size = 64
-	}
-	if c.Rate == 0 {
-		c.Rate = 1000
-	}
-	if c.Count == 0 {
-		switch {
-		case c.Duration > 0 && c.Rate == Max:
-			c.Count = 1_000_000
-		case c.Duration > 0:
-			c.Count = int(c.Rate*c.Duration.Seconds() + 0.5)
-		default:
-			c.Count = 1000
+// measureGuest runs Measure in a VM guest source's agent (echo.Guest): the socket's
+// timestamps (PathEndSocket; unset falls back to it, saying why), every one by the guest's
+// clock. The run's CPU is the guest agent's, on the guest's (emulated) CPU, not the sfclab
+// process's: it is left out (no cpu_self sample).
+func measureGuest(ctx context.Context, g echo.Guest, dst netip.AddrPort, cfg Config) (*Result, error) {
+	asked := cfg.PathEnd
+	cfg.PathEnd = PathEndSocket
+	r, err := g.Echo(ctx, dst, cfg)
+	if r != nil {
+		r.PathEnd = PathEndSocket
+		if asked == "" {
+			r.PathEndNote = ErrTCGuestSource.Error()
 		}
+		r.CPU, r.CPUUser, r.Wall = 0, 0, 0
 	}
-	if c.Timeout == 0 {
-		c.Timeout = time.Second
-	}
-	if c.Window == 0 {
-		c.Window = 1
-	}
-	if c.Port == 0 {
-		c.Port = DefaultPort
-	}
-	return c
-}
-
-// Validate checks a configuration (after defaults) and says what to change.
-func (c Config) Validate() error {
-	c = c.withDefaults()
-	var errs []error
-	bad := func(f string, a ...any) { errs = append(errs, fmt.Errorf("%w: "+f, append([]any{ErrConfig}, a...)...)) }
-	if c.Protocol != ProtoICMP && c.Protocol != ProtoUDP {
-		bad("protocol %q is not icmp or udp", c.Protocol)
-	}
-	if c.Size < MinSize || c.Size > MaxSize {
-		bad("size %d must be %d-%d bytes", c.Size, MinSize, MaxSize)
-	}
-	if c.Rate != Max && (c.Rate < 1 || c.Rate > MaxRate) {
-		bad("rate %g must be 1-%d packets/s or max", c.Rate, MaxRate)
-	}
-	if c.Count < 1 || c.Count > MaxCount {
-		bad("count %d must be 1-%d", c.Count, MaxCount)
-	}
-	if c.Duration < 0 || c.Duration > MaxDuration {
-		bad("duration %s must be at most %s", c.Duration, MaxDuration)
-	}
-	if c.Timeout < 0 || c.Timeout > time.Minute {
-		bad("timeout %s must be at most 1m", c.Timeout)
-	}
-	if c.PathEnd != "" && c.PathEnd != PathEndTC && c.PathEnd != PathEndSocket {
-		bad("path_end %q is not tc or socket", c.PathEnd)
-	}
-	if c.Method != "" && c.Method != MethodSocket && c.Method != MethodXDP {
-		bad("method %q is not socket or xdp", c.Method)
-	}
-	if c.SampleEvery < 0 || c.SampleEvery > 1<<20 {
-		bad("sample_every %d must be 0-%d", c.SampleEvery, 1<<20)
-	}
-	if c.Attempts < 0 || c.Attempts > MaxAttempts {
-		bad("attempts %d must be 0-%d (0 or 1: one run; more: repeat until every echo came back, at most that many runs)", c.Attempts, MaxAttempts)
-	}
-	if c.Window < 1 || c.Window > 65536 {
-		bad("window %d must be 1-65536", c.Window)
-	}
-	return errors.Join(errs...)
-}
-
-// Bound is the longest a run may take: its sending time at the requested rate (or Duration)
-// plus Timeout, with a margin for a slow machine.
-func (c Config) Bound() time.Duration {
-	c = c.withDefaults()
-	send := c.Duration
-	if c.Rate != Max && (send == 0 || float64(c.Count)/c.Rate < send.Seconds()) {
-		send = time.Duration(float64(c.Count) / c.Rate * float64(time.Second))
-	}
-	if send == 0 { // a flood by count: at worst floodRelease per echo
-		send = time.Duration(c.Count) * floodRelease / time.Duration(c.Window)
-	}
-	return 2*send + c.Timeout + 5*time.Second
+	return r, err
 }
 
 // WarmTime bounds Warm.
@@ -226,11 +70,17 @@ const WarmTime = 3 * time.Second
 // freshly deployed link's qdisc, which the kernel attaches up to a second after the link came
 // up (until then packets are dropped). No reply is not an error: a chain may have no echo path.
 func Warm(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) error {
-	cfg = cfg.withDefaults()
+	return warm(ctx, func(ctx context.Context, cfg Config) (*Result, error) { return Measure(ctx, src, dst, cfg) }, cfg)
+}
+
+// warm is Warm with measure sending the echoes (from a namespace, or a guest's agent).
+func warm(ctx context.Context, measure func(context.Context, Config) (*Result, error), cfg Config) error {
+	cfg = cfg.WithDefaults()
 	cfg.Count, cfg.Rate, cfg.Duration, cfg.Timeout = 1, 1, 0, 10*time.Millisecond
+	cfg.Attempts = 0
 	deadline := time.Now().Add(WarmTime)
 	for time.Now().Before(deadline) && ctx.Err() == nil {
-		r, err := Measure(ctx, src, dst, cfg)
+		r, err := measure(ctx, cfg)
 		if err != nil {
 			return fmt.Errorf("warm up: %w", err)
 		}
@@ -239,11 +89,6 @@ func Warm(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) error {
 		}
 	}
 	return ctx.Err()
-}
-
-// xdp reports whether the configuration selects MethodXDP.
-func (c Config) xdp() bool {
-	return c.Method == MethodXDP || (c.Method == "" && c.Rate != Max && c.Rate >= HighRateFrom)
 }
 
 // runXDP runs MethodXDP on the chain, samples labelled as the socket path's (protocol, size,
@@ -271,7 +116,7 @@ func (*prober) Name() string { return Name }
 // before Run returns. It emits Samples of the run; a rate not reached is in the samples
 // (rate_achieved beside rate_requested, label rate_reached=false), never silent.
 func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sample)) error {
-	cfg := p.cfg.withDefaults()
+	cfg := p.cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return fmt.Errorf("run rtt: %w", err)
 	}
@@ -295,13 +140,37 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			}
 		}
 	}
-	var fallback string
-	if cfg.xdp() && guest != nil {
-		if cfg.Method == MethodXDP {
-			return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuest)
+	if cfg.XDP() && guest != nil && cfg.Method == MethodXDP {
+		return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuest)
+	}
+	what := fmt.Sprintf("run rtt (%s) from %s to %s", cfg.Protocol, c.Path[0], dest)
+	src, err := env.Node(c.Path[0])
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	// A VM guest source: the guest's agent sends the echoes (echo.Guest) from the guest's
+	// stack, with the same socket path, timed by the guest's clock; neither the XDP generator
+	// nor the tc path ends can be attached there from the host.
+	var sg echo.Guest
+	if g, ok := probe.InGuest(src); ok {
+		if sg, ok = g.(echo.Guest); !ok {
+			return fmt.Errorf("run rtt on chain %s: source %s is a guest that sends no echoes", c.Name, c.Path[0])
 		}
+		cfg.CPUs = nil // the host's cores mean nothing in the guest
+		if cfg.PathEnd == PathEndTC {
+			return fmt.Errorf("%s with path_end tc: %w", what, ErrTCGuestSource)
+		}
+	}
+	var fallback string
+	switch {
+	case cfg.XDP() && sg != nil:
+		if cfg.Method == MethodXDP {
+			return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuestSource)
+		}
+		fallback = ErrXDPGuestSource.Error()
+	case cfg.XDP() && guest != nil:
 		fallback = ErrXDPGuest.Error()
-	} else if cfg.xdp() {
+	case cfg.XDP():
 		err := runXDP(ctx, env, cfg, emit)
 		if err == nil || cfg.Method == MethodXDP || !errors.Is(err, pktgen.ErrUnsupported) {
 			if err != nil {
@@ -321,10 +190,17 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			inner(s)
 		}
 	}
-	what := fmt.Sprintf("run rtt (%s) from %s to %s", cfg.Protocol, c.Path[0], dest)
-	src, err := env.Node(c.Path[0])
-	if err != nil {
-		return fmt.Errorf("%s: %w", what, err)
+	if sg != nil {
+		// Every timestamp of the run was taken by the guest's clock (an emulated one under
+		// TCG); the samples themselves are dated by the host when they return.
+		inner := emit
+		emit = func(s results.Sample) {
+			if s.Labels == nil {
+				s.Labels = map[string]string{}
+			}
+			s.Labels["clock"] = GuestClock
+			inner(s)
+		}
 	}
 	if cfg.Protocol == ProtoUDP {
 		dn, err := env.Node(dests[0])
@@ -347,13 +223,17 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		defer resp.Close()
 	}
 	target := netip.AddrPortFrom(dest, cfg.Port)
-	if err := Warm(ctx, src, target, cfg); err != nil {
+	measure := func(ctx context.Context, cfg Config) (*Result, error) { return measurePathEnd(ctx, src, target, cfg) }
+	if sg != nil {
+		measure = func(ctx context.Context, cfg Config) (*Result, error) { return measureGuest(ctx, sg, target, cfg) }
+	}
+	if err := warm(ctx, measure, cfg); err != nil {
 		return fmt.Errorf("%s: %w", what, err)
 	}
 	runs, err := measureAttempts(ctx, cfg.Attempts, func(ctx context.Context) (*Result, error) {
 		rctx, cancel := context.WithTimeout(ctx, cfg.Bound())
 		defer cancel()
-		return measurePathEnd(rctx, src, target, cfg)
+		return measure(rctx, cfg)
 	})
 	for _, s := range AttemptSamples(cfg.Attempts, runs) {
 		emit(s)

@@ -15,6 +15,8 @@ import (
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/probe/http/load"
 	"github.com/sfclab/sfclab/probe/ndr/count"
+	"github.com/sfclab/sfclab/probe/ndr/send"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/probe/tcprtt/exchange"
 )
 
@@ -49,6 +51,12 @@ type request struct {
 	// receiver's number is PID, the time its count must not have grown Grace).
 	Port  uint16 `json:"port,omitempty"`
 	Trial uint32 `json:"trial,omitempty"`
+	// Frames are an ndr sender's frame sizes to calibrate (ndrsend.go; its target is Addr),
+	// Send one trial of it (its number is PID).
+	Frames []string    `json:"frames,omitempty"`
+	Send   *send.Trial `json:"send,omitempty"`
+	// RTT is an rtt probe's run from this guest (rttecho.go).
+	RTT *echo.GuestRun `json:"rtt,omitempty"`
 }
 
 // response is the guest's answer to one request.
@@ -67,6 +75,12 @@ type response struct {
 	Reading *count.Reading `json:"reading,omitempty"`
 	// HTTP is an http load generator run's result, timed in the guest (httpload.go).
 	HTTP *load.Result `json:"http,omitempty"`
+	// Calib is an ndr sender's calibration, Sent a trial's sending, timed in the guest
+	// (ndrsend.go).
+	Calib map[string]float64 `json:"calib,omitempty"`
+	Sent  *send.Sent         `json:"sent,omitempty"`
+	// RTT is an rtt run's result, every timestamp the guest's clock (rttecho.go).
+	RTT *echo.Result `json:"rtt,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

@@ -125,3 +125,47 @@ func TestMachineArgsDebian(t *testing.T) {
 		})
 	}
 }
+
+// TestProgramSetsProbePrograms: a program an experiment's probe starts in a guest
+// (plan.VM.Programs: ab for http's ab: true from a VM source) becomes its package in a Debian
+// root (apache2-utils, so another root key than the base one) and a copied program in a busybox
+// image; a node without it keeps its set.
+func TestProgramSetsProbePrograms(t *testing.T) {
+	p := &plan.Plan{Lab: "x", Nodes: []*plan.Node{
+		{Name: "deb-ab", VM: &plan.VM{Image: spec.VMImageDebian, Programs: []string{"ab"}}},
+		{Name: "deb", VM: &plan.VM{Image: spec.VMImageDebian}},
+		{Name: "bb-ab", VM: &plan.VM{Programs: []string{"ab"}}},
+		{Name: "bb", VM: &plan.VM{}},
+	}}
+	sets, err := ProgramSets(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	by := map[string]ProgramSet{}
+	for _, s := range sets {
+		for _, n := range s.Nodes {
+			by[n] = s
+		}
+	}
+	if len(sets) != 4 {
+		t.Fatalf("sets = %+v, want one per node", sets)
+	}
+	withAB := slices.Sorted(slices.Values(append(slices.Clone(DebianBasePackages), "apache2-utils")))
+	for _, tt := range []struct {
+		node           string
+		programs, pkgs []string
+	}{
+		{"deb-ab", nil, withAB},
+		{"deb", nil, DebianBasePackages},
+		{"bb-ab", []string{"ab"}, nil},
+		{"bb", nil, nil},
+	} {
+		s := by[tt.node]
+		if !slices.Equal(s.Programs, tt.programs) || !slices.Equal(s.Packages, tt.pkgs) {
+			t.Errorf("%s: programs %v, packages %v; want %v, %v", tt.node, s.Programs, s.Packages, tt.programs, tt.pkgs)
+		}
+	}
+	if DebianKey("bookworm", "6.1", by["deb-ab"].Packages) == DebianKey("bookworm", "6.1", by["deb"].Packages) {
+		t.Error("the Debian root with apache2-utils has the base root's key")
+	}
+}

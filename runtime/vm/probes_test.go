@@ -24,7 +24,9 @@ import (
 	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/probe/ndr"
 	"github.com/sfclab/sfclab/probe/ndr/count"
+	"github.com/sfclab/sfclab/probe/ndr/send"
 	"github.com/sfclab/sfclab/probe/rtt"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/probe/tcprtt"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
@@ -76,8 +78,9 @@ type benchScenario struct{ name, lab, probes string }
 // runBench writes the labs and an experiment of one scenario per lab into a directory, loads
 // it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
 // destroy per trial); it returns the run's results and report. during, when set, runs beside
-// the run with the journal, to act on a trial once its lab is ready.
-func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal)) (*bench.Outcome, *results.Store, *report.Report) {
+// the run with the journal, to act on a trial once its lab is ready; opts change the
+// runner's deployer (withImageRoot).
+func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal), opts ...func(*deploy.Deployer)) (*bench.Outcome, *results.Store, *report.Report) {
 	t.Helper()
 	dir := t.TempDir()
 	exp := "name: vmprobe\nrepetitions: 1\nscenarios:\n"
@@ -108,7 +111,11 @@ func runBench(t *testing.T, scenarios []benchScenario, probes string, during fun
 		}
 	}
 	j := journal.Journal{Root: root}
-	r := &bench.Runner{Deployer: &deploy.Deployer{Journal: j}, Version: "test", Log: t.Logf}
+	d := &deploy.Deployer{Journal: j}
+	for _, o := range opts {
+		o(d)
+	}
+	r := &bench.Runner{Deployer: d, Version: "test", Log: t.Logf}
 	done := make(chan struct{})
 	if during != nil {
 		go func() { defer close(done); during(j) }()
@@ -158,7 +165,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	// The VM destination also answers rtt's UDP echoes (its agent's responder) and counts
-	// ndr's search (its agent's receiver); a VM source cannot run them yet. The short
+	// ndr's search (its agent's receiver); from a VM source see TestBenchRTTNDRVMSource. The short
 	// scenario vm-icmp (one VM: the destination, behind a namespace forwarder) sends rtt's
 	// ICMP echoes to a guest, answered by its kernel with no server.
 	outcome, store, rep := runBench(t, []benchScenario{
@@ -411,4 +418,6 @@ var (
 	_ probe.Echoer = (*vm.Node)(nil)
 	_ probe.Guest  = (*vm.Node)(nil)
 	_ tcprtt.Guest = (*vm.Node)(nil)
+	_ echo.Guest   = (*vm.Node)(nil) // rtt's echoes from a VM source
+	_ send.Guest   = (*vm.Node)(nil) // ndr's sender in a VM source
 )

@@ -365,8 +365,9 @@ type ProgramSet struct {
 }
 
 // ProgramSets groups a plan's VM nodes by image kind and the programs their kinds and run
-// commands need (kinds.Needs), and for Debian images by the packages of their kinds: one
-// guest image per group.
+// commands need (kinds.Needs) and their probes start (plan.VM.Programs), and for Debian
+// images by the packages of their kinds and of those programs (netns.Packages: ab is
+// apache2-utils): one guest image per group.
 func ProgramSets(p *plan.Plan) ([]ProgramSet, error) {
 	needs, err := kinds.Needs(p)
 	if err != nil {
@@ -394,6 +395,16 @@ func ProgramSets(p *plan.Plan) ([]ProgramSet, error) {
 				ks = append(ks, n.Function.Kind)
 			}
 			pkgs = DebianPackages(ks)
+			// The probes' programs (plan.VM.Programs: ab) come as their packages.
+			for _, prog := range n.VM.Programs {
+				if pkg, ok := netns.Packages[prog]; ok {
+					pkgs = append(pkgs, pkg)
+				}
+			}
+			pkgs = slices.Compact(slices.Sorted(slices.Values(pkgs)))
+		} else {
+			// A busybox image copies them from the host with the kind's.
+			progs = slices.Compact(slices.Sorted(slices.Values(append(progs, n.VM.Programs...))))
 		}
 		key := kind + "|" + strings.Join(progs, " ") + "|" + strings.Join(pkgs, " ")
 		i, ok := idx[key]

@@ -1,7 +1,8 @@
-package rtt
+package echo
 
 import (
 	"context"
+	"net"
 	"net/netip"
 	"os"
 	goruntime "runtime"
@@ -12,7 +13,7 @@ import (
 )
 
 // here runs fn in the test's own namespace: the probe's engine checked on loopback, with no
-// lab (a handful of echoes to 127.0.0.1; the kernel answers ICMP, a Responder UDP).
+// lab (a handful of echoes to 127.0.0.1; the kernel answers ICMP, the test's own responder UDP).
 type here struct{}
 
 func (here) Do(fn func() error) error { return fn() }
@@ -23,11 +24,23 @@ func TestLoopback(t *testing.T) {
 	if os.Geteuid() != 0 {
 		t.Skip("SKIPPED LOUDLY: a raw ICMP socket needs root")
 	}
-	resp, err := StartResponder(here{}, 7077, false)
+	resp, err := net.ListenUDP("udp4", &net.UDPAddr{Port: 7077})
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer resp.Close()
+	// The UDP echoes' responder: package rtt's Responder does the same in a node.
+	_ = resp.SetReadBuffer(rcvBuf)
+	go func() {
+		buf := make([]byte, 65536)
+		for {
+			n, from, err := resp.ReadFromUDPAddrPort(buf)
+			if err != nil {
+				return
+			}
+			_, _ = resp.WriteToUDPAddrPort(buf[:n], from)
+		}
+	}()
 	tests := []struct {
 		name string
 		cfg  Config
@@ -50,7 +63,7 @@ func TestLoopback(t *testing.T) {
 				t.Fatal(err)
 			}
 			n := tt.cfg.Count
-			if want := laneCount(tt.cfg.withDefaults(), goruntime.NumCPU()); r.Threads != want {
+			if want := laneCount(tt.cfg.WithDefaults(), goruntime.NumCPU()); r.Threads != want {
 				t.Errorf("%d sending threads, want %d", r.Threads, want)
 			}
 			for i, p := range r.Packets {

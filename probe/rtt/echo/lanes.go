@@ -1,4 +1,4 @@
-package rtt
+package echo
 
 import (
 	"cmp"

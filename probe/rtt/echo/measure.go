@@ -1,4 +1,4 @@
-package rtt
+package echo
 
 import (
 	"context"
@@ -71,7 +71,7 @@ const (
 // Equivalent to (icmp, Rate 1000): ping -n -i 0.001 -s SIZE-8 -c COUNT DST, with
 // SO_TIMESTAMPING in place of ping's SO_TIMESTAMP.
 func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Result, error) {
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
@@ -80,8 +80,8 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 		cores = len(cfg.CPUs)
 	}
 	lanes := laneCount(cfg, cores)
-	if forceLanes > 0 {
-		lanes = min(forceLanes, cfg.Count)
+	if ForceLanes > 0 {
+		lanes = min(ForceLanes, cfg.Count)
 	}
 	socks := make([]*sock, 0, lanes)
 	defer func() {
@@ -173,10 +173,6 @@ func Measure(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Re
 	}
 	return r, nil
 }
-
-// forceLanes, when set (by benchmarks only, before a run), overrides laneCount, so that one
-// binary compares one sending thread with several at the same rate.
-var forceLanes int
 
 // waker wakes the probe's thread from its wait when the context ends: an eventfd beside the
 // socket in its ppoll set, and the deadline of the socket's copy a long wait parks on.
