@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/probe/http/load"
 	"github.com/sfclab/sfclab/probe/ndr/count"
@@ -38,7 +39,7 @@ type request struct {
 	PID   int           `json:"pid,omitempty"`
 	Mark  string        `json:"mark,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
-	Addr  string        `json:"addr,omitempty"`
+	Addr  string        `json:"addr,omitempty"` // or a stats socket to read (lb-stats)
 	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
 	Net string `json:"net,omitempty"`
 	// TCPRTT is a tcprtt client run to Addr (echo.go).
@@ -67,6 +68,9 @@ type response struct {
 	Reading *count.Reading `json:"reading,omitempty"`
 	// HTTP is an http load generator run's result, timed in the guest (httpload.go).
 	HTTP *load.Result `json:"http,omitempty"`
+	// Links are the guest's interfaces, LB an sfclab balancer's counters (inspect.go).
+	Links []netdev.LinkInfo `json:"links,omitempty"`
+	LB    *lb.Stats         `json:"lb,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began
