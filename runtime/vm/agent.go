@@ -26,8 +26,9 @@ import (
 // request is one call to the guest agent.
 type request struct {
 	ID uint64 `json:"id"`
-	// Op is "ping" (boot phases), "run" (a command, waited for) or "configure" (the
-	// guest's network).
+	// Op is "ping" (boot phases), "run" (a command, waited for), "configure" (the
+	// guest's network), or one of the other handlers' (daemon.go, echo.go, count.go,
+	// check.go, httpload.go, inspect.go: "links", "lb-stats").
 	Op      string        `json:"op"`
 	Argv    []string      `json:"argv,omitempty"`
 	Stdin   []byte        `json:"stdin,omitempty"`
