@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"time"
 
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/lb"
@@ -55,6 +56,16 @@ type InterfaceInfo struct {
 	Addrs   []netip.Prefix   `json:"addrs"`
 	Up      bool             `json:"up"`
 	Stats   netdev.LinkStats `json:"stats"`
+	// SeenBy says whose kernel reported Addrs, Up and Stats: SeenHost (a namespace, a
+	// container, a pod: the host's kernel, or the cluster node's), SeenGuest (a VM's own
+	// kernel, read inside the guest through its agent) or SeenHostSide (a VM whose guest could
+	// not be read, Down says why: the device in the node's namespace on the host that carries
+	// the guest's frames, a veth spliced to its tap or its macvtap).
+	SeenBy string `json:"seen_by"`
+	// HostSide are a VM port's host-side device's counters (the same device as SeenHostSide's)
+	// beside the guest's; nil for other nodes. Rx there is what went towards the guest, tx
+	// what the guest sent.
+	HostSide *netdev.LinkStats `json:"host_side_stats,omitempty"`
 	// Shaping is the interface's tbf/netem as the kernel has it, on shaped segments.
 	Shaping string `json:"shaping,omitempty"`
 }
@@ -66,6 +77,12 @@ type ChainInfo struct {
 	Hops   []string `json:"hops"`
 	Target string   `json:"target"`
 }
+
+// guestReadBound bounds what inspect reads in one VM guest (its interfaces, rule and balancer
+// counters, whether its function runs), so that a guest that stops answering halfway holds
+// inspect no longer; a guest that does not answer at all is found down sooner, by its
+// interfaces' read (vm.InspectTimeout).
+const guestReadBound = 30 * time.Second
 
 // Inspect reads a deployed lab's plan and the live state of its nodes.
 func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
@@ -87,11 +104,16 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		if machines != nil {
 			ni.Machine, ni.Down = machines.DescribeMachine(p, n.Name)
 		}
-		if err := readNode(ctx, d, p, n, &ni); err != nil {
+		nctx, cancel := ctx, context.CancelFunc(func() {})
+		if ni.Machine != "" {
+			nctx, cancel = context.WithTimeout(ctx, guestReadBound)
+		}
+		if err := readNode(nctx, d, p, n, &ni); err != nil {
 			ni.Error = err.Error()
 		} else if ni.Down == "" { // a machine that is down says why, not what its kind cannot reach
-			readFunction(ctx, d, p, n, &ni)
+			readFunction(nctx, d, p, n, &ni)
 		}
+		cancel()
 		info.Nodes = append(info.Nodes, ni)
 	}
 	for _, c := range p.Chains {
@@ -113,6 +135,19 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		info.Steering = inspectSteering(ctx, rt, p, m)
 	}
 	return info, nil
+}
+
+// Whose kernel reported an interface's figures (InterfaceInfo.SeenBy).
+const (
+	SeenHost     = "host"
+	SeenGuest    = "guest"
+	SeenHostSide = "host side"
+)
+
+// guestLinker is a node with a kernel of its own (a VM guest): its interfaces are read inside
+// it, within a bound (vm.InspectTimeout); OpenNS gives its host side.
+type guestLinker interface {
+	GuestLinks(ctx context.Context) ([]netdev.LinkInfo, error)
 }
 
 // nsOpener is a node whose network namespace has no name (a container).
@@ -152,6 +187,23 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 	for _, l := range links {
 		byName[l.Name] = l
 	}
+	seen, guest := SeenHost, map[string]netdev.LinkInfo(nil)
+	if gl, ok := node.(guestLinker); ok {
+		// A guest that is down (its QEMU gone) or does not answer shows its host side, and no
+		// figure read in it (rules) is asked for.
+		seen = SeenHostSide
+		if ni.Down == "" {
+			gls, err := gl.GuestLinks(ctx)
+			if err != nil {
+				ni.Down = err.Error()
+			} else {
+				seen, guest = SeenGuest, map[string]netdev.LinkInfo{}
+				for _, l := range gls {
+					guest[l.Name] = l
+				}
+			}
+		}
+	}
 	ifs := n.Interfaces
 	if p.Transparent != nil {
 		if tn := p.Transparent.Node(n.Name); tn != nil {
@@ -163,7 +215,14 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 	}
 	for _, i := range ifs {
 		l, ok := byName[i.Name]
-		ii := InterfaceInfo{Name: i.Name, Segment: i.Segment}
+		ii := InterfaceInfo{Name: i.Name, Segment: i.Segment, SeenBy: seen}
+		if guest != nil {
+			if ok {
+				st := l.Stats
+				ii.HostSide = &st
+			}
+			l, ok = guest[i.Name]
+		}
 		if ok {
 			ii.Addrs, ii.Up, ii.Stats = l.Addrs, l.Up, l.Stats
 			if seg := p.Segment(i.Segment); seg != nil && seg.Shape != nil && ns != nil {
@@ -174,7 +233,7 @@ func readNode(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *
 		}
 		ni.Interfaces = append(ni.Interfaces, ii)
 	}
-	if n.Function == nil {
+	if n.Function == nil || seen == SeenHostSide {
 		return nil
 	}
 	k, err := kinds.Get(n.Function.Kind)

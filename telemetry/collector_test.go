@@ -239,6 +239,14 @@ func TestCollectorFaults(t *testing.T) {
 	p := &plan.Plan{Lab: "a", Nodes: []*plan.Node{{Name: "n1", Role: "function"}}}
 	info := &deploy.LabInfo{Lab: "a", Status: journal.StatusDestroying, Plan: p,
 		Nodes: []deploy.NodeInfo{{Name: "n1", Role: "function", Error: "open netns sfc.a.n1: not found"}}}
+	// A VM whose guest does not answer: inspect shows its host side; telemetry exports none of
+	// it under the guest's series, and the node is not up.
+	hung := &deploy.LabInfo{Lab: "a", Status: journal.StatusReady, Plan: p,
+		Nodes: []deploy.NodeInfo{{Name: "n1", Role: "function", Machine: "1 vCPU", Down: "its guest agent did not answer within 10s",
+			Interfaces: []deploy.InterfaceInfo{{Name: "eth0", SeenBy: deploy.SeenHostSide, Stats: netdev.LinkStats{RxPackets: 9}}}}}}
+	guest := &deploy.LabInfo{Lab: "a", Status: journal.StatusReady, Plan: p,
+		Nodes: []deploy.NodeInfo{{Name: "n1", Role: "function", Machine: "1 vCPU",
+			Interfaces: []deploy.InterfaceInfo{{Name: "eth0", SeenBy: deploy.SeenGuest, Stats: netdev.LinkStats{RxPackets: 5}}}}}}
 	cases := []struct {
 		name    string
 		src     *fakeSource
@@ -250,6 +258,10 @@ func TestCollectorFaults(t *testing.T) {
 			nil, map[string]float64{"sfclab_scrape_error": 0}, []string{"sfclab_lab_info", "sfclab_node_up"}},
 		{"namespace gone: node down, no interface samples", &fakeSource{labs: map[string]*deploy.LabInfo{"a": info}},
 			nil, map[string]float64{"sfclab_lab_info": 1, "sfclab_node_up": 0}, []string{"sfclab_interface_receive_packets_total", "sfclab_node_cpu_seconds_total"}},
+		{"VM guest unreadable: node down, no host-side samples", &fakeSource{labs: map[string]*deploy.LabInfo{"a": hung}},
+			nil, map[string]float64{"sfclab_node_up": 0}, []string{"sfclab_interface_receive_packets_total"}},
+		{"VM guest read: its counters", &fakeSource{labs: map[string]*deploy.LabInfo{"a": guest}},
+			nil, map[string]float64{"sfclab_node_up": 1, "sfclab_interface_receive_packets_total": 5}, nil},
 		{"journal unreadable", &fakeSource{err: errors.New("permission denied")},
 			nil, map[string]float64{"sfclab_scrape_error": 1}, []string{"sfclab_lab_info"}},
 		{"steering hop counters", &fakeSource{labs: map[string]*deploy.LabInfo{"a": info}},

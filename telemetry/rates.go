@@ -79,7 +79,7 @@ func ifaceRates(p, n *Node, secs float64) (rxBps, txBps, rxPps, txPps, drops flo
 	}
 	for _, ii := range n.Interfaces {
 		i, ok := old[ii.Name]
-		if !ok {
+		if !ok || p.Interfaces[i].SeenBy != ii.SeenBy { // a VM's guest counted one, its host side the other
 			continue
 		}
 		a, b := p.Interfaces[i].Stats, ii.Stats

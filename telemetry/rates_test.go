@@ -81,6 +81,17 @@ func TestRates(t *testing.T) {
 			}
 		})
 	}
+	// A VM whose guest could not be read shows its host side's counters: no rate from the
+	// guest's to the host side's (other devices, other counts), nor back.
+	guest, side := node("fw", "function", "firewall", 5e9, 5e9, 1e6, 0, 0), node("fw", "function", "firewall", 9e9, 9e9, 2e6, 0, 0)
+	guest.Interfaces[0].SeenBy, side.Interfaces[0].SeenBy = deploy.SeenGuest, deploy.SeenHostSide
+	for _, pair := range [][2]Node{{guest, side}, {side, guest}} {
+		r := Rates([]Lab{{Lab: "a", Nodes: []Node{pair[0]}}}, []Lab{{Lab: "a", Nodes: []Node{pair[1]}}}, time.Second)[0].Nodes[0]
+		if r.RxBps != 0 || r.TxPps != 0 {
+			t.Errorf("rate from %s to %s counters: %+v, want none", pair[0].Interfaces[0].SeenBy, pair[1].Interfaces[0].SeenBy, r)
+		}
+	}
+
 	// The figures: fw received 2e9 bytes in 2 s = 8 Gbit/s; lb used 1.9 s of CPU in 2 s.
 	r := Rates(prev, cases[0].cur, 2*time.Second)[0].Nodes
 	if r[0].RxBps != 8e9 || r[0].RxPps != 5e5 {

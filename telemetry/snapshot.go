@@ -7,6 +7,7 @@ package telemetry
 import (
 	"context"
 	"fmt"
+	"slices"
 	"sort"
 	"time"
 
@@ -154,6 +155,11 @@ func (r *Reader) lab(ctx context.Context, name string) (*Lab, error) {
 	for _, ni := range info.Nodes {
 		pn := p.Node(ni.Name)
 		n := Node{Name: ni.Name, Role: ni.Role, Kind: ni.Kind, Interfaces: ni.Interfaces, Rules: ni.Rules, Err: ni.Error}
+		if n.Err == "" && slices.ContainsFunc(ni.Interfaces, func(i deploy.InterfaceInfo) bool { return i.SeenBy == deploy.SeenHostSide }) {
+			// A VM whose guest could not be read: its host side's counters are other devices'
+			// than the guest's its series carry, so the node is not up and exports none.
+			n.Err = ni.Down
+		}
 		if pn != nil {
 			n.Chain = pn.Chain
 		}

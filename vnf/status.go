@@ -18,3 +18,10 @@ type Checker interface {
 type BalancerStatser interface {
 	BalancerStats(ctx context.Context, env Env) (*lb.Stats, error)
 }
+
+// GuestBalancer is a node with a kernel of its own (a VM guest) in which an sfclab balancer's
+// stats socket is the guest's, out of the host's reach: the node reads the counters there
+// (through its agent, within a bound).
+type GuestBalancer interface {
+	BalancerStats(ctx context.Context, socket string) (*lb.Stats, error)
+}

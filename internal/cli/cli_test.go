@@ -25,8 +25,11 @@ import (
 
 // TestMain lets a test run the real command line in a child process (for kill -9 tests).
 func TestMain(m *testing.M) {
-	vm.GuestMain()                            // this binary is also the agent of the guests a VM test boots
-	if os.Getenv("SFCLAB_CLI_CHILD") == "1" { // as cmd/sfclab's main does
+	vm.GuestMain() // this binary is also the agent of the guests a VM test boots
+	// In a guest, `/init lb --config FILE` is `sfclab lb` (l4lb impl sfclab): this binary
+	// stands in for sfclab there, as for a child.
+	lbInGuest := len(os.Args) == 4 && os.Args[1] == "lb" && os.Args[2] == "--config"
+	if os.Getenv("SFCLAB_CLI_CHILD") == "1" || lbInGuest { // as cmd/sfclab's main does
 		ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 		code := Main(ctx, os.Args[1:], os.Stdout, os.Stderr)
 		stop()

@@ -80,7 +80,7 @@ func writeLabList(w io.Writer, infos []*deploy.LabInfo) error {
 func writeLab(w io.Writer, i *deploy.LabInfo) error {
 	tw := tabwriter.NewWriter(w, 0, 4, 2, ' ', 0)
 	fmt.Fprintf(tw, "lab %s (%s)\n\n", i.Lab, i.Status)
-	fmt.Fprintln(tw, "NODE\tROLE\tKIND\tIF\tADDRESS\tSEGMENT\tSTATE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES")
+	fmt.Fprintln(tw, "NODE\tROLE\tKIND\tIF\tADDRESS\tSEGMENT\tSTATE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES\tSEEN BY")
 	for _, n := range i.Nodes {
 		if n.Error != "" {
 			fmt.Fprintf(tw, "%s\t%s\t%s\t-\t-\t-\terror: %s\n", n.Name, n.Role, n.Kind, n.Error)
@@ -99,21 +99,21 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 			if f.Up {
 				state = "up"
 			}
-			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\n", name, role, kind, f.Name, strings.Join(addrs, ","), f.Segment, state,
-				f.Stats.RxPackets, f.Stats.RxBytes, f.Stats.TxPackets, f.Stats.TxBytes)
+			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%d\t%d\t%d\t%d\t%s\n", name, role, kind, f.Name, strings.Join(addrs, ","), f.Segment, state,
+				f.Stats.RxPackets, f.Stats.RxBytes, f.Stats.TxPackets, f.Stats.TxBytes, f.SeenBy)
 		}
 	}
 	if err := tw.Flush(); err != nil {
 		return err
 	}
-	for _, n := range i.Nodes {
-		if n.Machine != "" {
-			fmt.Fprintf(tw, "\nVM %s: %s\n", n.Name, n.Machine)
-		}
-	}
+	writeMachines(tw, i)
 	for _, n := range i.Nodes {
 		if n.Down != "" {
-			fmt.Fprintf(tw, "\nfunction %s DOWN: %s\n", n.Name, n.Down)
+			what := "function"
+			if n.Role != "function" {
+				what = "node"
+			}
+			fmt.Fprintf(tw, "\n%s %s DOWN: %s\n", what, n.Name, n.Down)
 		}
 		if b := n.Balancer; b != nil {
 			fmt.Fprintf(tw, "\nbalancer %s on %s (%s): %d active, %d total, %d refused over maxconn, %d without backend, %d idle timed out\n",
@@ -147,6 +147,34 @@ func writeLab(w io.Writer, i *deploy.LabInfo) error {
 		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\n", c.Name, strings.Join(c.Path, " -> "), strings.Join(c.Hops, " "), c.Target)
 	}
 	return tw.Flush()
+}
+
+// writeMachines says what each VM node is and lists its ports' host-side counters beside the
+// guest's in the table, after a legend of the table's SEEN BY column.
+func writeMachines(tw *tabwriter.Writer, i *deploy.LabInfo) {
+	legend := false
+	for _, n := range i.Nodes {
+		if n.Machine == "" {
+			continue
+		}
+		if !legend {
+			fmt.Fprintln(tw, "\nSEEN BY: host = the host's kernel (the node's namespace); guest = the VM's own kernel, read in the guest by its agent;")
+			fmt.Fprintln(tw, "host side = a VM's port as the host sees it (the device in its namespace carrying the guest's frames), shown when the guest cannot be read")
+			legend = true
+		}
+		fmt.Fprintf(tw, "\nVM %s: %s\n", n.Name, n.Machine)
+		header := false
+		for _, f := range n.Interfaces {
+			if f.HostSide == nil {
+				continue
+			}
+			if !header {
+				fmt.Fprintln(tw, "  HOST SIDE\tRX PKTS\tRX BYTES\tTX PKTS\tTX BYTES")
+				header = true
+			}
+			fmt.Fprintf(tw, "  %s\t%d\t%d\t%d\t%d\n", f.Name, f.HostSide.RxPackets, f.HostSide.RxBytes, f.HostSide.TxPackets, f.HostSide.TxBytes)
+		}
+	}
 }
 
 // writeSteering prints a transparent lab's classifiers, per-hop counters and group picks.

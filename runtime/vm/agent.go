@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/hosts"
+	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/probe/http/load"
 	"github.com/sfclab/sfclab/probe/ndr/count"
@@ -27,8 +28,9 @@ import (
 // request is one call to the guest agent.
 type request struct {
 	ID uint64 `json:"id"`
-	// Op is "ping" (boot phases), "run" (a command, waited for) or "configure" (the
-	// guest's network).
+	// Op is "ping" (boot phases), "run" (a command, waited for), "configure" (the
+	// guest's network), or one of the other handlers' (daemon.go, echo.go, count.go,
+	// check.go, httpload.go, inspect.go: "links", "lb-stats").
 	Op      string        `json:"op"`
 	Argv    []string      `json:"argv,omitempty"`
 	Stdin   []byte        `json:"stdin,omitempty"`
@@ -40,7 +42,7 @@ type request struct {
 	PID   int           `json:"pid,omitempty"`
 	Mark  string        `json:"mark,omitempty"`
 	Grace time.Duration `json:"grace,omitempty"`
-	Addr  string        `json:"addr,omitempty"`
+	Addr  string        `json:"addr,omitempty"` // or a stats socket to read (lb-stats)
 	// Net is the network of an echo server's listener (echo.go): "tcp4" or "tcp6".
 	Net string `json:"net,omitempty"`
 	// TCPRTT is a tcprtt client run to Addr (echo.go).
@@ -81,6 +83,9 @@ type response struct {
 	Sent  *send.Sent         `json:"sent,omitempty"`
 	// RTT is an rtt run's result, every timestamp the guest's clock (rttecho.go).
 	RTT *echo.Result `json:"rtt,omitempty"`
+	// Links are the guest's interfaces, LB an sfclab balancer's counters (inspect.go).
+	Links []netdev.LinkInfo `json:"links,omitempty"`
+	LB    *lb.Stats         `json:"lb,omitempty"`
 }
 
 // Boot is when the guest reached each step of its start, in seconds since its kernel began

@@ -56,12 +56,12 @@ func DebianPackages(kindNames []string) []string {
 }
 
 // DebianKey is the cache key of a Debian guest root: the first 16 hex digits of a SHA-256
-// over the recipe, the suite, the kernel release (its modules are in the root) and the
-// packages (in any order: they are sorted).
+// over the recipe, the suite, the kernel release and the modules taken from it (moduleSet:
+// they are in the root) and the packages (in any order: they are sorted).
 func DebianKey(suite, release string, packages []string) string {
 	pk := slices.Sorted(slices.Values(packages))
 	pk = slices.Compact(pk)
-	h := sha256.Sum256([]byte(debianRecipe + "\n" + suite + "\n" + release + "\n" + strings.Join(pk, "\n")))
+	h := sha256.Sum256([]byte(debianRecipe + "\n" + suite + "\n" + release + "\n" + moduleSet() + "\n" + strings.Join(pk, "\n")))
 	return "deb-" + hex.EncodeToString(h[:])[:12]
 }
 

@@ -33,6 +33,15 @@ func TestDebianKey(t *testing.T) {
 			}
 		})
 	}
+	// The root holds the modules the image takes: a module more (as the socket diagnostics
+	// `ss` needs were) makes another root, or a cached root would go on lacking it.
+	saved := helperModules
+	helperModules = append(slices.Clone(helperModules), "sctp_diag")
+	k := DebianKey("bookworm", "6.1.0-56-amd64", []string{"iperf3", "nftables"})
+	helperModules = saved
+	if k == base {
+		t.Errorf("key %s did not change with a module more", k)
+	}
 }
 
 // TestDebianPackages: a Debian guest has the base packages and its kind's, each once.

@@ -209,7 +209,7 @@ func handle(req request, boot Boot) *response {
 			r.Err = err.Error()
 		}
 	default:
-		if !handleProcess(req, r) && !handleEcho(req, r) && !handleCount(req, r) && !handleCheck(req, r) && !handleHTTP(req, r) && !handleSend(req, r) && !handleRTT(req, r) {
+		if !handleProcess(req, r) && !handleEcho(req, r) && !handleCount(req, r) && !handleCheck(req, r) && !handleHTTP(req, r) && !handleSend(req, r) && !handleRTT(req, r) && !handleInspect(req, r) {
 			r.Err = fmt.Sprintf("unknown op %q", req.Op)
 		}
 	}

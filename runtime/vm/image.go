@@ -44,7 +44,20 @@ var guestModules = []string{"virtio_mmio", "virtio_net", "virtio_console"}
 // conntrack and nf_tables need, asks for "crypto-crc32c"), so modules.dep does not list them,
 // and the 9p modules init loads only when it mounts the shared directory.
 // The textsearch modules are asked for by name (xt_string, nft's string match).
-var helperModules = append([]string{"crc32c_generic", "ts_bm", "ts_kmp", "ts_fsm"}, shareModules...)
+var helperModules = slices.Concat([]string{"crc32c_generic", "ts_bm", "ts_kmp", "ts_fsm"}, diagModules, shareModules)
+
+// diagModules are the socket diagnostics `ss` asks the kernel for: it queries sock_diag over
+// netlink for each family's sockets, and the kernel loads the family's module by its alias
+// (net-pf-16-proto-4-type-N, by modprobe). Without them ss falls back to /proc/net/tcp: it
+// lists the sockets, but `ss -i` shows none of TCP's state (rtt, cwnd, bytes, delivery rate)
+// and a listener's backlog reads 0 (seen in a Debian guest with the modules removed).
+var diagModules = []string{"inet_diag", "tcp_diag", "udp_diag", "raw_diag", "unix_diag", "af_packet_diag", "netlink_diag"}
+
+// moduleSet names every module and module tree a guest image takes from the host's kernel
+// (DebianKey: a Debian root is rebuilt when it changes).
+func moduleSet() string {
+	return strings.Join(slices.Concat(guestModules, helperModules, moduleTrees, rootModules), " ")
+}
 
 // moduleTrees are the module directories copied whole into the image, so that nftables,
 // iptables and tc find their modules when the kernel asks for them (kmod as modprobe). Not

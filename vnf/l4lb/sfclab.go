@@ -68,7 +68,7 @@ func (e sfclabEnv) stats() string {
 
 // guest reports whether the balancer runs in a VM guest (vnf.Processes): its stats socket is
 // the guest's, so readiness is checked by its listening socket and process, and its counters
-// are not read.
+// are read in the guest (vnf.GuestBalancer).
 func (e sfclabEnv) guest() bool { _, ok := e.Node.(vnf.Processes); return ok }
 
 type sfclabEnv struct{ vnf.Env }
@@ -271,10 +271,15 @@ func (LB) BalancerStats(ctx context.Context, env vnf.Env) (*lb.Stats, error) {
 	if err := checkSfclab(env); err != nil {
 		return nil, err
 	}
-	if (sfclabEnv{env}).guest() { // its socket is the guest's: no counters (docs/vm.md)
-		return nil, nil
+	e := sfclabEnv{env}
+	if e.guest() { // its socket is the guest's: the guest's agent reads it
+		g, ok := env.Node.(vnf.GuestBalancer)
+		if !ok {
+			return nil, fmt.Errorf("read sfclab lb counters in node %s: %w: its stats socket is in a guest that cannot read it", env.Plan.Name, ErrUnsupported)
+		}
+		return g.BalancerStats(ctx, e.stats())
 	}
-	return lb.ReadStats(ctx, sfclabEnv{env}.stats())
+	return lb.ReadStats(ctx, e.stats())
 }
 
 // downf is ErrDown about one function instance.

@@ -1,0 +1,207 @@
+package cli
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"os"
+	"os/exec"
+	"regexp"
+	"strings"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/runtime/vm"
+)
+
+const inspectVMLab = `name: t-vminspect
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fw:
+    kind: firewall
+    vm: {cpus: 1, memory: 512}
+    params: {rules: [{action: deny, protocol: tcp, port: 9999}]}
+  lb:
+    kind: l4lb
+    vm: {cpus: 1, memory: 512}
+    params: {impl: sfclab, port: 5201}
+chains:
+  - {name: web, from: client, to: server, classifier: {protocol: tcp}, hops: [fw, lb]}
+`
+
+// TestInspectVMGuestCounters deploys client -> firewall (VM) -> sfclab balancer (VM) -> server
+// with the command line, sends an iperf3 transfer through both guests and a connection to the
+// denied port, and checks what `sfclab inspect` shows: the VMs' rows are the guests' own
+// counters (SEEN BY guest), moved by the traffic, with their host sides beside them; the
+// firewall's deny rule counted in its guest; the balancer's counters read in its guest. Then
+// the firewall's QEMU is stopped (SIGSTOP: the guest hangs, QEMU's process stays): inspect
+// returns, the firewall down with the reason and its host side shown; continued, its guest is
+// read again; killed, it is down because its QEMU is gone.
+func TestInspectVMGuestCounters(t *testing.T) {
+	requireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	privateState(t)
+	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	const lab = "t-vminspect"
+	qemuOf := func(node string) int {
+		for _, pid := range vm.QEMUPids(lab) {
+			if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+lab+"."+node+",") {
+				return pid
+			}
+		}
+		return 0
+	}
+	t.Cleanup(func() {
+		if pid := qemuOf("fw"); pid > 0 {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		if code, out, errOut := run(t, "destroy", lab); code != 0 {
+			t.Errorf("destroy: exit %d\n%s%s", code, out, errOut)
+		}
+		if pids := vm.QEMUPids(lab); len(pids) > 0 {
+			t.Errorf("QEMU left: %v", pids)
+		}
+		if out, _ := exec.Command("ip", "netns", "list").Output(); strings.Contains(string(out), lab) {
+			t.Errorf("namespaces left:\n%s", out)
+		}
+	})
+	if code, out, errOut := run(t, "deploy", writeLabFile(t, inspectVMLab)); code != 0 {
+		t.Fatalf("deploy: exit %d\n%s%s", code, out, errOut)
+	}
+	p, err := newDeployer(io.Discard).ReadPlan(lab)
+	if err != nil {
+		t.Fatal(err)
+	}
+	vip := p.Node("lb").Function.IngressAddr.String()
+	if code, out, errOut := run(t, "exec", lab, "server", "--", "iperf3", "-s", "-D", "-p", "5201"); code != 0 {
+		t.Fatalf("iperf3 server: exit %d\n%s%s", code, out, errOut)
+	}
+	var code int
+	var out, errOut string
+	for i := range 30 { // the server binds within milliseconds, the balancer's health check within seconds
+		if code, out, errOut = run(t, "exec", lab, "client", "--", "iperf3", "-c", vip, "-p", "5201", "-t", "1"); code == 0 || i == 29 {
+			break
+		}
+		time.Sleep(300 * time.Millisecond)
+	}
+	if code != 0 {
+		t.Fatalf("iperf3 through the VM firewall and balancer: exit %d\n%s%s", code, out, errOut)
+	}
+	if code, out, errOut := run(t, "exec", lab, "client", "--", "iperf3", "-c", vip, "-p", "9999", "-t", "1", "--connect-timeout", "300"); code == 0 {
+		t.Errorf("a connection to the denied port went through the VM firewall:\n%s", out)
+	} else {
+		t.Logf("iperf3 to the denied port: exit %d: %s%s", code, out, errOut)
+	}
+
+	table := inspectTable(t, lab)
+	t.Logf("sfclab inspect %s:\n%s", lab, table)
+	var info []deploy.LabInfo
+	if code, js, errOut := run(t, "inspect", "--format", "json", lab); code != 0 || json.Unmarshal([]byte(js), &info) != nil || len(info) != 1 {
+		t.Fatalf("inspect --format json: exit %d\n%s%s", code, js, errOut)
+	}
+	for _, n := range info[0].Nodes {
+		if n.Error != "" || n.Down != "" {
+			t.Errorf("node %s: error %q, down %q", n.Name, n.Error, n.Down)
+		}
+		for _, f := range n.Interfaces {
+			want := deploy.SeenHost
+			if n.Machine != "" {
+				want = deploy.SeenGuest
+				if f.HostSide == nil || f.HostSide.RxPackets == 0 || f.HostSide.TxPackets == 0 {
+					t.Errorf("%s/%s: host side %+v, want its counters, moved", n.Name, f.Name, f.HostSide)
+				}
+			}
+			if f.SeenBy != want || f.Stats.RxPackets == 0 || f.Stats.TxPackets == 0 || !f.Up || len(f.Addrs) == 0 {
+				t.Errorf("%s/%s: seen by %q (want %q), up %v, addresses %v, counters %+v: want them moved", n.Name, f.Name, f.SeenBy, want, f.Up, f.Addrs, f.Stats)
+			}
+		}
+	}
+	// The table shows the same: each VM row is the guest's, with moved counters.
+	for _, row := range []string{`fw\s+function\s+firewall\s+ingress`, `lb\s+function\s+l4lb\s+ingress`} {
+		if m := regexp.MustCompile(`(?m)^` + row + `\s+\S+\s+\S+\s+up\s+([1-9]\d*)\s+\d+\s+([1-9]\d*)\s+\d+\s+guest$`).FindStringSubmatch(table); m == nil {
+			t.Errorf("inspect shows no row %q with the guest's moved counters", row)
+		}
+	}
+	if !regexp.MustCompile(`(?m)^  rule-1\s+[1-9]\d* pkts`).MatchString(table) {
+		t.Error("inspect shows no packet on the guest's deny rule for port 9999")
+	}
+	if m := regexp.MustCompile(`(?m)^balancer lb on \S+ \(\S+\): \d+ active, (\d+) total`).FindStringSubmatch(table); m == nil || m[1] == "0" {
+		t.Errorf("inspect shows no connection counted by the balancer in its guest (%q)", m)
+	}
+	if !regexp.MustCompile(`(?m)^  \S+\s+\S+:5201\s+\d+\s+up\s+\d+\s+[1-9]\d*\s+\d+\s+[1-9]\d*\s+\d+$`).MatchString(table) {
+		t.Error("inspect shows no backend that took connections and bytes")
+	}
+
+	// A hung guest (QEMU stopped): inspect returns, within a generous bound, with the reason.
+	pid := qemuOf("fw")
+	if pid == 0 {
+		t.Fatal("no QEMU for fw")
+	}
+	if err := syscall.Kill(pid, syscall.SIGSTOP); err != nil {
+		t.Fatal(err)
+	}
+	table = inspectTable(t, lab)
+	if err := syscall.Kill(pid, syscall.SIGCONT); err != nil {
+		t.Fatal(err)
+	}
+	t.Logf("sfclab inspect %s, fw's QEMU stopped:\n%s", lab, table)
+	if !strings.Contains(table, "function fw DOWN: list the interfaces of VM node fw in its guest: its guest agent did not answer within") ||
+		!regexp.MustCompile(`(?m)^fw\s+function\s+firewall\s+ingress\s.*host side$`).MatchString(table) {
+		t.Error("inspect of a stopped guest does not show it down with the reason and its host side")
+	}
+	if !regexp.MustCompile(`(?m)^lb\s+function\s+l4lb\s+ingress\s.*guest$`).MatchString(table) {
+		t.Error("the other guest was not read while fw's was stopped")
+	}
+	table = inspectTable(t, lab)
+	if strings.Contains(table, "DOWN") || !regexp.MustCompile(`(?m)^fw\s+function\s+firewall\s+ingress\s.*guest$`).MatchString(table) {
+		t.Errorf("inspect after the guest was continued does not read it again:\n%s", table)
+	}
+
+	// A dead guest: down because its QEMU is gone, its host side shown, no error.
+	if err := syscall.Kill(pid, syscall.SIGKILL); err != nil {
+		t.Fatal(err)
+	}
+	for deadline := time.Now().Add(10 * time.Second); qemuOf("fw") != 0 && time.Now().Before(deadline); {
+		time.Sleep(50 * time.Millisecond)
+	}
+	table = inspectTable(t, lab)
+	if !strings.Contains(table, "function fw DOWN: its QEMU process is not running") || strings.Contains(table, "error:") ||
+		!regexp.MustCompile(`(?m)^fw\s+function\s+firewall\s+ingress\s.*host side$`).MatchString(table) {
+		t.Errorf("inspect of a dead guest:\n%s", table)
+	}
+}
+
+// inspectTable runs `sfclab inspect LAB` and returns its table; it fails the test when the
+// command fails or does not return within 2 minutes (a guest's reads are bounded far below).
+func inspectTable(t *testing.T, lab string) string {
+	t.Helper()
+	type result struct {
+		code        int
+		out, errOut string
+	}
+	done := make(chan result, 1)
+	go func() {
+		var r result
+		r.code, r.out, r.errOut = run(t, "inspect", lab)
+		done <- r
+	}()
+	select {
+	case r := <-done:
+		if r.code != 0 {
+			t.Fatalf("inspect: exit %d\n%s%s", r.code, r.out, r.errOut)
+		}
+		return r.out
+	case <-time.After(2 * time.Minute):
+		t.Fatal("sfclab inspect did not return within 2 minutes")
+	}
+	return ""
+}
