@@ -18,7 +18,8 @@ cluster:
 	./scripts/kubecluster/build.sh
 
 # The images the tests boot: the Docker node image and the VM guests' Debian roots (the base
-# one, and the one with the http-server kind's packages that TestDockerNATVMServer boots), made
+# one, the one with the http-server kind's packages that TestDockerNATVMServer boots, and the
+# one with ab that TestBenchABVMSource's VM client runs: experiments/vm-source.yaml's), made
 # by debootstrap from this host's APT mirror and reused while their package lists stand (cold:
 # minutes each, waiting on the mirror and dpkg more than on the CPU, so `make test` builds them
 # beside the cluster's compile instead of inside the first test that needs them, and side by
@@ -27,7 +28,8 @@ images: deps
 	@$(MAKE) --no-print-directory build
 	@log=$$(mktemp); ./$(BIN) images build > $$log 2>&1 & node=$$!; \
 	./$(BIN) images build --runtime vm --image debian && \
-	./$(BIN) images build --runtime vm --lab examples/vm-web-nat.yaml; vm=$$?; \
+	./$(BIN) images build --runtime vm --lab examples/vm-web-nat.yaml && \
+	./$(BIN) images build --runtime vm --experiment experiments/vm-source.yaml; vm=$$?; \
 	wait $$node; n=$$?; cat $$log; rm -f $$log; \
 	test $$vm -eq 0 && test $$n -eq 0
 

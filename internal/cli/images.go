@@ -42,14 +42,17 @@ var imagesRuntime string
 
 func newImagesBuild() *cobra.Command {
 	var force bool
-	var mirror, suite, labFile, vmImage string
+	var mirror, suite, labFile, vmImage, expFile string
 	cmd := &cobra.Command{
 		Use:   "build",
 		Short: "Build the node image (minutes; reused when it exists, --force rebuilds)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if imagesRuntime == "vm" {
-				return buildVMImage(cmd, labFile, vmImage)
+				return buildVMImage(cmd, labFile, vmImage, expFile)
+			}
+			if labFile != "" || vmImage != "" || expFile != "" {
+				return fmt.Errorf("images build: --lab, --image and --experiment choose guest images: add --runtime vm (the docker node image is one for every lab)")
 			}
 			if err := deploy.CheckRoot(); err != nil {
 				return err
@@ -70,6 +73,7 @@ func newImagesBuild() *cobra.Command {
 	cmd.Flags().StringVar(&suite, "suite", "", "Debian suite (default: the host's)")
 	cmd.Flags().StringVar(&labFile, "lab", "", "with --runtime vm: the images this lab file's VM nodes boot (their vm: image, the programs and packages their kinds need)")
 	cmd.Flags().StringVar(&vmImage, "image", "", "with --runtime vm and no --lab: busybox (default) or debian (a debootstrap root with the base packages)")
+	cmd.Flags().StringVar(&expFile, "experiment", "", "with --runtime vm: the images the VM nodes of this experiment's labs boot, with the programs its probes run in them (http's ab: true from a VM source), so its first trial does not wait on a build")
 	return cmd
 }
 

@@ -9,6 +9,7 @@ import (
 	"github.com/spf13/cobra"
 
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
@@ -19,7 +20,13 @@ import (
 // vmImageSets are the program sets of the guest images a lab file's VMs boot (one per group
 // of VM nodes that need the same programs); no lab file, or a lab without VMs: the image with
 // the base programs only.
-func vmImageSets(labFile, image string) ([]vm.ProgramSet, error) {
+func vmImageSets(labFile, image, expFile string) ([]vm.ProgramSet, error) {
+	if expFile != "" {
+		if labFile != "" || image != "" {
+			return nil, fmt.Errorf("images build: give one of --experiment, --lab, --image (the experiment's labs choose)")
+		}
+		return experimentImageSets(expFile)
+	}
 	if labFile == "" {
 		switch image {
 		case "", spec.VMImageBusybox:
@@ -47,11 +54,40 @@ func vmImageSets(labFile, image string) ([]vm.ProgramSet, error) {
 	return []vm.ProgramSet{{Image: spec.VMImageBusybox}}, nil
 }
 
-func buildVMImage(cmd *cobra.Command, labFile, image string) error {
+// experimentImageSets are the program sets of the guest images an experiment's scenarios
+// boot, each once (scenarios that share a lab share its images), in scenario order; an
+// experiment without VMs is an error, since nothing would be built for it.
+func experimentImageSets(file string) ([]vm.ProgramSet, error) {
+	e, err := experiment.Load(file)
+	if err != nil {
+		return nil, err
+	}
+	var out []vm.ProgramSet
+	seen := map[string]bool{}
+	for _, s := range e.Scenarios {
+		sets, err := vm.ProgramSets(s.Plan)
+		if err != nil {
+			return nil, fmt.Errorf("images build --experiment %s: scenario %s: %w", file, s.Name, err)
+		}
+		for _, set := range sets {
+			key := set.Image + "|" + strings.Join(set.Packages, ",") + "|" + strings.Join(set.Programs, ",")
+			if !seen[key] {
+				seen[key] = true
+				out = append(out, set)
+			}
+		}
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("images build --experiment %s: no scenario's lab has a VM node (the vm runtime, or vm: on a node); nothing to build", file)
+	}
+	return out, nil
+}
+
+func buildVMImage(cmd *cobra.Command, labFile, image, expFile string) error {
 	if err := deploy.CheckRoot(); err != nil {
 		return err
 	}
-	sets, err := vmImageSets(labFile, image)
+	sets, err := vmImageSets(labFile, image, expFile)
 	if err != nil {
 		return err
 	}
