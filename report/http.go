@@ -378,7 +378,8 @@ func (r *Report) buildHTTP(c *collected) {
 	for i := range r.HTTP {
 		row := &r.HTTP[i]
 		j, ok := idx[httpKey{row.Baseline, row.Object, row.Concurrency}]
-		if row.IsBaseline || !ok {
+		// An emulated CPU's request times against a real CPU's: no change is computed.
+		if row.IsBaseline || !ok || r.Incomparable(row.Scenario, row.Baseline) {
 			continue
 		}
 		if base := r.HTTP[j]; base.TotalTime.N > 0 && row.TotalTime.N > 0 {
@@ -681,6 +682,8 @@ func (r *Report) httpSection() section {
 			cells = append(cells, "baseline")
 		case row.TotalTime.N == 0:
 			cells = append(cells, dash)
+		case r.Incomparable(row.Scenario, row.Baseline):
+			cells = append(cells, notComparable)
 		default:
 			cells = append(cells, pct(row.Change, true))
 		}

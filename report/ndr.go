@@ -31,6 +31,9 @@ type NDRRow struct {
 	// "generator"), or the chain slowed it down without loss ("back-pressure"): no NDR.
 	Limited bool
 	Reason  string
+	// Sender is where the sender ran when not in the source's own stack from the host (a VM
+	// source: "sendmmsg in the guest (its agent)"), "" otherwise.
+	Sender string
 	// Stopped says why the NDR is a lower bound set by the generator, not a drop point: no
 	// loss below a rate the generator could not hold.
 	Stopped string
@@ -116,7 +119,7 @@ func (r *Report) buildNDR(samples []results.Sample, failed map[trialKey]*FailedT
 			n.Disturbed = x.Labels["disturbed_trials"]
 		case "generator_max_pps":
 			n.GeneratorMax = x.Value
-			n.Limited, n.Reason = x.Labels["limited"] == "true", x.Labels["reason"]
+			n.Limited, n.Reason, n.Sender = x.Labels["limited"] == "true", x.Labels["reason"], x.Labels["sender"]
 			n.Trials, _ = strconv.Atoi(x.Labels["trials"])
 		case "generator_calibrated_pps":
 			n.Calibrated = x.Value
@@ -241,8 +244,14 @@ func (r *Report) ndrGeneratorBlocks() []block {
 		"A trial that lost frames while another task held the chain's receiving threads off their CPU for longer than half the fill time of the forwarder's receive ring is disturbed: it is run again, up to 3 times, and its loss counts if it stays disturbed (docs/verdicts.md); the note gives how many were re-run and kept."}, {table: t}}
 }
 
-func limitText(reason string) string {
-	if reason == "back-pressure" {
+// limitText says why a search found no drop point. A sender in a VM guest is calibrated into
+// a socket of its own guest, so a shortfall into the chain also counts its emulated NIC's cost,
+// not only the chain's: the text does not blame the chain alone.
+func limitText(reason, sender string) string {
+	switch {
+	case reason == "back-pressure" && strings.Contains(sender, "guest"):
+		return "back-pressure (the guest's sender offered less into the chain than into its own guest, without loss: its virtual NIC or the chain held it back)"
+	case reason == "back-pressure":
 		return "back-pressure (the chain slowed the sender without loss)"
 	}
 	return "generator-limited (no loss at its maximum)"
@@ -304,7 +313,7 @@ func (n NDRRow) ndrText() string {
 	ndr := fixed(n.NDR/1e3, 1)
 	switch {
 	case n.Limited:
-		return "not found: " + limitText(n.Reason)
+		return "not found: " + limitText(n.Reason, n.Sender)
 	case n.AtLeast:
 		return "≥ " + ndr + " (no loss at the max rate)"
 	case n.noPass():

@@ -188,3 +188,22 @@ func TestNDRDisturbedNote(t *testing.T) {
 		}
 	}
 }
+
+// TestNDRLimitText: a search with no drop point says why; a guest sender's back-pressure
+// does not blame the chain alone (its calibration went into its own guest, not through its
+// emulated NIC), a host sender's does.
+func TestNDRLimitText(t *testing.T) {
+	for _, tc := range []struct {
+		reason, sender, want, not string
+	}{
+		{"back-pressure", "", "the chain slowed the sender", "guest"},
+		{"back-pressure", "sendmmsg in the guest (its agent)", "its virtual NIC or the chain", "the chain slowed the sender"},
+		{"generator", "", "generator-limited", "back-pressure"},
+		{"generator", "sendmmsg in the guest (its agent)", "generator-limited", "back-pressure"},
+	} {
+		got := NDRRow{Limited: true, Reason: tc.reason, Sender: tc.sender}.ndrText()
+		if !strings.Contains(got, tc.want) || strings.Contains(got, tc.not) {
+			t.Errorf("reason %q, sender %q: %q; want %q and not %q", tc.reason, tc.sender, got, tc.want, tc.not)
+		}
+	}
+}

@@ -108,5 +108,5 @@ func (r *Report) pathEndText() string {
 	case tc == 0:
 		return "Path RTT: between the socket's timestamps, which each driver takes at its own point (no tc stamps in this run): driver comparisons may be biased by where the stamp lands."
 	}
-	return fmt.Sprintf("Path RTT: from the sender's interface (tc egress) to it again (tc ingress) in %d cells, between the socket's timestamps (taken at a different point per driver) in %d.", tc, other)
+	return fmt.Sprintf("Path RTT: from the sender's interface (tc egress) to it again (tc ingress) in %s, between the socket's timestamps (taken at a different point per driver) in %d.", plural2(tc, "cell"), other)
 }

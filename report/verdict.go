@@ -432,7 +432,7 @@ func (r *Report) verdictSection() section {
 		worst = httpWorst
 	}
 	if l, ok := r.Bottleneck(worst); ok {
-		items = append(items, bottleneckItem(worst, l))
+		items = append(items, bottleneckItem(r.ScenarioLabel(worst), l))
 	}
 	items = append(items, r.failedItem())
 	if reps > 0 && reps < minWilcoxonPairs {
@@ -450,7 +450,8 @@ func (r *Report) verdictSection() section {
 	return sec
 }
 
-// bottleneckItem is the verdict's Bottleneck line for scenario s: the busiest node, and
+// bottleneckItem is the verdict's Bottleneck line for scenario s (as tables label it: marked when it ran
+// VMs under TCG, whose QEMU CPU is an emulated CPU's): the busiest node, and
 // whether a paired test tells it from every other node.
 func bottleneckItem(s string, l NodeLead) string {
 	what := "user+system of each node's own cgroup; kernel forwarding shows in host softirq instead"

@@ -1,6 +1,8 @@
 package report
 
 import (
+	"math"
+	"slices"
 	"strconv"
 	"strings"
 	"testing"
@@ -135,5 +137,82 @@ func TestRTTTrendsPairsTCGGuard(t *testing.T) {
 				t.Errorf("notes %q lack %q", r.Notes, tc.note)
 			}
 		})
+	}
+}
+
+// TestHTTPChangeTCGGuard: an HTTP scenario that ran VMs under TCG gets no change against a
+// baseline on a real CPU (its table cell says not comparable, the verdict gives no percentage
+// for it), while a second TCG scenario is still compared with a TCG baseline and a namespace
+// scenario with a namespace one. Without the guard the verdict read "vm-client (...): HTTP total
+// time +884.8 % against ns-client" under a first line saying no such ratio is given.
+func TestHTTPChangeTCGGuard(t *testing.T) {
+	httpRun := func(runtimes map[string]string, baseline string, totals map[string]float64) *Report {
+		t.Helper()
+		var samples []results.Sample
+		var trials []results.Trial
+		var scenarios []string
+		for sc, rts := range runtimes {
+			scenarios = append(scenarios, sc)
+			for trial := 1; trial <= 2; trial++ {
+				trials = append(trials, results.Trial{Scenario: sc, Trial: trial, Status: results.TrialOK})
+				for _, rt := range strings.Split(rts, "/") {
+					samples = append(samples, results.Sample{Scenario: sc, Trial: trial, Probe: "deploy", Metric: MetricDeployTime, Value: 2, Unit: "s",
+						Labels: map[string]string{"nodes": "3", "runtime": rt}})
+				}
+				labels := map[string]string{"object": "1k", "concurrency": "1", "keepalive": "false", "via": "fwd"}
+				for _, m := range []struct {
+					metric string
+					v      float64
+				}{{"total_time", totals[sc] * (1 + 0.01*float64(trial))}, {"requests", 100}, {"errors", 0}, {"non2xx", 0}, {"rps", 100 / totals[sc]}} {
+					samples = append(samples, results.Sample{Scenario: sc, Trial: trial, Probe: "http", Metric: m.metric, Value: m.v, Unit: "s", Labels: labels})
+				}
+			}
+		}
+		slices.Sort(scenarios)
+		r, err := Build(Input{Run: results.Run{Experiment: "e", Complete: true, Env: map[string]string{EnvVMAccel: "tcg: no KVM"}}, Baseline: baseline,
+			Scenarios: scenarios, Samples: samples, Trials: trials})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return r
+	}
+	verdictHTTP := func(r *Report) string {
+		out, _ := r.httpVerdict()
+		return strings.Join(out, "\n")
+	}
+	change := func(r *Report, s string) float64 {
+		for _, row := range r.HTTP {
+			if row.Scenario == s {
+				return row.Change
+			}
+		}
+		t.Fatalf("no HTTP row of %s", s)
+		return 0
+	}
+
+	// Must hold back: a TCG client against a namespace baseline.
+	mixed := httpRun(map[string]string{"ns-client": "netns", "vm-client": "netns/vm", "ns-other": "netns"}, "ns-client",
+		map[string]float64{"ns-client": 1, "vm-client": 9.8, "ns-other": 1.5})
+	if c := change(mixed, "vm-client"); !math.IsNaN(c) {
+		t.Errorf("vm-client against ns-client: change %.1f %%; want none (TCG against a real CPU)", c)
+	}
+	if v := verdictHTTP(mixed); strings.Contains(v, "vm-client") || !strings.Contains(v, "ns-other: HTTP total time +") {
+		t.Errorf("verdict:\n%s\nwant ns-other's change and nothing of vm-client", v)
+	}
+	var md strings.Builder
+	if err := mixed.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), notComparable) {
+		t.Errorf("the HTTP table does not say %q for vm-client", notComparable)
+	}
+
+	// Must compare: two TCG scenarios with each other.
+	tcg := httpRun(map[string]string{"vm-a": "netns/vm", "vm-b": "netns/vm"}, "vm-a", map[string]float64{"vm-a": 2, "vm-b": 3})
+	if c := change(tcg, "vm-b"); math.IsNaN(c) || c < 45 || c > 55 {
+		t.Errorf("vm-b against vm-a (both TCG): change %.1f %%; want about +50 %%", c)
+	}
+	if v := verdictHTTP(tcg); !strings.Contains(v, "vm-b ("+EmulatedMark+"): HTTP total time +") {
+		t.Errorf("verdict:\n%s\nwant vm-b's change, marked", v)
 	}
 }
