@@ -378,7 +378,7 @@ func (r *Report) buildHTTP(c *collected) {
 	for i := range r.HTTP {
 		row := &r.HTTP[i]
 		j, ok := idx[httpKey{row.Baseline, row.Object, row.Concurrency}]
-		if row.IsBaseline || !ok {
+		if row.IsBaseline || !ok || r.Incomparable(row.Scenario, row.Baseline) { // an emulated CPU against a real one: no change
 			continue
 		}
 		if base := r.HTTP[j]; base.TotalTime.N > 0 && row.TotalTime.N > 0 {
@@ -681,6 +681,8 @@ func (r *Report) httpSection() section {
 			cells = append(cells, "baseline")
 		case row.TotalTime.N == 0:
 			cells = append(cells, dash)
+		case r.Incomparable(row.Scenario, row.Baseline):
+			cells = append(cells, notComparable)
 		default:
 			cells = append(cells, pct(row.Change, true))
 		}
@@ -742,7 +744,7 @@ func (r *Report) httpPhaseTable() *table {
 		if row.Phases == nil {
 			continue
 		}
-		cells := []string{row.Scenario, row.Object, concurrencyText(row.Concurrency)}
+		cells := []string{r.ScenarioLabel(row.Scenario), row.Object, concurrencyText(row.Concurrency)}
 		for _, ph := range HTTPPhases {
 			if q := row.Phases[ph]; q.N > 0 {
 				cells = append(cells, f3(q.Mean))
@@ -754,6 +756,8 @@ func (r *Report) httpPhaseTable() *table {
 		switch {
 		case row.IsBaseline:
 			cells = append(cells, "baseline")
+		case r.Incomparable(row.Scenario, row.Baseline):
+			cells = append(cells, notComparable)
 		case !ok || r.HTTP[j].Phases == nil:
 			cells = append(cells, dash)
 		default:
@@ -994,6 +998,8 @@ func (r *Report) publishedHTTPSection() section {
 			}
 			if !math.IsNaN(row.MeasuredChange) {
 				mc = pct(row.MeasuredChange, true)
+			} else if !math.IsNaN(row.Measured) && r.Incomparable(row.Scenario, row.Baseline) {
+				mc = notComparable
 			}
 		}
 		t.rows = append(t.rows, []string{row.Scenario, row.Object, strconv.Itoa(row.Concurrency), pub, meas, ratio,

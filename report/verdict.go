@@ -493,11 +493,19 @@ func (r *Report) httpVerdict() (out []string, worst string) {
 	top := math.Inf(-1)
 	for _, s := range r.Scenarios {
 		lo, hi, n, base := math.Inf(1), math.Inf(-1), 0, ""
+		var apart []string // baselines its measured rows may not be set against
 		for _, row := range r.HTTP {
+			if row.Scenario == s && !row.IsBaseline && row.TotalTime.N > 0 && r.Incomparable(s, row.Baseline) {
+				apart = appendNew(apart, row.Baseline)
+			}
 			if row.Scenario != s || row.IsBaseline || math.IsNaN(row.Change) {
 				continue
 			}
 			lo, hi, n, base = math.Min(lo, row.Change), math.Max(hi, row.Change), n+1, row.Baseline
+		}
+		if len(apart) > 0 {
+			out = append(out, fmt.Sprintf("%s: HTTP total time not set against %s (%s): an emulated CPU against a real one; its own times are in the HTTP load table.",
+				r.ScenarioLabel(s), strings.Join(apart, ", "), notComparable))
 		}
 		if n > 0 {
 			if n == 1 {
