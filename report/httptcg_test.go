@@ -15,15 +15,17 @@ import (
 // "not comparable (TCG)", the verdict says why. With KVM the same data is compared.
 func TestHTTPTCGNoChange(t *testing.T) {
 	t0 := time.Date(2026, 11, 27, 9, 0, 0, 0, time.UTC)
-	totals := map[string][]float64{"native-nocache": {1.0, 1.1}, "kvm-nocache": {3.0, 3.2}}
-	runtimes := map[string]string{"native-nocache": "netns", "kvm-nocache": "vm"}
+	totals := map[string][]float64{"native-nocache": {1.0, 1.1}, "kvm-nocache": {3.0, 3.2}, "native-cache": {0.5, 0.6}}
+	runtimes := map[string]string{"native-nocache": "netns", "kvm-nocache": "vm", "native-cache": "netns"}
 	build := func(t *testing.T, vmAccel string) *Report {
 		in := Input{Run: results.Run{Experiment: "b", Study: "http-proxy", Started: t0, Ended: t0.Add(time.Hour), Complete: true,
 			Env: map[string]string{EnvVMAccel: vmAccel}}, Baseline: "native-nocache",
-			Scenarios: []string{"native-nocache", "kvm-nocache"},
-			Published: &Published{HTTPRequests: 100, HTTP: []PublishedHTTP{
+			Scenarios: []string{"native-nocache", "kvm-nocache", "native-cache"},
+			Published: &Published{HTTPRequests: 100, HTTPBaselines: map[string]string{"kvm-cache": "native-cache"}, HTTP: []PublishedHTTP{
 				{Scenario: "native-nocache", Object: "1k", Concurrency: 1, Seconds: 10},
 				{Scenario: "kvm-nocache", Object: "1k", Concurrency: 1, Seconds: 15},
+				{Scenario: "native-cache", Object: "1k", Concurrency: 1, Seconds: 5},
+				{Scenario: "kvm-cache", Object: "1k", Concurrency: 1, Seconds: 8},
 			}}}
 		for _, sc := range in.Scenarios {
 			for i, v := range totals[sc] {
@@ -87,6 +89,14 @@ func TestHTTPTCGNoChange(t *testing.T) {
 			}
 			if got := strings.Contains(section2(out, "### Published vs measured (HTTP)"), "| "+notComparable+" |"); got == tt.compared {
 				t.Errorf("published vs measured (HTTP) says %q: %v, want %v", notComparable, got, !tt.compared)
+			}
+			// The headline's range is of platforms only: native-cache's change is the cache's.
+			headline := strings.Contains(verdict, "Published vs measured (HTTP, 1 cells measured by both)")
+			if headline != tt.compared {
+				t.Errorf("verdict's published-vs-measured headline over kvm-nocache's cell: %v, want %v", headline, tt.compared)
+			}
+			if strings.Contains(verdict, "2 cells measured by both") {
+				t.Errorf("the headline counts native-cache, the baseline of kvm-cache, as a platform:\n%s", verdict)
 			}
 			figure := false
 			for _, f := range r.defaultFigures() {

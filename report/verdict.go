@@ -535,8 +535,9 @@ func (r *Report) publishedHeadline() []string {
 		out = append(out, fmt.Sprintf("Published vs measured, %s: throughput D_th %s published, %s in this run.", row.Scenario, pct(row.PublishedChange, false), pct(row.MeasuredChange, false)))
 	}
 	pubLo, pubHi, mLo, mHi, n := math.Inf(1), math.Inf(-1), math.Inf(1), math.Inf(-1), 0
+	isBase := httpBaselines(c.HTTP) // native-cache over native-nocache is the cache's change, not a platform's
 	for _, row := range c.HTTP {
-		if row.IsBaseline || math.IsNaN(row.PublishedChange) || math.IsNaN(row.MeasuredChange) {
+		if row.IsBaseline || isBase[row.Scenario] || math.IsNaN(row.PublishedChange) || math.IsNaN(row.MeasuredChange) {
 			continue
 		}
 		pubLo, pubHi = math.Min(pubLo, row.PublishedChange), math.Max(pubHi, row.PublishedChange)
