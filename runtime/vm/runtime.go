@@ -826,7 +826,7 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 		desc += "; boot " + b.Phases()
 	}
 	if !qemuRunning(p.Lab, node) {
-		down = "its QEMU process is not running (the VM is gone)"
+		down = qemuGone
 	}
 	return desc, down
 }
@@ -855,6 +855,9 @@ func MacvtapOnPort(p *plan.Plan) bool {
 }
 
 // qemuRunning reports whether the QEMU of VM node node of lab runs.
+// qemuGone says why a VM node is down: inspect's DOWN line and a command sent to it.
+const qemuGone = "its QEMU process is not running (the VM is gone)"
+
 func qemuRunning(lab, node string) bool {
 	for _, pid := range QEMUPids(lab) {
 		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+lab+"."+node+",") {
