@@ -105,7 +105,10 @@ func (r *Report) figures() []studyFigure {
 		default:
 			f = r.scenarioFigure(spec)
 		}
-		if len(f.series) == 0 {
+		if !slices.ContainsFunc(f.series, func(se figSeries) bool { return !se.published }) {
+			// Nothing of this run to draw (every scenario of it left out, as with
+			// `reproduce single-host-chain --runtime vm`): published marks alone answer
+			// nothing on the first screen, and the conclusions already say why.
 			continue
 		}
 		if !slices.ContainsFunc(f.series, func(se figSeries) bool { return se.published }) && f.Note == "" {
