@@ -160,6 +160,7 @@ func checkGuestPrograms(p *plan.Plan) error {
 // pinned to cores the host does not have, and VMs whose memory together exceeds the host's.
 func checkLimits(p *plan.Plan, cores, memMiB int) error {
 	total := 0
+	var asks []string // each VM's memory and place, for the refusal of them together
 	for _, n := range p.Nodes {
 		if n.VM == nil {
 			continue
@@ -168,6 +169,7 @@ func checkLimits(p *plan.Plan, cores, memMiB int) error {
 		if where == "" {
 			where = "lab " + p.Lab
 		}
+		asks = append(asks, fmt.Sprintf("%s %d MiB at %s", n.Name, n.VM.Memory, where))
 		if n.VM.CPUs > cores {
 			return fmt.Errorf("%s: node %s: vm cpus %d: this host has %d cores", where, n.Name, n.VM.CPUs, cores)
 		}
@@ -188,7 +190,8 @@ func checkLimits(p *plan.Plan, cores, memMiB int) error {
 		total += n.VM.Memory
 	}
 	if total > memMiB {
-		return fmt.Errorf("lab %s: its VMs ask for %d MiB of memory together; this host has %d MiB", p.Lab, total, memMiB)
+		return fmt.Errorf("lab %s: its VMs ask for %d MiB of memory together (%s); this host has %d MiB: give them less (vm: {memory: MiB}) or run fewer VMs",
+			p.Lab, total, strings.Join(asks, ", "), memMiB)
 	}
 	return nil
 }
