@@ -4,6 +4,7 @@
 package plan
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/netip"
@@ -120,6 +121,16 @@ type VM struct {
 	// Where is the vm: settings' place in the lab file (file:line:col), for errors found
 	// once the host is looked at; not journaled.
 	Where string `json:"-"`
+}
+
+// Text is the VM as the plan's text shows it (deploy --dry-run): vCPUs, memory, pinning, NIC,
+// guest image and how its ports reach the lab, so a reader sees which nodes boot as VMs.
+func (v *VM) Text() string {
+	t := fmt.Sprintf("%d vCPU, %d MiB", v.CPUs, v.Memory)
+	if v.Pin != "" {
+		t += ", pinned to cores " + v.Pin
+	}
+	return t + fmt.Sprintf(", nic %s on %s, image %s", v.NIC, cmp.Or(v.Backend, spec.VMBackendTap), cmp.Or(v.Image, spec.VMImageBusybox))
 }
 
 // Macvtap reports whether the VM's ports are macvtaps on their segments' bridges.

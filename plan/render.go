@@ -79,6 +79,9 @@ func (p *Plan) WriteText(w io.Writer) error {
 		for _, r := range n.Run {
 			fmt.Fprintf(tw, "    run %s\n", r)
 		}
+		if n.VM != nil {
+			fmt.Fprintf(tw, "    vm %s\n", n.VM.Text())
+		}
 	}
 	fmt.Fprintf(tw, "\nsegments (%d):\n", len(p.Segments))
 	for _, s := range p.Segments {

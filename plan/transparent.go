@@ -408,6 +408,9 @@ func (t *Transparent) writeText(w io.Writer, pl *Plan) error {
 		for _, r := range n.Run {
 			fmt.Fprintf(tw, "    run %s\n", r)
 		}
+		if pn := pl.Node(n.Name); pn != nil && pn.VM != nil {
+			fmt.Fprintf(tw, "    vm %s\n", pn.VM.Text())
+		}
 	}
 	m := t.Model
 	fmt.Fprintf(tw, "\nflow classifiers (%d):\n", len(m.FlowClassifiers))

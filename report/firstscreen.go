@@ -105,7 +105,10 @@ func (r *Report) figures() []studyFigure {
 		default:
 			f = r.scenarioFigure(spec)
 		}
-		if len(f.series) == 0 {
+		if !slices.ContainsFunc(f.series, func(se figSeries) bool { return !se.published }) {
+			// Nothing of this run to draw (every scenario of it left out, as with
+			// `reproduce single-host-chain --runtime vm`): published marks alone answer
+			// nothing on the first screen, and the conclusions already say why.
 			continue
 		}
 		if !slices.ContainsFunc(f.series, func(se figSeries) bool { return se.published }) && f.Note == "" {
@@ -140,8 +143,9 @@ func (r *Report) defaultFigures() []Figure {
 	}
 	// One HTTP figure per baseline (study B: native with the cache off, and on).
 	var bases []string
+	isBase := httpBaselines(c.HTTP)
 	for _, row := range c.HTTP {
-		if !row.IsBaseline && !math.IsNaN(row.MeasuredChange) && !slices.Contains(bases, row.Baseline) {
+		if !row.IsBaseline && !isBase[row.Scenario] && !math.IsNaN(row.MeasuredChange) && !slices.Contains(bases, row.Baseline) {
 			bases = append(bases, row.Baseline)
 		}
 	}
@@ -275,11 +279,10 @@ func (r *Report) notRunCaption(title, note string, scenarios []string) (string, 
 func (r *Report) httpFigure(spec Figure) studyFigure {
 	f := studyFigure{Figure: spec, ylabel: "total time over the baseline (%)"}
 	measuredScen := map[string]bool{}
-	isBase := map[string]bool{}
+	isBase := httpBaselines(r.Comparison.HTTP)
 	for _, row := range r.Comparison.HTTP {
 		if !row.IsBaseline && !math.IsNaN(row.MeasuredChange) {
 			measuredScen[row.Scenario] = true
-			isBase[row.Baseline] = true
 		}
 	}
 	catOf := map[string]int{}
@@ -320,6 +323,21 @@ func (r *Report) httpFigure(spec Figure) studyFigure {
 		f.series = append(f.series, *bySeries[n])
 	}
 	return f
+}
+
+// httpBaselines names the scenarios that are another's baseline in the published HTTP grid,
+// whether or not this run measured them: a baseline's own change (native-cache over
+// native-nocache) is the cache's, not a platform's, so no figure draws it as one. (A run whose
+// only platform changes are not comparable, TCG against a real CPU, therefore draws no HTTP
+// figure, rather than the cache's effect under a platform's name.)
+func httpBaselines(rows []HTTPComparisonRow) map[string]bool {
+	isBase := map[string]bool{}
+	for _, row := range rows {
+		if !row.IsBaseline && row.Baseline != "" {
+			isBase[row.Baseline] = true
+		}
+	}
+	return isBase
 }
 
 // trimSharedSuffix drops from s the dash-separated suffix it shares with base

@@ -745,7 +745,7 @@ func (r *Report) httpPhaseTable() *table {
 		if row.Phases == nil {
 			continue
 		}
-		cells := []string{row.Scenario, row.Object, concurrencyText(row.Concurrency)}
+		cells := []string{r.ScenarioLabel(row.Scenario), row.Object, concurrencyText(row.Concurrency)}
 		for _, ph := range HTTPPhases {
 			if q := row.Phases[ph]; q.N > 0 {
 				cells = append(cells, f3(q.Mean))
@@ -757,6 +757,8 @@ func (r *Report) httpPhaseTable() *table {
 		switch {
 		case row.IsBaseline:
 			cells = append(cells, "baseline")
+		case r.Incomparable(row.Scenario, row.Baseline):
+			cells = append(cells, notComparable)
 		case !ok || r.HTTP[j].Phases == nil:
 			cells = append(cells, dash)
 		default:
@@ -997,6 +999,8 @@ func (r *Report) publishedHTTPSection() section {
 			}
 			if !math.IsNaN(row.MeasuredChange) {
 				mc = pct(row.MeasuredChange, true)
+			} else if !math.IsNaN(row.Measured) && r.Incomparable(row.Scenario, row.Baseline) {
+				mc = notComparable
 			}
 		}
 		t.rows = append(t.rows, []string{row.Scenario, row.Object, strconv.Itoa(row.Concurrency), pub, meas, ratio,

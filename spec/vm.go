@@ -2,6 +2,7 @@ package spec
 
 import (
 	"slices"
+	"strconv"
 	"strings"
 
 	"go.yaml.in/yaml/v3"
@@ -118,7 +119,28 @@ func (v *validator) vm(what string, m *VM) {
 	if !slices.Contains(VMImages, m.Image) {
 		v.bad(m.Pos, "%s: vm image %q is not one of %s", what, m.Image, strings.Join(VMImages, ", "))
 	}
+	if m.Pin != "" && !validCPUList(m.Pin) {
+		v.bad(m.Pos, "%s: vm pin %q is not a list of cores such as 1, 0-1 or 0,2", what, m.Pin)
+	}
 	v.vmBackend(what, m)
+}
+
+// validCPUList reports whether s is a cpuset list ("1", "0-1", "0,2"): its form only; whether
+// the host has those cores is checked when the lab is deployed.
+func validCPUList(s string) bool {
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(strings.TrimSpace(part), "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return false
+		}
+		if isRange {
+			if b, err := strconv.Atoi(hi); err != nil || b < a {
+				return false
+			}
+		}
+	}
+	return true
 }
 
 // vmBackend checks vm: backend. A macvtap works in every lab a VM node does: in bridge mode

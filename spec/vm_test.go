@@ -36,6 +36,15 @@ func TestVMGood(t *testing.T) {
 	if m := lab.Functions["fwd"].VM; m == nil || m.Image != spec.VMImageDebian {
 		t.Errorf("vm: {image: debian}: vm = %+v", m)
 	}
+	// Pin lists of each form decode (whether the host has the cores is deploy's check).
+	for _, pin := range []string{"1", "0-1", "0,2", "0-1, 3", "4096"} {
+		lab, err = spec.Decode([]byte(strings.Replace(vmBase, "vm: {cpus: 2}", `vm: {pin: "`+pin+`"}`, 1)), "v.yaml", kinds.Spec())
+		if err != nil {
+			t.Errorf("vm pin %q: %v", pin, err)
+		} else if m := lab.Functions["fwd"].VM; m.Pin != pin {
+			t.Errorf("vm pin %q decoded as %q", pin, m.Pin)
+		}
+	}
 	lab, err = spec.Decode([]byte(strings.Replace(strings.Replace(vmBase, "    vm: {cpus: 2}\n", "", 1), "name: vmlab\n", "name: vmlab\nruntime: vm\n", 1)), "v.yaml", kinds.Spec())
 	if err != nil {
 		t.Fatal(err)
@@ -148,6 +157,9 @@ func TestVMBad(t *testing.T) {
 		{"image", "vm: {cpus: 2}", "vm: {image: ubuntu}", `v.yaml:8:9: function "fwd": vm image "ubuntu" is not one of busybox, debian`},
 		{"image not a string", "vm: {cpus: 2}", "vm: {image: [debian]}", `v.yaml:8`},
 		{"backend", "vm: {cpus: 2}", "vm: {backend: vhost}", `v.yaml:8:9: function "fwd": vm backend "vhost" is not one of tap, macvtap`},
+		{"pin not a list", "vm: {cpus: 2}", `vm: {pin: "x"}`, `v.yaml:8:9: function "fwd": vm pin "x" is not a list of cores such as 1, 0-1 or 0,2`},
+		{"pin range backwards", "vm: {cpus: 2}", `vm: {pin: "1-0"}`, `vm pin "1-0" is not a list of cores`},
+		{"pin negative", "vm: {cpus: 2}", `vm: {pin: "0,-1"}`, `vm pin "0,-1" is not a list of cores`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			src := strings.Replace(vmBase, tc.old, tc.new, 1)

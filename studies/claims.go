@@ -4,6 +4,7 @@ import (
 	"cmp"
 	"fmt"
 	"math"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -309,7 +310,7 @@ func dockerAddsLittle(r *report.Report) report.ClaimResult {
 		}
 	}
 	if n == 0 {
-		return report.ClaimResult{Outcome: report.NotShown, Evidence: "no Docker cell with a native baseline in this run"}
+		return report.ClaimResult{Outcome: report.NotShown, Evidence: "no Docker cell with a native baseline in this run" + dockerNotRunText(r)}
 	}
 	lim := fix3(littleMargin.upper)
 	if len(over) > 0 {
@@ -338,6 +339,32 @@ func fix3(v float64) string {
 		return "n/a"
 	}
 	return fmt.Sprintf("%.3f", v)
+}
+
+// dockerNotRunText is notRunText of the study's Docker scenarios the run left out (their
+// names sorted, grouped when they share the reason: `reproduce http-proxy --runtime vm` leaves
+// out all four for one reason); "" when it left none out.
+func dockerNotRunText(r *report.Report) string {
+	var names []string
+	for k := range r.Run.Env {
+		if s, ok := strings.CutPrefix(k, report.EnvNotRun); ok && strings.HasPrefix(s, "docker-") {
+			names = append(names, s)
+		}
+	}
+	slices.Sort(names)
+	var out []string
+	for i := 0; i < len(names); {
+		why, j := r.NotRun(names[i]), i+1
+		for j < len(names) && r.NotRun(names[j]) == why {
+			j++
+		}
+		out = append(out, strings.Join(names[i:j], ", ")+" "+why)
+		i = j
+	}
+	if len(out) == 0 {
+		return ""
+	}
+	return "; " + strings.Join(out, "; ")
 }
 
 // notRunText is "; S <why>" when the run left the study's scenario s out and said why

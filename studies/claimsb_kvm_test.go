@@ -161,3 +161,30 @@ func TestVMScenariosGate(t *testing.T) {
 		}
 	}
 }
+
+// TestClaimBDockerNotRun: study B's Docker claim, not shown because the run left the Docker
+// scenarios out (reproduce http-proxy --runtime vm), says which were left out and why; not
+// shown for want of figures alone, it names none.
+func TestClaimBDockerNotRun(t *testing.T) {
+	why := "not run: --runtime vm runs only the VM scenarios and the scenarios they are compared with; leave out --runtime to run the study's own scenarios"
+	for _, tt := range []struct {
+		name string
+		env  map[string]string
+		want string
+	}{
+		{"left out", map[string]string{report.EnvNotRun + "docker-routed-nocache": why, report.EnvNotRun + "docker-nat-nocache": why},
+			"no Docker cell with a native baseline in this run; docker-nat-nocache, docker-routed-nocache " + why},
+		{"no figures, no reason", nil, "no Docker cell with a native baseline in this run"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := report.Build(runBKVM(map[string][]float64{"native-nocache": {7.0, 7.1}, "kvm-nocache": {30, 31}}, "tcg: PVM", tt.env))
+			if err != nil {
+				t.Fatal(err)
+			}
+			res := dockerAddsLittle(r)
+			if res.Outcome != report.NotShown || res.Evidence != tt.want {
+				t.Errorf("%s: %q; want %s: %q", res.Outcome, res.Evidence, report.NotShown, tt.want)
+			}
+		})
+	}
+}

@@ -32,6 +32,12 @@ default busybox initramfs, or (vm: {image: debian}, --image debian) a Debian roo
 bootstrapped by the same debootstrap step with the packages the node's kind needs, on a
 read-only disk, cached by suite, kernel and package list.`,
 	}
+	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
+		if imagesRuntime != "docker" && imagesRuntime != "vm" {
+			return fmt.Errorf("images --runtime %s: only docker (the node image) and vm (the guest images) have images", imagesRuntime)
+		}
+		return nil
+	}
 	cmd.AddCommand(newImagesBuild(), newImagesList(), newImagesRemove())
 	cmd.PersistentFlags().StringVar(&imagesRuntime, "runtime", "docker", "whose images: docker (the node image) or vm (guest kernel and initramfs, under "+vm.DefaultImageRoot+")")
 	return cmd
@@ -48,11 +54,11 @@ func newImagesBuild() *cobra.Command {
 		Short: "Build the node image (minutes; reused when it exists, --force rebuilds)",
 		Args:  cobra.NoArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
+			if err := imagesBuildFlags(force, mirror, suite, labFile, vmImage, expFile); err != nil {
+				return err
+			}
 			if imagesRuntime == "vm" {
 				return buildVMImage(cmd, labFile, vmImage, expFile)
-			}
-			if labFile != "" || vmImage != "" || expFile != "" {
-				return fmt.Errorf("images build: --lab, --image and --experiment choose guest images: add --runtime vm (the docker node image is one for every lab)")
 			}
 			if err := deploy.CheckRoot(); err != nil {
 				return err
@@ -75,6 +81,26 @@ func newImagesBuild() *cobra.Command {
 	cmd.Flags().StringVar(&vmImage, "image", "", "with --runtime vm and no --lab: busybox (default) or debian (a debootstrap root with the base packages)")
 	cmd.Flags().StringVar(&expFile, "experiment", "", "with --runtime vm: the images the VM nodes of this experiment's labs boot, with the programs its probes run in them (http's ab: true from a VM source), so its first trial does not wait on a build")
 	return cmd
+}
+
+// imagesBuildFlags refuses the flags of `images build` that the chosen runtime's images do
+// not use, rather than ignoring them: a guest image is rebuilt by removing it (its key changes
+// by itself when its content would), its Debian root comes from this host's APT sources; --lab
+// and --image choose guest images.
+func imagesBuildFlags(force bool, mirror, suite, labFile, vmImage, expFile string) error {
+	if imagesRuntime == "vm" {
+		switch {
+		case force:
+			return fmt.Errorf("images build --runtime vm --force: not supported; remove the image (sfclab images rm --runtime vm KEY, keys in sfclab images list --runtime vm) and build again")
+		case mirror != "" || suite != "":
+			return fmt.Errorf("images build --runtime vm: --mirror and --suite are the docker node image's; a guest's Debian root comes from this host's APT sources")
+		}
+		return nil
+	}
+	if labFile != "" || vmImage != "" || expFile != "" {
+		return fmt.Errorf("images build: --lab, --image and --experiment choose VM guest images; add --runtime vm")
+	}
+	return nil
 }
 
 func newImagesList() *cobra.Command {
@@ -114,7 +140,7 @@ func newImagesRemove() *cobra.Command {
 	var all bool
 	cmd := &cobra.Command{
 		Use:   "rm",
-		Short: "Remove outdated node images (--all: every node image sfclab built)",
+		Short: "Remove outdated node images (--all: every node image sfclab built; --runtime vm: the KEYs named, or --all)",
 		Args:  cobra.ArbitraryArgs,
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if imagesRuntime == "vm" {

@@ -8,6 +8,8 @@ import (
 	"fmt"
 	"net"
 	"net/netip"
+	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -150,12 +152,30 @@ func agentClient(sock string) (*client, error) {
 	}
 	conn, err := net.DialTimeout("unix", sock, 2*time.Second)
 	if err != nil {
+		if lab, node, ok := sockNode(sock); ok && !qemuRunning(lab, node) {
+			// Say what the user can act on, not only the socket's "connection refused".
+			return nil, fmt.Errorf("VM node %s is down: %s (connect to guest agent %s: %w)", node, qemuGone, sock, err)
+		}
 		return nil, fmt.Errorf("connect to guest agent %s: %w", sock, err)
 	}
 	c := &client{conn: conn, pending: map[uint64]chan *response{}}
 	go c.read()
 	clients[sock] = c
 	return c, nil
+}
+
+// sockNode is the lab and node of an agent socket in its run directory
+// (RunRoot/LAB/NODE/agent.sock); false for a socket elsewhere (a test's own).
+func sockNode(sock string) (lab, node string, ok bool) {
+	rel, err := filepath.Rel(RunRoot, sock)
+	if err != nil {
+		return "", "", false
+	}
+	f := strings.Split(rel, string(filepath.Separator))
+	if len(f) != 3 || f[2] != sockFile || f[0] == ".." {
+		return "", "", false
+	}
+	return f[0], f[1], true
 }
 
 // dropClient closes this process's connection to the agent at sock.

@@ -3,9 +3,11 @@ package vm_test
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 
@@ -32,7 +34,7 @@ func TestLimitsRefused(t *testing.T) {
 		{"cpus", "vm: {cpus: 4096}", "test.yaml:8:9: node fwd: vm cpus 4096: this host has"},
 		{"memory", "vm: {memory: 16777216}", "test.yaml:8:9: node fwd: vm memory 16777216 MiB: this host has"},
 		{"pin", "vm: {pin: \"4095\"}", "test.yaml:8:9: node fwd: vm pin \"4095\": this host has cores"},
-		{"pin syntax", "vm: {pin: \"a-b\"}", "test.yaml:8:9: node fwd: vm pin: \"a-b\" is not a list of cores"},
+		// A pin that is no list of cores is refused when the file is read (spec's TestVMBad).
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := labtest.Plan(t, `name: t-vmlim
@@ -52,10 +54,37 @@ chains:
 			}
 		})
 	}
+	// Two VMs, each within the host's memory, together beyond it: refused naming both and
+	// their places.
+	half := hostMiB(t)/2 + 1
+	two := labtest.Plan(t, fmt.Sprintf(`name: t-vmlim
+endpoints:
+  client: {kind: client, vm: {memory: %d}}
+  server: {kind: server}
+functions:
+  fwd:
+    kind: forwarder
+    vm: {memory: %d}
+chains:
+  - {from: client, to: server, hops: [fwd]}
+`, half, half))
+	want := fmt.Sprintf("lab t-vmlim: its VMs ask for %d MiB of memory together (client %d MiB at test.yaml:3:", 2*half, half)
+	if err := (vm.Runtime{}).Preflight(context.Background(), two); err == nil || !strings.HasPrefix(err.Error(), want) || !strings.Contains(err.Error(), fmt.Sprintf("fwd %d MiB at test.yaml:8:9", half)) {
+		t.Errorf("Preflight of two VMs beyond the host together = %v, want an error starting %q naming fwd at test.yaml:8:9", err, want)
+	}
 	ok := labtest.Plan(t, strings.Replace(routedLab, "t-vmfwd", "t-vmlim", 1))
 	if err := (vm.Runtime{}).Preflight(context.Background(), ok); err != nil {
 		t.Errorf("a VM within the host's means was refused: %v", err)
 	}
+}
+
+// hostMiB is the host's memory in MiB (MemTotal), as Preflight reads it.
+func hostMiB(t *testing.T) int {
+	var si syscall.Sysinfo_t
+	if err := syscall.Sysinfo(&si); err != nil {
+		t.Fatal(err)
+	}
+	return int(uint64(si.Totalram) * uint64(si.Unit) >> 20)
 }
 
 // A guest that does not come up makes the deploy fail with the guest's last console lines and

@@ -160,6 +160,7 @@ func checkGuestPrograms(p *plan.Plan) error {
 // pinned to cores the host does not have, and VMs whose memory together exceeds the host's.
 func checkLimits(p *plan.Plan, cores, memMiB int) error {
 	total := 0
+	var asks []string // each VM's memory and place, for the refusal of them together
 	for _, n := range p.Nodes {
 		if n.VM == nil {
 			continue
@@ -168,6 +169,7 @@ func checkLimits(p *plan.Plan, cores, memMiB int) error {
 		if where == "" {
 			where = "lab " + p.Lab
 		}
+		asks = append(asks, fmt.Sprintf("%s %d MiB at %s", n.Name, n.VM.Memory, where))
 		if n.VM.CPUs > cores {
 			return fmt.Errorf("%s: node %s: vm cpus %d: this host has %d cores", where, n.Name, n.VM.CPUs, cores)
 		}
@@ -188,7 +190,8 @@ func checkLimits(p *plan.Plan, cores, memMiB int) error {
 		total += n.VM.Memory
 	}
 	if total > memMiB {
-		return fmt.Errorf("lab %s: its VMs ask for %d MiB of memory together; this host has %d MiB", p.Lab, total, memMiB)
+		return fmt.Errorf("lab %s: its VMs ask for %d MiB of memory together (%s); this host has %d MiB: give them less (vm: {memory: MiB}) or run fewer VMs",
+			p.Lab, total, strings.Join(asks, ", "), memMiB)
 	}
 	return nil
 }
@@ -813,7 +816,7 @@ func (Runtime) DescribeMachine(p *plan.Plan, node string) (desc, down string) {
 		desc += "; boot " + b.Phases()
 	}
 	if !qemuRunning(p.Lab, node) {
-		down = "its QEMU process is not running (the VM is gone)"
+		down = qemuGone
 	}
 	return desc, down
 }
@@ -842,6 +845,9 @@ func MacvtapOnPort(p *plan.Plan) bool {
 }
 
 // qemuRunning reports whether the QEMU of VM node node of lab runs.
+// qemuGone says why a VM node is down: inspect's DOWN line and a command sent to it.
+const qemuGone = "its QEMU process is not running (the VM is gone)"
+
 func qemuRunning(lab, node string) bool {
 	for _, pid := range QEMUPids(lab) {
 		if cmd, err := os.ReadFile(fmt.Sprintf("/proc/%d/cmdline", pid)); err == nil && strings.Contains(string(cmd), "\x00"+lab+"."+node+",") {

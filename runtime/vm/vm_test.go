@@ -260,4 +260,9 @@ func TestRoutedVMForwarder(t *testing.T) {
 			t.Errorf("inspect after QEMU was killed: down %q", ni.Down)
 		}
 	}
+	// A command sent to it (sfclab exec, a kind's teardown) says the VM is down, not only
+	// that its agent's socket refused the connection.
+	if _, err := fwd.Output(ctx, nil, "true"); err == nil || !strings.Contains(err.Error(), "VM node fwd is down: its QEMU process is not running") {
+		t.Errorf("a command in the dead guest: %v; want it to say the VM node is down", err)
+	}
 }
