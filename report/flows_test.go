@@ -189,3 +189,39 @@ func TestModesTCGMark(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictNamesTheVariantRule: in a run whose chains with functions ran as VMs and whose
+// C0 scenarios (no function) on namespaces (study C with --vm), c2-routed is compared with
+// c0-routed by the variant rule, and the verdict says so; it does not say the VM scenarios are
+// compared with "the baseline on their own runtime", which c0-routed (netns) is not.
+func TestVerdictNamesTheVariantRule(t *testing.T) {
+	in := flowsInput()
+	in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+	for _, sc := range in.Scenarios {
+		rt := "vm"
+		if sc == "c0" || sc == "c0-routed" {
+			rt = "netns"
+		}
+		for trial := 1; trial <= 2; trial++ {
+			in.Samples = append(in.Samples, results.Sample{Experiment: in.Run.Experiment, Scenario: sc, Trial: trial, Probe: "deploy", Metric: "deploy_time",
+				Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+		}
+	}
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := r.BaselineFor("c2-routed"); b != "c0-routed" {
+		t.Fatalf("c2-routed is compared with %s, want c0-routed", b)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(md.String(), "A scenario NAME-VARIANT is compared with c0-VARIANT where the run has it (c0-routed).") {
+		t.Errorf("the verdict does not name the variant rule for c0-routed:\n%s", md.String())
+	}
+	if strings.Contains(md.String(), "the baseline on their own runtime") {
+		t.Errorf("the verdict says a VM scenario is compared with a baseline on its own runtime:\n%s", md.String())
+	}
+}
