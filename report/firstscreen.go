@@ -463,7 +463,7 @@ func (r *Report) conclusionsSection() (section, bool) {
 			if slices.Contains(r.flowScenarios(), s) {
 				sec.blocks = append(sec.blocks, block{chart: flowsChartName(s)})
 				if spec.Note != "" {
-					notes = append(notes, chartTitle(flowsChartName(s))+": "+spec.Note)
+					notes = append(notes, r.markedTitle(flowsChartName(s))+": "+spec.Note)
 				}
 			}
 		}
@@ -573,5 +573,5 @@ func (r *Report) chartTitleOf(name string) string {
 			return f.Title
 		}
 	}
-	return chartTitle(name)
+	return r.markedTitle(name)
 }

@@ -227,6 +227,20 @@ func TestStudyFigureTCGMark(t *testing.T) {
 	if strings.Contains(md.String(), "not run here: fw") {
 		t.Error("the marked scenario is said not to have run")
 	}
+	// The throughput chart draws fw's bar apart, and its title says so.
+	if title := r.chartTitleOf("throughput"); !strings.HasSuffix(title, "(orange bars: VMs under TCG, "+EmulatedMark+")") {
+		t.Errorf("throughput chart title %q is not marked", title)
+	}
+	if _, err := r.throughputPlot(); err != nil {
+		t.Fatal(err)
+	}
+	in.Run.Env[EnvVMAccel] = "kvm: checks passed"
+	if r, err = Build(in); err != nil {
+		t.Fatal(err)
+	}
+	if title := r.chartTitleOf("throughput"); strings.Contains(title, "TCG") {
+		t.Errorf("throughput chart title %q is marked under KVM", title)
+	}
 }
 
 // TestHostFactsFromEnvironment: what the first screen says about the host

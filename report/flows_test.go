@@ -225,3 +225,41 @@ func TestVerdictNamesTheVariantRule(t *testing.T) {
 		t.Errorf("the verdict says a VM scenario is compared with a baseline on its own runtime:\n%s", md.String())
 	}
 }
+
+// TestFlowsTCGMark: with fig6 and the taps run as VMs under TCG, the flows and tap tables,
+// the window table's caption and the flows charts' titles carry the mark; under netns none do.
+func TestFlowsTCGMark(t *testing.T) {
+	for _, vm := range []bool{false, true} {
+		in := flowsInput()
+		in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+		rt := "netns"
+		if vm {
+			rt = "vm"
+		}
+		for _, sc := range []string{"fig6", "tap-local", "tap-remote"} {
+			in.Samples = append(in.Samples, results.Sample{Experiment: in.Run.Experiment, Scenario: sc, Trial: 1, Probe: "deploy", Metric: "deploy_time",
+				Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+		}
+		r, err := Build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var md bytes.Buffer
+		if err := r.Markdown(&md); err != nil {
+			t.Fatal(err)
+		}
+		m := md.String()
+		for _, want := range []string{
+			"| fig6 (" + EmulatedMark + ") | sfp1 |",
+			"| tap-remote (" + EmulatedMark + ") | tap (",
+			"Scenario fig6 (" + EmulatedMark + "): mean egress rate",
+		} {
+			if got := strings.Contains(m, want); got != vm {
+				t.Errorf("vm %v: report has %q: %v, want %v", vm, want, got, vm)
+			}
+		}
+		if got := strings.HasSuffix(r.chartTitleOf(flowsChartName("fig6")), "(mean over trials, 1 point per interval) ("+EmulatedMark+")"); got != vm {
+			t.Errorf("vm %v: flows chart title %q marked %v", vm, r.chartTitleOf(flowsChartName("fig6")), got)
+		}
+	}
+}

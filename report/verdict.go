@@ -414,7 +414,7 @@ func (r *Report) verdictSection() section {
 		}
 	}
 	if len(emulated) > 0 {
-		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other.",
+		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim about what they cost is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other (a claim about where their traffic goes, such as study C's Fig. 6 and tap, is decided as usual).",
 			strings.Join(emulated, ", "), EmulatedMark)
 	}
 	if red := r.Run.Env["reduced"]; red != "" {
