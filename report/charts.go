@@ -45,6 +45,20 @@ type chart struct {
 }
 
 // chartTitle returns the title of the chart called name.
+// markedTitle is chartTitle with the TCG mark on a flows chart of a scenario whose VMs ran
+// under TCG (study C's Fig. 6 with --vm), and on the throughput chart when some of its bars
+// are such scenarios' (drawn in another colour, the mark in the legend).
+func (r *Report) markedTitle(name string) string {
+	t := chartTitle(name)
+	if s, ok := strings.CutPrefix(name, "flows-"); ok && r.Emulated(s) {
+		t += " (" + EmulatedMark + ")"
+	}
+	if name == "throughput" && slices.ContainsFunc(r.Throughput, func(row ThroughputRow) bool { return r.Emulated(row.Scenario) }) {
+		t += " (orange bars: VMs under TCG, " + EmulatedMark + ")"
+	}
+	return t
+}
+
 func chartTitle(name string) string {
 	switch name {
 	case "throughput":
@@ -85,7 +99,7 @@ func (r *Report) charts() ([]chart, error) {
 		if err != nil {
 			return fmt.Errorf("render chart %s: %w", name, err)
 		}
-		out = append(out, chart{name: name, title: chartTitle(name), svg: svg})
+		out = append(out, chart{name: name, title: r.markedTitle(name), svg: svg})
 		return nil
 	}
 	for _, f := range r.figures() {
@@ -317,6 +331,7 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 	p.Add(gridLines())
 	var (
 		means  plotter.Values
+		tcg    plotter.Values // the bars of scenarios whose VMs ran under TCG, drawn apart
 		names  []string
 		errs   plotter.XYs
 		errVal plotter.YErrors
@@ -347,7 +362,11 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 		default:
 			name += fmt.Sprintf("\n%s Gbit/s, n=%d", f2(s.Mean), s.N)
 		}
-		means = append(means, m)
+		if r.Emulated(row.Scenario) {
+			means, tcg = append(means, 0), append(tcg, m)
+		} else {
+			means, tcg = append(means, m), append(tcg, 0)
+		}
 		names = append(names, name)
 		if s.N >= 2 && !math.IsNaN(s.CI95Half) {
 			errs = append(errs, plotter.XY{X: float64(i), Y: s.Mean})
@@ -372,6 +391,17 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 	bars.Color = color.NRGBA{0x56, 0xB4, 0xE9, 0xff}
 	bars.LineStyle.Width = 0
 	p.Add(bars)
+	if slices.ContainsFunc(tcg, func(v float64) bool { return v != 0 }) {
+		tb, err := plotter.NewBarChart(tcg, width)
+		if err != nil {
+			return nil, err
+		}
+		tb.Color = color.NRGBA{0xE6, 0x9F, 0x00, 0xff}
+		tb.LineStyle.Width = 0
+		p.Add(tb)
+		p.Legend.Add("VMs under TCG: "+EmulatedMark, tb)
+		p.Legend.Top, p.Legend.Left = true, false
+	}
 	if len(errs) > 0 {
 		eb := &plotter.YErrorBars{XYs: errs, YErrors: errVal, LineStyle: plotter.DefaultLineStyle, CapWidth: vg.Points(10)}
 		eb.LineStyle.Width = vg.Points(1.2)

@@ -201,13 +201,24 @@ func (r *Report) scenarioFigure(spec Figure) studyFigure {
 		cats = r.Scenarios
 	}
 	measured := figSeries{name: "this run (mean, 95 % CI)"}
+	// A scenario whose VMs ran under TCG is drawn as a series of its own, the mark in its
+	// legend, and named in the caption: its point beside a published (KVM or bare-metal)
+	// figure must not read as comparable.
+	emulated := figSeries{name: "this run, " + EmulatedMark + " (mean, 95 % CI)"}
+	var marked []string
 	pub := figSeries{name: publishedLabel, published: true}
 	var notRun []string // categories with only a published mark
 	for _, s := range cats {
 		i := len(f.cats)
 		any := false
 		if sum, ok := r.scenarioSummary(spec.Metric, s); ok {
-			measured.pts = append(measured.pts, figPoint{i, sum.Mean, sum.CI95Low, sum.CI95High})
+			pt := figPoint{i, sum.Mean, sum.CI95Low, sum.CI95High}
+			if r.Emulated(s) {
+				emulated.pts = append(emulated.pts, pt)
+				marked = append(marked, s)
+			} else {
+				measured.pts = append(measured.pts, pt)
+			}
 			any = true
 		}
 		for _, row := range r.Comparison.Rows {
@@ -221,17 +232,20 @@ func (r *Report) scenarioFigure(spec Figure) studyFigure {
 		}
 		if any {
 			f.cats = append(f.cats, s)
-			if len(measured.pts) == 0 || measured.pts[len(measured.pts)-1].cat != i {
+			if !slices.Contains(marked, s) && (len(measured.pts) == 0 || measured.pts[len(measured.pts)-1].cat != i) {
 				notRun = append(notRun, s)
 			}
 		}
 	}
-	for _, se := range []figSeries{measured, pub} {
+	for _, se := range []figSeries{measured, emulated, pub} {
 		if len(se.pts) > 0 {
 			f.series = append(f.series, se)
 		}
 	}
 	f.Title, f.Note = r.notRunCaption(f.Title, f.Note, notRun)
+	if len(marked) > 0 {
+		f.Title += " (" + strings.Join(marked, ", ") + ": VMs under TCG, " + EmulatedMark + ")"
+	}
 	return f
 }
 
@@ -467,7 +481,7 @@ func (r *Report) conclusionsSection() (section, bool) {
 			if slices.Contains(r.flowScenarios(), s) {
 				sec.blocks = append(sec.blocks, block{chart: flowsChartName(s)})
 				if spec.Note != "" {
-					notes = append(notes, chartTitle(flowsChartName(s))+": "+spec.Note)
+					notes = append(notes, r.markedTitle(flowsChartName(s))+": "+spec.Note)
 				}
 			}
 		}
@@ -577,5 +591,5 @@ func (r *Report) chartTitleOf(name string) string {
 			return f.Title
 		}
 	}
-	return chartTitle(name)
+	return r.markedTitle(name)
 }

@@ -8,6 +8,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
 )
 
@@ -174,6 +175,68 @@ func TestStudyFigures(t *testing.T) {
 	}
 	if checked != 6 {
 		t.Errorf("%d RTT points checked, want 6 (2 drivers x 3 counts)", checked)
+	}
+}
+
+// TestStudyFigureTCGMark: a scenario whose VMs ran under TCG is drawn in a series of its own
+// whose legend carries the mark, and the caption names it with the mark; the others stay in
+// the plain series. Before, a TCG guest's point stood unmarked beside the published figure.
+func TestStudyFigureTCGMark(t *testing.T) {
+	in := sampleInput()
+	in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+	for trial := 1; trial <= 3; trial++ {
+		for _, sc := range in.Scenarios {
+			rt := "netns"
+			if sc == "fw" {
+				rt = "vm"
+			}
+			in.Samples = append(in.Samples, results.Sample{Experiment: exp, Scenario: sc, Trial: trial, Probe: "deploy", Metric: "deploy_time",
+				Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+		}
+	}
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	f := r.figures()[0]
+	if f.Metric != MetricThroughput {
+		t.Fatalf("first figure %s, want throughput", f.Metric)
+	}
+	if !strings.HasSuffix(f.Title, "(fw: VMs under TCG, "+EmulatedMark+")") {
+		t.Errorf("caption %q does not name fw with the mark", f.Title)
+	}
+	by := map[string][]string{}
+	for _, se := range f.series {
+		for _, p := range se.pts {
+			by[se.name] = append(by[se.name], f.cats[p.cat])
+		}
+	}
+	if got := strings.Join(by["this run, "+EmulatedMark+" (mean, 95 % CI)"], ","); got != "fw" {
+		t.Errorf("marked series holds %q, want fw (series %v)", got, by)
+	}
+	if got := strings.Join(by["this run (mean, 95 % CI)"], ","); got != "baseline,fw-lb" {
+		t.Errorf("plain series holds %q, want baseline,fw-lb", got)
+	}
+	var md bytes.Buffer
+	if err := r.Markdown(&md); err != nil {
+		t.Fatal(err)
+	}
+	if strings.Contains(md.String(), "not run here: fw") {
+		t.Error("the marked scenario is said not to have run")
+	}
+	// The throughput chart draws fw's bar apart, and its title says so.
+	if title := r.chartTitleOf("throughput"); !strings.HasSuffix(title, "(orange bars: VMs under TCG, "+EmulatedMark+")") {
+		t.Errorf("throughput chart title %q is not marked", title)
+	}
+	if _, err := r.throughputPlot(); err != nil {
+		t.Fatal(err)
+	}
+	in.Run.Env[EnvVMAccel] = "kvm: checks passed"
+	if r, err = Build(in); err != nil {
+		t.Fatal(err)
+	}
+	if title := r.chartTitleOf("throughput"); strings.Contains(title, "TCG") {
+		t.Errorf("throughput chart title %q is marked under KVM", title)
 	}
 }
 

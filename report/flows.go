@@ -295,7 +295,7 @@ func (r *Report) flowsSection() section {
 			if !math.IsNaN(f.Loss) {
 				l = fixed(f.Loss, 2) + " %"
 			}
-			t.rows = append(t.rows, []string{f.Scenario, f.Flow, orDash(f.Bitrate), f.Duration.String(), mbit(f.Received), l, strconv.Itoa(f.Trials)})
+			t.rows = append(t.rows, []string{r.ScenarioLabel(f.Scenario), f.Flow, orDash(f.Bitrate), f.Duration.String(), mbit(f.Received), l, strconv.Itoa(f.Trials)})
 		}
 		sec.blocks = append(sec.blocks, block{table: t})
 	}
@@ -328,7 +328,7 @@ func (r *Report) flowsSection() section {
 				}
 				t.rows = append(t.rows, row)
 			}
-			sec.blocks = append(sec.blocks, block{para: "Scenario " + s + ": mean egress rate while each set of flows ran."}, block{table: t})
+			sec.blocks = append(sec.blocks, block{para: "Scenario " + r.ScenarioLabel(s) + ": mean egress rate while each set of flows ran."}, block{table: t})
 		}
 		sec.blocks = append(sec.blocks, block{chart: flowsChartName(s)})
 	}
@@ -348,7 +348,7 @@ func (r *Report) tapSection() section {
 		if row.Host == row.PrevHost {
 			same = "yes"
 		}
-		t.rows = append(t.rows, []string{row.Scenario, row.Node + " (" + orDash(row.Host) + ")", orDash(row.Prev) + " (" + orDash(row.PrevHost) + ")", same,
+		t.rows = append(t.rows, []string{r.ScenarioLabel(row.Scenario), row.Node + " (" + orDash(row.Host) + ")", orDash(row.Prev) + " (" + orDash(row.PrevHost) + ")", same,
 			fixed(row.TapBytes/1e6, 2), fixed(row.PrevBytes/1e6, 2), fixed(row.Ratio, 3), strconv.Itoa(row.Trials)})
 	}
 	sec.blocks = append(sec.blocks, block{table: t})
@@ -437,7 +437,7 @@ func (r *Report) modesSection(m *ModeTable) section {
 
 // flowsPlot draws a scenario's series: one line per counted port, Mbit/s over time.
 func (r *Report) flowsPlot(scenario string) (*plot.Plot, error) {
-	p := newPlot("Egress rate over time: "+scenario, "time since the flows started (s)", "Mbit/s")
+	p := newPlot(wrapTitle("Egress rate over time: "+r.ScenarioLabel(scenario), 60), "time since the flows started (s)", "Mbit/s")
 	p.Add(gridLines())
 	i := 0
 	for _, se := range r.FlowSeries {

@@ -171,3 +171,70 @@ func TestModesTCGMark(t *testing.T) {
 		}
 	}
 }
+
+// TestVerdictNamesTheVariantRule: in a run whose chains with functions ran as VMs and whose
+// C0 scenarios (no function) on namespaces (study C with --vm), c2-routed is compared with
+// c0-routed by the variant rule, and the verdict says so; it does not say the VM scenarios are
+// compared with "the baseline on their own runtime", which c0-routed (netns) is not.
+func TestVerdictNamesTheVariantRule(t *testing.T) {
+	in := flowsInput()
+	in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+	for _, sc := range in.Scenarios {
+		rt := "vm"
+		if sc == "c0" || sc == "c0-routed" {
+			rt = "netns"
+		}
+		for trial := 1; trial <= 2; trial++ {
+			in.Samples = append(in.Samples, results.Sample{Experiment: in.Run.Experiment, Scenario: sc, Trial: trial, Probe: "deploy", Metric: "deploy_time",
+				Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+		}
+	}
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if b := r.BaselineFor("c2-routed"); b != "c0-routed" {
+		t.Fatalf("c2-routed is compared with %s, want c0-routed", b)
+	}
+	md := renderMarkdown(t, r)
+	if !strings.Contains(md.String(), "A scenario NAME-VARIANT is compared with c0-VARIANT where the run has it (c0-routed).") {
+		t.Errorf("the verdict does not name the variant rule for c0-routed:\n%s", md.String())
+	}
+	if strings.Contains(md.String(), "the baseline on their own runtime") {
+		t.Errorf("the verdict says a VM scenario is compared with a baseline on its own runtime:\n%s", md.String())
+	}
+}
+
+// TestFlowsTCGMark: with fig6 and the taps run as VMs under TCG, the flows and tap tables,
+// the window table's caption and the flows charts' titles carry the mark; under netns none do.
+func TestFlowsTCGMark(t *testing.T) {
+	for _, vm := range []bool{false, true} {
+		in := flowsInput()
+		in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+		rt := "netns"
+		if vm {
+			rt = "vm"
+		}
+		for _, sc := range []string{"fig6", "tap-local", "tap-remote"} {
+			in.Samples = append(in.Samples, results.Sample{Experiment: in.Run.Experiment, Scenario: sc, Trial: 1, Probe: "deploy", Metric: "deploy_time",
+				Unit: "s", Value: 1, Time: t0, Labels: map[string]string{"runtime": rt}})
+		}
+		r, err := Build(in)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m := renderMarkdown(t, r).String()
+		for _, want := range []string{
+			"| fig6 (" + EmulatedMark + ") | sfp1 |",
+			"| tap-remote (" + EmulatedMark + ") | tap (",
+			"Scenario fig6 (" + EmulatedMark + "): mean egress rate",
+		} {
+			if got := strings.Contains(m, want); got != vm {
+				t.Errorf("vm %v: report has %q: %v, want %v", vm, want, got, vm)
+			}
+		}
+		if got := strings.HasSuffix(r.chartTitleOf(flowsChartName("fig6")), "(mean over trials, 1 point per interval) ("+EmulatedMark+")"); got != vm {
+			t.Errorf("vm %v: flows chart title %q marked %v", vm, r.chartTitleOf(flowsChartName("fig6")), got)
+		}
+	}
+}

@@ -384,15 +384,23 @@ func (r *Report) verdictSection() section {
 		what = fmt.Sprintf("Compared: %s against the baseline scenario %s", named(others), named([]string{r.Baseline}))
 	}
 	what += fmt.Sprintf(", %s each; within a repetition the scenarios run one after another, so each is paired with the baseline of the same repetition.", plural2(reps, "repetition"))
+	// Which rule of BaselineFor chose b: the variant's (BASELINE-VARIANT for NAME-VARIANT,
+	// whatever the runtimes) or the runtime's (b on s's own runtime). Before, a VM scenario
+	// compared with its variant's baseline on namespaces (study C's c1-1host with c0-1host)
+	// was said to be compared with "the baseline on their own runtime".
+	variantOf := func(s, b string) bool {
+		suffix, ok := strings.CutPrefix(b, r.Baseline)
+		return ok && strings.HasPrefix(suffix, "-") && strings.HasSuffix(s, suffix)
+	}
 	for _, s := range others {
-		if b := r.BaselineFor(s); b != r.Baseline && r.Runtimes[s] != r.Runtimes[r.Baseline] {
+		if b := r.BaselineFor(s); b != r.Baseline && !variantOf(s, b) && r.Runtimes[s] != r.Runtimes[r.Baseline] && r.Runtimes[b] == r.Runtimes[s] {
 			what += fmt.Sprintf(" Scenarios on %s are compared with %s, the baseline on their own runtime.", r.Runtimes[s], b)
 			break
 		}
 	}
 	var variants []string
 	for _, s := range others {
-		if b := r.BaselineFor(s); b != r.Baseline && r.Runtimes[s] == r.Runtimes[r.Baseline] && !slices.Contains(variants, b) {
+		if b := r.BaselineFor(s); b != r.Baseline && variantOf(s, b) && !slices.Contains(variants, b) {
 			variants = append(variants, b)
 		}
 	}
@@ -406,7 +414,7 @@ func (r *Report) verdictSection() section {
 		}
 	}
 	if len(emulated) > 0 {
-		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other.",
+		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim about what they cost is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other (a claim about where their traffic goes, such as study C's Fig. 6 and tap, is decided as usual).",
 			strings.Join(emulated, ", "), EmulatedMark)
 	}
 	if red := r.Run.Env["reduced"]; red != "" {

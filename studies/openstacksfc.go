@@ -31,7 +31,7 @@ var studyC = &Study{
 	Name:       OpenStackSFC,
 	Title:      "C. Service Function Chaining on OpenStack (Borsatti et al.) — data plane on four emulated hosts",
 	Experiment: "experiments/openstack-sfc.yaml",
-	VMFlag:     "its functions become VMs with --vm (every data-plane scenario, transparent and routed, as the study's VNFs were; under TCG only with --allow-tcg): run `sfclab reproduce openstack-sfc --vm --part data-plane`",
+	VMFlag:     "its functions become VMs with --vm (every data-plane scenario, transparent and routed, and the deploy-time lab's functions, as the study's VNFs were; under TCG only with --allow-tcg): run `sfclab reproduce openstack-sfc --vm` (--part data-plane or deploy-time for one part)",
 	Published: &report.Published{
 		Study:     "C. Service Function Chaining on OpenStack (Borsatti, Davoli, Cerroni, Contoli, Callegati)",
 		Source:    "Section V, Fig. 7 and Table II of the paper; OpenStack Rocky with networking-sfc (OVS, MPLS over VXLAN, MTU 1418) on four CloudLab compute nodes with 10 GbE, iperf3 TCP",

@@ -3,10 +3,12 @@ package studies
 import (
 	"fmt"
 	"path"
+	"strings"
 
 	"github.com/sfclab/sfclab/experiment"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/report"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
 )
@@ -14,10 +16,14 @@ import (
 // VMFunctions turns e, loaded by s.Load with no runtime, into the study's data plane with its
 // functions as VMs (`reproduce openstack-sfc --vm`: study C's VNFs were OpenStack VMs): every
 // scenario's lab, transparent and routed, on four emulated hosts and on one, is decoded again
-// from inputs on runtime vm (client and server stay namespaces, every function a guest). Then
-// VMScenarios gates them as study B's KVM column: under TCG only with allowTCG, every figure
-// marked report.EmulatedMark.
+// from inputs on runtime vm (client and server stay namespaces, every function a guest). A
+// scenario whose lab has no function (C0, in each of its four forms) runs no guest and stays on
+// namespaces, so its figures are not marked as a guest's (on runtime vm they were labelled
+// "emulated CPU (TCG)" though no guest carried them); e.Reduced names them. VMFunctionsAllowed
+// gates the run: under TCG only with --allow-tcg, every figure of a guest's scenario marked
+// report.EmulatedMark.
 func (s *Study) VMFunctions(e *experiment.Experiment, inputs map[string][]byte) error {
+	var none []string
 	for _, sc := range e.Scenarios {
 		name := "labs/" + path.Base(sc.LabPath)
 		data, ok := inputs[name]
@@ -27,6 +33,10 @@ func (s *Study) VMFunctions(e *experiment.Experiment, inputs map[string][]byte) 
 		lab, err := spec.Decode(data, sc.LabPath, kinds.Spec())
 		if err != nil {
 			return err
+		}
+		if len(lab.Functions) == 0 {
+			none = append(none, sc.Name)
+			continue
 		}
 		if err := experiment.Override(lab, spec.RuntimeVM, ""); err != nil {
 			return fmt.Errorf("scenario %s as VMs: %w", sc.Name, err)
@@ -42,7 +52,21 @@ func (s *Study) VMFunctions(e *experiment.Experiment, inputs map[string][]byte) 
 		}
 		sc.Plan, sc.Runtime = p, spec.RuntimeVM
 	}
-	e.Reduced = joinReduced(e.Reduced, "the functions are VMs (--vm)")
+	say := "the functions are VMs (--vm)"
+	if len(none) > 0 {
+		say += "; " + strings.Join(none, ", ") + " have no function and run on namespaces"
+	}
+	e.Reduced = joinReduced(e.Reduced, say)
+	return nil
+}
+
+// VMFunctionsAllowed says whether `reproduce openstack-sfc --vm` may boot its guests on a host
+// whose accelerator decision is d: with KVM, or under TCG with allowTCG (`--allow-tcg`); both
+// parts, data plane and deploy time, are refused alike before anything is deployed.
+func VMFunctionsAllowed(allowTCG bool, d accel.Decision) error {
+	if d.Emulated() && !allowTCG {
+		return fmt.Errorf("reproduce %s --vm: KVM is not usable on this host (%s), and figures of guests under TCG (binary translation) say nothing about the study's KVM guests; --allow-tcg runs them under TCG, every figure of a guest marked %q", OpenStackSFC, d.Reason, accel.TCGMark)
+	}
 	return nil
 }
 

@@ -87,7 +87,12 @@ const PublishedSlope = 0.5
 // Table writes the measured deploy times as Markdown: per chain length, each step's mean and
 // 95 % CI in milliseconds, then the total's growth per function (least squares) beside the
 // published one.
-func Table(w io.Writer, samples []Sample) error {
+func Table(w io.Writer, samples []Sample) error { return TableMarked(w, samples, "") }
+
+// TableMarked is Table with mark (when not "") in the header of each first-packet column: a
+// run whose functions were guests under TCG marks what crossed them ("emulated CPU (TCG): not
+// comparable"), while the REST steps, which enter no guest, stay unmarked.
+func TableMarked(w io.Writer, samples []Sample, mark string) error {
 	by := map[int]map[string][]float64{}
 	maxN := 0
 	for _, s := range samples {
@@ -101,7 +106,11 @@ func Table(w io.Writer, samples []Sample) error {
 	header, rule := "| functions | n | FC | PP | PPG | PC | total |", "|---:|---:|---:|---:|---:|---:|---:|"
 	if by[1] != nil && by[1]["first_packet"] != nil {
 		steps = append(steps, "first_packet", "first_packet_pc")
-		header, rule = header+" first packet after the PC answer | first packet after the PC request |", rule+"---:|---:|"
+		suffix := ""
+		if mark != "" {
+			suffix = " (" + mark + ")"
+		}
+		header, rule = header+" first packet after the PC answer"+suffix+" | first packet after the PC request"+suffix+" |", rule+"---:|---:|"
 	}
 	fmt.Fprintln(w, "Deploy time per REST step at the client, ms (mean ± 95 % CI)")
 	fmt.Fprintln(w)

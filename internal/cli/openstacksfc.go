@@ -101,10 +101,13 @@ func keepFunctions(lab *spec.Lab, n int) {
 }
 
 // deployTimeRuntime says, for the terminal and the report, what the deploy-time lab runs on:
-// the runtime, and on kubernetes the cluster (version, server, nodes) and which Kubernetes
-// node each pod went to.
-func deployTimeRuntime(ctx context.Context, d *deploy.Deployer, p *plan.Plan) (string, error) {
+// the runtime, on kubernetes the cluster (version, server, nodes) and which Kubernetes node
+// each pod went to, on vm which nodes are guests, their machine and the accelerator (a).
+func deployTimeRuntime(ctx context.Context, d *deploy.Deployer, p *plan.Plan, a accel.Decision) (string, error) {
 	name := cmp.Or(p.Runtime, spec.DefaultRuntime)
+	if name == spec.RuntimeVM {
+		return vmDeployTimeRuntime(p, a), nil
+	}
 	if name != spec.RuntimeKubernetes {
 		return fmt.Sprintf("runtime %s (every node a network namespace of this host)", name), nil
 	}
@@ -142,13 +145,52 @@ func deployTimeRuntime(ctx context.Context, d *deploy.Deployer, p *plan.Plan) (s
 		cluster, len(p.Nodes), strings.Join(where, "; ")), nil
 }
 
+// vmDeployTimeRuntime says which of the deploy-time lab's nodes are QEMU guests (runtime vm),
+// with their machine and the accelerator they run on, marked accel.TCGMark under TCG.
+func vmDeployTimeRuntime(p *plan.Plan, a accel.Decision) string {
+	var guests, others []string
+	machines := map[string]bool{}
+	for _, n := range p.Nodes {
+		if n.VM == nil {
+			others = append(others, n.Name)
+			continue
+		}
+		guests = append(guests, n.Name)
+		machines[fmt.Sprintf("%d vCPU, %d MiB", n.VM.CPUs, n.VM.Memory)] = true
+	}
+	slices.SortFunc(guests, byNumber)
+	slices.Sort(others)
+	on := "KVM"
+	if a.Emulated() {
+		on = fmt.Sprintf("TCG, %s (%s)", accel.TCGMark, a.Reason)
+	}
+	return fmt.Sprintf("runtime vm: %s network namespaces of this host, the functions %s QEMU guests (%s each) under %s",
+		strings.Join(others, " and "), strings.Join(guests, ", "), strings.Join(slices.Sorted(maps.Keys(machines)), "; "), on)
+}
+
+// vmDeployTimeNote is the deploy-time report's paragraph on a lab whose functions are VMs:
+// what the guests take part in, the TCG mark, and the lab's deploy (the guests' boot), which
+// is not one of the study's figures.
+func vmDeployTimeNote(a accel.Decision, labDeploy deploy.Timing) string {
+	s := "The functions are VMs, as study C's VNFs were, booted before the API is served (networking-sfc chains the ports of VMs that already run). " +
+		"The REST steps program the steering on the host side of the guests' ports (the guests take no part); the first packet crosses every guest of the chain, forwarded by its kernel. "
+	if a.Emulated() {
+		s += fmt.Sprintf("**%s**: the guests run under TCG (binary translation; %s), so the first-packet columns cross emulated CPUs and say nothing about KVM guests; the REST steps enter no guest and are not marked (the guests' QEMU processes share this host's CPUs with them). ", accel.TCGMark, a.Reason)
+	}
+	return s + fmt.Sprintf("The lab's deploy, the guests' boot included, took %s (not one of the figures below).", labDeploy.Total.Round(100*time.Millisecond))
+}
+
 // runOpenStackSFC reproduces study C's deploy-time figure: it deploys the ten-function lab,
 // serves the networking-sfc API over it on a loopback port, and times the four REST steps at
 // the client over HTTP for chains of 1..10 functions, then writes report.md and samples.csv.
 //
 // On runtime kubernetes (runtime is the --runtime flag) the lab's nodes are pods; the report
-// says so, with the cluster and where the pods went.
-func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int, runtime string) (err error) {
+// says so, with the cluster and where the pods went. With vm set (`--vm`) the lab's functions
+// are QEMU guests (runtime vm; client and server stay namespaces), booted before the API is
+// served, as networking-sfc chains VMs that already run; under TCG (d) what crosses the
+// guests (the first-packet columns) is marked accel.TCGMark, and the lab's deploy time, the
+// guests' boot included, is given beside the figures, not among them.
+func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int, runtime string, vm bool, d accel.Decision) (err error) {
 	if err := deploy.CheckRoot(); err != nil {
 		return err
 	}
@@ -165,6 +207,11 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	}
 	if quick {
 		keepFunctions(lab, quickFunctions)
+	}
+	if vm {
+		if err := experiment.Override(lab, spec.RuntimeVM, ""); err != nil {
+			return fmt.Errorf("%s with its functions as VMs: %w", openstackSFCLab, err)
+		}
 	}
 	p, err := plan.Build(lab)
 	if err != nil {
@@ -189,28 +236,32 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	}
 	errOut := cmd.ErrOrStderr()
 	ctx := cmd.Context()
-	d := deploy.New()
-	d.Log = func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }
-	if _, err := d.Deploy(ctx, p, openstackSFCLab); err != nil {
+	dep := deploy.New()
+	dep.Log = func(f string, a ...any) { fmt.Fprintf(errOut, f+"\n", a...) }
+	if vm {
+		fmt.Fprintf(errOut, "study C deploy time: booting the lab's %d functions as VMs (%s)\n", len(e.Functions), d)
+	}
+	labTiming, err := dep.Deploy(ctx, p, openstackSFCLab)
+	if err != nil {
 		return err
 	}
 	defer func() {
-		if derr := d.Destroy(context.WithoutCancel(ctx), p.Lab); derr != nil {
+		if derr := dep.Destroy(context.WithoutCancel(ctx), p.Lab); derr != nil {
 			err = errors.Join(err, derr)
 		}
 	}()
-	where, err := deployTimeRuntime(ctx, d, p)
+	where, err := deployTimeRuntime(ctx, dep, p, d)
 	if err != nil {
 		return err
 	}
 	fmt.Fprintf(errOut, "study C deploy time: %s\n", where)
 	rec := &api.Recorder{}
-	plane := &apiplane.Switch{Plane: &apiplane.Plane{Journal: d.Journal}, Other: rec}
-	s, err := api.New(ctx, api.Config{Journal: d.Journal, DataPlane: plane, Log: d.Log})
+	plane := &apiplane.Switch{Plane: &apiplane.Plane{Journal: dep.Journal}, Other: rec}
+	s, err := api.New(ctx, api.Config{Journal: dep.Journal, DataPlane: plane, Log: dep.Log})
 	if err != nil {
 		return err
 	}
-	probe, err := openFirstPacket(d, p)
+	probe, err := openFirstPacket(dep, p)
 	if err != nil {
 		return err
 	}
@@ -231,13 +282,17 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	defer srv.Close()
 	c := &sfcclient.Client{Endpoint: "http://" + ln.Addr().String()}
 	fmt.Fprintf(errOut, "study C deploy time: chains of 1..%d functions x %d repetitions over %s\n", len(e.Functions), e.Repetitions, c.Endpoint)
-	if isTerminal(errOut) {
-		e.Progress = func(rep, n int, dd *sfcclient.Deployed) {
+	tty := isTerminal(errOut)
+	started := time.Now()
+	e.Progress = func(rep, n int, dd *sfcclient.Deployed) {
+		if tty {
 			fmt.Fprintf(errOut, "\r\033[Krepetition %d/%d, %2d functions: %8.3f ms", rep, e.Repetitions, n, float64(dd.Total().Microseconds())/1000)
+		} else if n == len(e.Functions) { // a log keeps a line per repetition
+			fmt.Fprintf(errOut, "study C deploy time: repetition %d/%d done (elapsed %s)\n", rep, e.Repetitions, time.Since(started).Round(time.Second))
 		}
 	}
 	samples, runErr := e.Run(ctx, c)
-	if e.Progress != nil {
+	if tty {
 		fmt.Fprintln(errOut)
 	}
 	if len(samples) == 0 {
@@ -249,8 +304,11 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 		Version, p.Lab, len(e.Functions), e.Repetitions)
 	fmt.Fprintf(&rep, "Each step is timed at the client over HTTP (the sum of its requests: 1 flow classifier, n port pairs, n port pair groups, 1 port chain).\n\n")
 	kernel, _ := os.ReadFile("/proc/sys/kernel/osrelease")
-	fmt.Fprintf(&rep, "Host: Linux %s, %d CPUs, journal %s; run %s.\n\n", strings.TrimSpace(string(kernel)), goruntime.NumCPU(), d.Journal.Root, time.Now().UTC().Format(time.RFC3339))
+	fmt.Fprintf(&rep, "Host: Linux %s, %d CPUs, journal %s; run %s.\n\n", strings.TrimSpace(string(kernel)), goruntime.NumCPU(), dep.Journal.Root, time.Now().UTC().Format(time.RFC3339))
 	fmt.Fprintf(&rep, "Lab on %s.\n\n", where)
+	if vm {
+		fmt.Fprintf(&rep, "%s\n\n", vmDeployTimeNote(d, labTiming))
+	}
 	fmt.Fprintf(&rep, "Data plane: **transparent eBPF** — the API answers a port chain create only after the lab's BPF maps steer it, so the PC step includes installing the steering. "+
 		"First packet: after the PC answer, UDP probes (every %s, at most %d probes or %s) go from the client's namespace to %s in the server's; the first one that arrives with its TTL lowered by the chain's length has crossed every function of the new chain (a probe that went straight arrives with TTL %d). "+
 		"Its arrival is timed from the PC answer and from the PC request's start.\n\n",
@@ -258,7 +316,11 @@ func runOpenStackSFC(cmd *cobra.Command, quick bool, out string, repetitions int
 	if runErr != nil {
 		fmt.Fprintf(&rep, "**Incomplete**: %v\n\n", runErr)
 	}
-	if err := sfcclient.Table(&rep, samples); err != nil {
+	mark := ""
+	if vm && d.Emulated() {
+		mark = accel.TCGMark
+	}
+	if err := sfcclient.TableMarked(&rep, samples, mark); err != nil {
 		return err
 	}
 	fmt.Fprintf(&rep, "\nPublished (study C, Borsatti et al., OpenStack with networking-sfc on CloudLab, OVS, section V and Fig. 5): a few seconds per chain, growing by about 0.5 s per added function, most of it in the port-chain step. The figure's bars are not given as numbers, so only the slope is compared. The study gives no figure for the time until the first packet crosses a new chain.\n")
@@ -323,9 +385,13 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 		return fmt.Errorf("reproduce %s --runtime %s: only its data plane runs on %s (--part %s): the deploy-time lab's functions have both ports on one network of one host, which Docker's networks cannot give (the engine connects a container to a network once)", openstackSFC, runtime, runtime, partDataPlane)
 	case part == partDeployTime && o.duration != 0:
 		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
+	case runtime == spec.RuntimeVM && part == partDeployTime:
+		// Before, this ran the lab on namespaces (runtime vm was not passed on), and a user
+		// who asked for VMs got namespace figures.
+		return fmt.Errorf("reproduce %s --runtime vm --part %s: --runtime vm is not how it runs VMs; run `sfclab reproduce %s --vm --part %s` (its functions as VMs, client and server namespaces)", openstackSFC, partDeployTime, openstackSFC, partDeployTime)
 	}
 	if part == partDeployTime {
-		return runOpenStackSFC(cmd, quick, o.out, o.repetitions, runtime)
+		return runOpenStackSFC(cmd, quick, o.out, o.repetitions, runtime, false, accel.Decision{})
 	}
 	st, err := studies.Get(openstackSFC)
 	if err != nil {
@@ -358,21 +424,31 @@ func reproduceOpenStackSFC(cmd *cobra.Command, o *overrides, part string, quick,
 		return err
 	}
 	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
-	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions, runtime)
+	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions, runtime, false, accel.Decision{})
 }
 
-// reproduceOpenStackSFCVM runs study C's data plane with its functions as VMs (--vm): every
-// scenario, transparent and routed, on runtime vm, gated as study B's KVM column (TCG only with
-// --allow-tcg, every figure marked). The deploy-time part measures the control plane and
-// runs without it.
+// reproduceOpenStackSFCVM runs study C with its functions as VMs (--vm), as the study's VNFs
+// were: the data plane, every scenario, transparent and routed, on runtime vm, gated as study
+// B's KVM column (TCG only with --allow-tcg, every figure marked), then the deploy-time
+// experiment with the lab's functions booted as guests before the API is served (its report
+// marked alike). --part runs one of them.
 func reproduceOpenStackSFCVM(cmd *cobra.Command, o *overrides, part string, quick, standard bool, runtime string, allowTCG bool) error {
 	switch {
 	case runtime != "" && runtime != spec.RuntimeVM:
 		return fmt.Errorf("reproduce %s --vm: the functions run on runtime vm; leave out --runtime %s", openstackSFC, runtime)
-	case part == partDeployTime:
-		return fmt.Errorf("reproduce %s --vm --part %s: the deploy-time part measures the networking-sfc API's deploy time, not the functions; run it without --vm", openstackSFC, partDeployTime)
+	case part != "" && part != partDataPlane && part != partDeployTime:
+		return fmt.Errorf("reproduce %s: --part %q: use %s or %s (default: both)", openstackSFC, part, partDataPlane, partDeployTime)
 	case standard:
 		return fmt.Errorf("reproduce %s: it has no --standard scale; run it in full or --quick", openstackSFC)
+	case part == partDeployTime && o.duration != 0:
+		return fmt.Errorf("reproduce %s --part %s: the deploy-time experiment has no iperf3 duration", openstackSFC, partDeployTime)
+	}
+	d := accel.Host()
+	if err := studies.VMFunctionsAllowed(allowTCG, d); err != nil {
+		return err
+	}
+	if part == partDeployTime {
+		return runOpenStackSFC(cmd, quick, o.out, o.repetitions, "", true, d)
 	}
 	st, err := studies.Get(openstackSFC)
 	if err != nil {
@@ -389,10 +465,16 @@ func reproduceOpenStackSFCVM(cmd *cobra.Command, o *overrides, part string, quic
 	if err := st.VMFunctions(e, inputs); err != nil {
 		return err
 	}
-	if err := st.VMScenarios(e, spec.RuntimeVM, allowTCG, accel.Host()); err != nil {
+	// Allowed above; runtime "" keeps every scenario, those with no function (on namespaces)
+	// among them.
+	if err := st.VMScenarios(e, "", allowTCG, d); err != nil {
 		return err
 	}
-	return runExperiment(cmd, e, o, bench.Files(inputs))
+	if err := runExperiment(cmd, e, o, bench.Files(inputs)); err != nil || part == partDataPlane {
+		return err
+	}
+	// Deploy time keeps its own repetitions (10, or 2 quick) unless --repetitions says otherwise.
+	return runOpenStackSFC(cmd, quick, filepath.Join(o.out, "deploy-time"), o.repetitions, "", true, d)
 }
 
 // studyHosts are the hosts of study C's Fig. 3, in the order they are mapped onto nodes.
