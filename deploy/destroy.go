@@ -160,8 +160,14 @@ func (d *Deployer) teardownFunctions(ctx context.Context, p *plan.Plan) {
 		d.logf("warning: %v", err)
 		return
 	}
+	down := d.MachinesDown(p)
 	for _, n := range p.Nodes {
 		if n.Function == nil {
+			continue
+		}
+		if why := down[n.Name]; why != "" {
+			// A dead guest's rules and daemons went with it: asking its agent would only fail.
+			d.logf("skipped the teardown of %s (%s) in its guest: %s; what the function set up there went with the guest", n.Name, n.Function.Kind, why)
 			continue
 		}
 		k, err := kinds.Get(n.Function.Kind)

@@ -543,6 +543,10 @@ func (r *Report) ratioSection() (section, bool) {
 		if q, ok := r.ThroughputRatio(s); ok {
 			add(s, "throughput", q)
 		}
+		if q, ok := r.TCGThroughputRatio(s); ok { // both TCG: the baseline is labelled so too
+			q.Baseline = r.ScenarioLabel(q.Baseline)
+			add(s, "throughput", q)
+		}
 	}
 	for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
 		for _, s := range r.Scenarios {
@@ -550,6 +554,10 @@ func (r *Report) ratioSection() (section, bool) {
 				continue
 			}
 			if q, ok := r.LatencyRatio(m, s); ok {
+				add(s, latencyLabel(m), q)
+			}
+			if q, ok := r.TCGLatencyRatio(m, s); ok {
+				q.Baseline = r.ScenarioLabel(q.Baseline)
 				add(s, latencyLabel(m), q)
 			}
 		}

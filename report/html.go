@@ -50,6 +50,7 @@ section#conclusions figure { display: inline-block; vertical-align: top; width: 
 section#conclusions figure svg.chart { max-width: none; }
 section#conclusions figure:only-of-type { display: block; width: auto; }
 section#conclusions figure:only-of-type svg.chart { max-width: 780px; }
+code { font-family: "DejaVu Sans Mono", Menlo, Consolas, monospace; font-size: 0.9em; background: #eef1f4; padding: 0 0.2em; border-radius: 3px; }
 `
 
 const htmlTemplate = `<!DOCTYPE html>
@@ -69,25 +70,25 @@ const htmlTemplate = `<!DOCTYPE html>
 {{- range .Blocks}}
 {{- if .Table}}
 <div class="table-wrap"><table id="{{.Table.ID}}">
-<thead><tr>{{range .Table.Header}}<th{{if .Right}} class="num"{{end}}>{{.Text}}</th>{{end}}</tr></thead>
+<thead><tr>{{range .Table.Header}}<th{{if .Right}} class="num"{{end}}>{{prose .Text}}</th>{{end}}</tr></thead>
 <tbody>
 {{- range .Table.Rows}}
-<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{else if .Right}} class="num"{{end}}>{{.Text}}{{if .Detail}}<details><summary>{{.DetailLabel}}</summary>{{.Detail}}</details>{{end}}</td>{{end}}</tr>
+<tr>{{range .}}<td{{if .Class}} class="{{.Class}}"{{else if .Right}} class="num"{{end}}>{{prose .Text}}{{if .Detail}}<details><summary>{{.DetailLabel}}</summary>{{prose .Detail}}</details>{{end}}</td>{{end}}</tr>
 {{- end}}
 </tbody>
 </table></div>
 {{- else if .List}}
 <ul>
 {{- range .List}}
-<li>{{.}}</li>
+<li>{{prose .}}</li>
 {{- end}}
 </ul>
 {{- else if .Chart}}
-<figure id="chart-{{.Chart.Name}}">{{.Chart.SVG}}<figcaption>{{.Chart.Title}}</figcaption></figure>
+<figure id="chart-{{.Chart.Name}}">{{.Chart.SVG}}<figcaption>{{prose .Chart.Title}}</figcaption></figure>
 {{- else if .Strong}}
-<p class="status">{{.Para}}</p>
+<p class="status">{{prose .Para}}</p>
 {{- else if .Para}}
-<p>{{.Para}}</p>
+<p>{{prose .Para}}</p>
 {{- end}}
 {{- end}}
 </section>
@@ -97,7 +98,27 @@ const htmlTemplate = `<!DOCTYPE html>
 </html>
 `
 
-var htmlTmpl = template.Must(template.New("report").Parse(htmlTemplate))
+var htmlTmpl = template.Must(template.New("report").Funcs(template.FuncMap{"prose": prose}).Parse(htmlTemplate))
+
+// prose renders report text as HTML: every character escaped, and each pair of backticks (the
+// Markdown code spans the text and Markdown reports share, e.g. `--allow-tcg`) as a <code>
+// element instead of literal backticks. An unpaired backtick stays as it is.
+func prose(s string) template.HTML {
+	parts := strings.Split(s, "`")
+	if len(parts)%2 == 0 { // an odd number of backticks: the last one opens nothing
+		parts[len(parts)-2] += "`" + parts[len(parts)-1]
+		parts = parts[:len(parts)-1]
+	}
+	var b strings.Builder
+	for i, p := range parts {
+		if i%2 == 1 {
+			b.WriteString("<code>" + template.HTMLEscapeString(p) + "</code>")
+			continue
+		}
+		b.WriteString(template.HTMLEscapeString(p))
+	}
+	return template.HTML(b.String()) //nolint:gosec // every part escaped above
+}
 
 type htmlCell struct {
 	Text  string
@@ -144,7 +165,11 @@ func (r *Report) HTML(w io.Writer) error {
 	for _, c := range cs {
 		charts[c.name] = c
 	}
-	d := r.doc()
+	return r.writeHTMLDoc(w, r.doc(), charts)
+}
+
+// writeHTMLDoc writes d as the HTML page, its chart slots filled from charts.
+func (r *Report) writeHTMLDoc(w io.Writer, d doc, charts map[string]chart) error {
 	data := struct {
 		Title    string
 		CSS      template.CSS

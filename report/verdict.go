@@ -153,9 +153,43 @@ func (r *Report) BaselineFor(s string) string {
 	return r.Baseline
 }
 
+// TCGBaselineFor is what scenario s is compared with when it ran VMs under TCG and its own
+// baseline (BaselineFor) did not (Incomparable): the first scenario of the run, in run order,
+// that also ran VMs under TCG on s's runtime and has s's BaselineFor (vm-1-vnf for vm-2-vnf:
+// what the second function adds, both on an emulated CPU). "" when there is none, when s is that
+// first scenario, or when s's own baseline may be compared with it. A ratio over it is an
+// emulated CPU's figure, read only between the two, and always carries EmulatedMark.
+func (r *Report) TCGBaselineFor(s string) string {
+	b := r.BaselineFor(s)
+	if !r.Emulated(s) || !r.Incomparable(s, b) {
+		return ""
+	}
+	for _, t := range r.Scenarios {
+		if t == s {
+			return ""
+		}
+		if r.Emulated(t) && r.Runtimes[t] == r.Runtimes[s] && r.BaselineFor(t) == b {
+			return t
+		}
+	}
+	return ""
+}
+
 // ThroughputRatio is scenario s's per-trial throughput over its baseline's (BaselineFor).
 func (r *Report) ThroughputRatio(s string) (Ratio, bool) {
-	b := r.BaselineFor(s)
+	return r.throughputRatio(s, r.BaselineFor(s))
+}
+
+// TCGThroughputRatio is scenario s's per-trial throughput over TCGBaselineFor(s)'s.
+func (r *Report) TCGThroughputRatio(s string) (Ratio, bool) {
+	b := r.TCGBaselineFor(s)
+	if b == "" {
+		return Ratio{}, false
+	}
+	return r.throughputRatio(s, b)
+}
+
+func (r *Report) throughputRatio(s, b string) (Ratio, bool) {
 	var row, base *ThroughputRow
 	for i := range r.Throughput {
 		switch r.Throughput[i].Scenario {
@@ -276,7 +310,19 @@ func (r *Report) Bottleneck(s string) (NodeLead, bool) {
 // LatencyRatio is scenario s's per-trial mean of metric (MetricPingRTT,
 // MetricTCPRTT, MetricTCPConnect) over its baseline's (BaselineFor).
 func (r *Report) LatencyRatio(metric, s string) (Ratio, bool) {
-	b := r.BaselineFor(s)
+	return r.latencyRatio(metric, s, r.BaselineFor(s))
+}
+
+// TCGLatencyRatio is scenario s's per-trial mean of a latency metric over TCGBaselineFor(s)'s.
+func (r *Report) TCGLatencyRatio(metric, s string) (Ratio, bool) {
+	b := r.TCGBaselineFor(s)
+	if b == "" {
+		return Ratio{}, false
+	}
+	return r.latencyRatio(metric, s, b)
+}
+
+func (r *Report) latencyRatio(metric, s, b string) (Ratio, bool) {
 	by := r.latTrials[metric]
 	if by == nil || s == b || len(by[s]) == 0 || len(by[b]) == 0 || r.Incomparable(s, b) {
 		return Ratio{}, false
@@ -422,7 +468,7 @@ func (r *Report) verdictSection() section {
 	}
 	sec.blocks = append(sec.blocks, block{para: what})
 
-	var items []string
+	items := r.tcgPairItems()
 	worst, worstRatio := "", math.Inf(1)
 	for _, s := range others {
 		if q, ok := r.ThroughputRatio(s); ok { // listed in the ratio table (ratioSection)
@@ -456,6 +502,33 @@ func (r *Report) verdictSection() section {
 
 	// The study's own conclusions open the report (conclusionsSection).
 	return sec
+}
+
+// tcgPairItems are the verdict's lines of the scenarios that ran VMs under TCG against their
+// TCGBaselineFor (vm-2-vnf against vm-1-vnf): throughput and latency ratios, marked TCG.
+func (r *Report) tcgPairItems() []string {
+	var out []string
+	for _, s := range r.Scenarios {
+		b := r.TCGBaselineFor(s)
+		if b == "" {
+			continue
+		}
+		var parts []string
+		if q, ok := r.TCGThroughputRatio(s); ok {
+			parts = append(parts, "throughput "+q.Text())
+		}
+		for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
+			if q, ok := r.TCGLatencyRatio(m, s); ok {
+				parts = append(parts, latencyLabel(m)+" "+q.Text())
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		out = append(out, fmt.Sprintf("%s against %s, both VMs under TCG (%s with any scenario without VMs; between the two it is what %s adds on the same emulated CPU): %s.",
+			s, b, EmulatedMark, s, strings.Join(parts, "; ")))
+	}
+	return out
 }
 
 // bottleneckItem is the verdict's Bottleneck line for scenario s (as tables label it: marked when it ran

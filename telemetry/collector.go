@@ -28,7 +28,7 @@ var (
 	descTxDrop = prometheus.NewDesc("sfclab_interface_transmit_drops_total", "Packets dropped on transmit by a node's interface.", labels, nil)
 	descRulePk = prometheus.NewDesc("sfclab_firewall_rule_packets_total", "Packets a firewall rule matched.", []string{"lab", "node", "rule"}, nil)
 	descRuleB  = prometheus.NewDesc("sfclab_firewall_rule_bytes_total", "Bytes a firewall rule matched.", []string{"lab", "node", "rule"}, nil)
-	descCPU    = prometheus.NewDesc("sfclab_node_cpu_seconds_total", "CPU time of a node's processes, from its cgroup (mode user or system).", []string{"lab", "node", "chain", "mode"}, nil)
+	descCPU    = prometheus.NewDesc("sfclab_node_cpu_seconds_total", "CPU time of a node's processes, from its cgroup (mode user or system); mark \""+CPUMark+"\" on a VM under TCG, whose CPU is the emulator's.", []string{"lab", "node", "chain", "mode", "mark"}, nil)
 	hopLabels  = []string{"lab", "chain", "hop", "group", "node", "interface", "source"}
 	descHopPk  = prometheus.NewDesc("sfclab_chain_hop_packets_total", "Packets that entered a chain's hop in the chain's direction (source: interface counters or the steering data plane's own).", hopLabels, nil)
 	descHopB   = prometheus.NewDesc("sfclab_chain_hop_bytes_total", "Bytes that entered a chain's hop in the chain's direction.", hopLabels, nil)
@@ -93,8 +93,12 @@ func collectLab(ch chan<- prometheus.Metric, l *Lab) {
 		}
 		gauge(descNodeUp, up, l.Lab, n.Name, n.Role, n.Kind, n.Chain)
 		if n.CPUErr == "" {
-			ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, n.CPU.User.Seconds(), l.Lab, n.Name, n.Chain, "user")
-			ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, n.CPU.System.Seconds(), l.Lab, n.Name, n.Chain, "system")
+			mark := "" // an empty label is no label: the series of other nodes are unchanged
+			if n.Emulated {
+				mark = CPUMark
+			}
+			ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, n.CPU.User.Seconds(), l.Lab, n.Name, n.Chain, "user", mark)
+			ch <- prometheus.MustNewConstMetric(descCPU, prometheus.CounterValue, n.CPU.System.Seconds(), l.Lab, n.Name, n.Chain, "system", mark)
 		}
 		if !n.Up() {
 			continue

@@ -18,12 +18,14 @@ import (
 	"github.com/prometheus/common/expfmt"
 	"github.com/prometheus/common/model"
 
+	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
 
 const fwLab = `
@@ -210,6 +212,8 @@ type fakeSource struct {
 	labs map[string]*deploy.LabInfo
 	gone map[string]bool
 	err  error
+	// cpu, when set, is every node's CPU time.
+	cpu *cgroup.Usage
 }
 
 func (f *fakeSource) Labs() ([]string, error) {
@@ -228,7 +232,42 @@ func (f *fakeSource) Inspect(_ context.Context, lab string) (*deploy.LabInfo, er
 }
 
 func (f *fakeSource) Node(*plan.Plan, string) (runtime.Node, error) {
+	if f.cpu != nil {
+		return cpuNode{f.cpu}, nil
+	}
 	return nil, errors.New("no cgroup")
+}
+
+// cpuNode is a node that only reports CPU time.
+type cpuNode struct{ usage *cgroup.Usage }
+
+func (n cpuNode) CPU() (cgroup.Usage, error) { return *n.usage, nil }
+func (cpuNode) Output(context.Context, []byte, ...string) ([]byte, error) {
+	return nil, errors.New("not a node")
+}
+func (cpuNode) Daemon([]string, string) (int, error) { return 0, errors.New("not a node") }
+func (cpuNode) Do(func() error) error                { return errors.New("not a node") }
+func (cpuNode) Run(*exec.Cmd) error                  { return errors.New("not a node") }
+
+// TestCollectorCPUMark: the CPU of a VM under TCG carries CPUMark as its mark label; a
+// namespace's and a KVM guest's carry none.
+func TestCollectorCPUMark(t *testing.T) {
+	p := &plan.Plan{Lab: "a", Nodes: []*plan.Node{{Name: "n1", Role: "function"}}}
+	for _, c := range []struct {
+		machine, mark string
+	}{
+		{"1 vCPU, 512 MiB, nic virtio-net-pci on tap; " + accel.TCGMark + "; boot 3.1 s", CPUMark},
+		{"1 vCPU, 512 MiB, nic virtio-net-pci on tap; boot 0.8 s", ""},
+		{"", ""},
+	} {
+		info := &deploy.LabInfo{Lab: "a", Status: journal.StatusReady, Plan: p,
+			Nodes: []deploy.NodeInfo{{Name: "n1", Role: "function", Machine: c.machine}}}
+		src := &fakeSource{labs: map[string]*deploy.LabInfo{"a": info}, cpu: &cgroup.Usage{User: 3 * time.Second}}
+		fams := gather(t, HandlerFor(&Collector{Reader: &Reader{Source: src}}))
+		if v, ok := value(fams, "sfclab_node_cpu_seconds_total", map[string]string{"node": "n1", "mode": "user", "mark": c.mark}); !ok || v != 3 {
+			t.Errorf("machine %q: cpu with mark %q = %v (present %v), want 3", c.machine, c.mark, v, ok)
+		}
+	}
 }
 
 type fakeHops []HopCount

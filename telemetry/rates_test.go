@@ -20,6 +20,9 @@ func node(name, role, kind string, rxB, txB, rxP, drops uint64, cpu time.Duratio
 		Interfaces: []deploy.InterfaceInfo{{Name: "eth0", Stats: netdev.LinkStats{RxBytes: rxB, TxBytes: txB, RxPackets: rxP, TxPackets: rxP, RxDropped: drops}}}}
 }
 
+// vm makes n a VM node under TCG.
+func vm(n Node) Node { n.Emulated = true; return n }
+
 func TestRates(t *testing.T) {
 	prev := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
 		node("client", "client", "client", 0, 0, 0, 0, 0),
@@ -48,6 +51,42 @@ func TestRates(t *testing.T) {
 			node("fw", "function", "firewall", 0, 0, 0, 0, time.Millisecond),
 			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
 		}}}, "client", "", ""},
+		// An idle VM under TCG: its emulator uses 0.09 cores doing nothing (the walk saw
+		// 0.08-0.10), more than MinBottleneckCPU, and no packet moves: no candidate.
+		{"idle TCG guest is no bottleneck", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 4, 0, 0),
+			vm(node("fw", "function", "firewall", 0, 0, 2, 0, 180*time.Millisecond)),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "client", "", ""},
+		// A busy chain through lb beside an idle TCG guest that uses more CPU: lb, the busy one.
+		{"idle guest beside a busy function", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 1e6, 2e9, 1e3, 0, 0),
+			vm(node("fw", "function", "firewall", 0, 0, 2, 0, 180*time.Millisecond)),
+			node("lb", "function", "l4lb", 1.9e9, 1.9e9, 1e6, 0, 120*time.Millisecond),
+		}}}, "lb", "lb", "cpu"},
+		// A TCG guest that carries the traffic is named on CPU (its CPU marked elsewhere).
+		{"busy TCG guest", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 1e6, 2e8, 1e3, 0, 0),
+			vm(node("fw", "function", "firewall", 2e8, 2e8, 1e5, 0, 1800*time.Millisecond)),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "fw", "fw", "cpu"},
+		// Exactly MinBusyPps received (200 packets in 2 s) is busy; one packet fewer is idle.
+		{"at the busy threshold", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 0, 0, 0),
+			node("fw", "function", "firewall", 2e5, 2e5, 2*MinBusyPps, 0, 200*time.Millisecond),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "fw", "fw", "cpu"},
+		{"below the busy threshold", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 0, 0, 0),
+			node("fw", "function", "firewall", 2e5, 2e5, 2*MinBusyPps-1, 0, 200*time.Millisecond),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "fw", "", ""},
+		// A stray drop in an idle reading names nobody.
+		{"drop in an idle reading", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
+			node("client", "client", "client", 0, 0, 4, 0, 0),
+			node("fw", "function", "firewall", 600, 600, 4, 2, 0),
+			node("lb", "function", "l4lb", 0, 0, 0, 0, 0),
+		}}}, "fw", "", ""},
 		{"counter reset counts as zero", []Lab{{Lab: "a", Status: "ready", Nodes: []Node{
 			node("client", "client", "client", 0, 0, 0, 0, 0),
 			node("fw", "function", "firewall", 0, 0, 0, 0, 0),
@@ -92,6 +131,12 @@ func TestRates(t *testing.T) {
 		}
 	}
 
+	for _, n := range Rates(prev, cases[4].cur, 2*time.Second)[0].Nodes {
+		if n.Emulated != (n.Node == "fw") {
+			t.Errorf("%s: emulated %v, want fw's only", n.Node, n.Emulated)
+		}
+	}
+
 	// The figures: fw received 2e9 bytes in 2 s = 8 Gbit/s; lb used 1.9 s of CPU in 2 s.
 	r := Rates(prev, cases[0].cur, 2*time.Second)[0].Nodes
 	if r[0].RxBps != 8e9 || r[0].RxPps != 5e5 {
@@ -103,8 +148,10 @@ func TestRates(t *testing.T) {
 }
 
 func TestViews(t *testing.T) {
-	prev := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 0, 0, 0, 0, 0), node("lb", "function", "l4lb", 0, 0, 0, 0, 0)}}}
-	cur := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 2e9, 2e9, 1e6, 0, 0), node("lb", "function", "l4lb", 1e9, 1e9, 5e5, 0, 1500*time.Millisecond)}}}
+	prev := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 0, 0, 0, 0, 0), node("lb", "function", "l4lb", 0, 0, 0, 0, 0)}},
+		{Lab: "b", Status: "ready", Nodes: []Node{vm(node("fw", "function", "firewall", 0, 0, 0, 0, 0))}}}
+	cur := []Lab{{Lab: "a", Status: "ready", Nodes: []Node{node("fw", "function", "firewall", 2e9, 2e9, 1e6, 0, 0), node("lb", "function", "l4lb", 1e9, 1e9, 5e5, 0, 1500*time.Millisecond)}},
+		{Lab: "b", Status: "ready", Nodes: []Node{vm(node("fw", "function", "firewall", 0, 0, 0, 0, 180*time.Millisecond))}}}
 	rates := Rates(prev, cur, 2*time.Second)
 	now := time.Date(2026, 11, 23, 12, 0, 0, 0, time.UTC)
 	for _, c := range []struct {

@@ -9,12 +9,14 @@ import (
 	"fmt"
 	"slices"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
+	"github.com/sfclab/sfclab/runtime/vm/accel"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf"
 )
@@ -84,6 +86,9 @@ type Node struct {
 	CPUErr string
 	// Err says why the node could not be read (its namespace is gone, ...).
 	Err string
+	// Emulated says the node is a VM whose CPU is emulated (QEMU's TCG): its CPU is that of
+	// the emulator, every figure of it carries accel.TCGMark.
+	Emulated bool
 }
 
 // Up reports whether the node's counters could be read.
@@ -154,7 +159,8 @@ func (r *Reader) lab(ctx context.Context, name string) (*Lab, error) {
 	byName := map[string]*Node{}
 	for _, ni := range info.Nodes {
 		pn := p.Node(ni.Name)
-		n := Node{Name: ni.Name, Role: ni.Role, Kind: ni.Kind, Interfaces: ni.Interfaces, Rules: ni.Rules, Err: ni.Error}
+		n := Node{Name: ni.Name, Role: ni.Role, Kind: ni.Kind, Interfaces: ni.Interfaces, Rules: ni.Rules, Err: ni.Error,
+			Emulated: strings.Contains(ni.Machine, accel.TCGMark)} // the vm runtime's DescribeMachine marks a TCG guest
 		if n.Err == "" && slices.ContainsFunc(ni.Interfaces, func(i deploy.InterfaceInfo) bool { return i.SeenBy == deploy.SeenHostSide }) {
 			// A VM whose guest could not be read: its host side's counters are other devices'
 			// than the guest's its series carry, so the node is not up and exports none.

@@ -20,13 +20,17 @@ func WriteTable(w io.Writer, labs []LabRate, now time.Time, every time.Duration)
 		tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 		fmt.Fprintln(tw, "NODE\tKIND\tRX\tTX\tRX pkt/s\tDROPS/s\tCPU\t")
 		for _, n := range l.Nodes {
-			mark := ""
+			var marks []string
 			if n.Bottleneck != "" {
-				mark = "<- bottleneck? (" + n.Bottleneck + ")"
+				marks = append(marks, "<- bottleneck? ("+n.Bottleneck+")")
+			}
+			if n.Emulated {
+				marks = append(marks, "CPU: "+CPUMark)
 			}
 			if n.Down != "" {
-				mark = "down: " + n.Down
+				marks = []string{"down: " + n.Down}
 			}
+			mark := strings.Join(marks, "; ")
 			fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\t%s\n", n.Node, n.Kind, bits(n.RxBps), bits(n.TxBps),
 				count(n.RxPps), count(n.Drops), cpu(n.CPU), mark)
 		}
@@ -39,7 +43,7 @@ func WriteTable(w io.Writer, labs []LabRate, now time.Time, every time.Duration)
 
 // WriteLines writes the rates as plain lines, one per node, for a pipe or a log:
 //
-//	TIME LAB NODE rx_bps=… tx_bps=… rx_pps=… drops_ps=… cpu=… [bottleneck=cpu]
+//	TIME LAB NODE rx_bps=… tx_bps=… rx_pps=… drops_ps=… cpu=… [cpu_mark="emulated CPU (TCG): not comparable"] [bottleneck=cpu]
 func WriteLines(w io.Writer, labs []LabRate, now time.Time) error {
 	ts := now.UTC().Format(time.RFC3339)
 	var b strings.Builder
@@ -47,6 +51,9 @@ func WriteLines(w io.Writer, labs []LabRate, now time.Time) error {
 		for _, n := range l.Nodes {
 			fmt.Fprintf(&b, "%s lab=%s node=%s rx_bps=%.0f tx_bps=%.0f rx_pps=%.0f drops_ps=%.0f cpu=%s", ts, l.Lab, n.Node,
 				n.RxBps, n.TxBps, n.RxPps, n.Drops, cpuPlain(n.CPU))
+			if n.Emulated {
+				fmt.Fprintf(&b, " cpu_mark=%q", CPUMark)
+			}
 			if n.Bottleneck != "" {
 				fmt.Fprintf(&b, " bottleneck=%s", n.Bottleneck)
 			}

@@ -178,6 +178,16 @@ func TestInspectVMGuestCounters(t *testing.T) {
 		!regexp.MustCompile(`(?m)^fw\s+function\s+firewall\s+ingress\s.*host side$`).MatchString(table) {
 		t.Errorf("inspect of a dead guest:\n%s", table)
 	}
+	if !regexp.MustCompile(`(?m)^lab ` + lab + ` \(\w+; 1 node down: fw\)$`).MatchString(table) {
+		t.Errorf("inspect's status line does not name the dead guest:\n%s", table)
+	}
+	// Destroyed so, the dead guest's teardown (its nft rules) is skipped with the reason,
+	// not attempted and warned about.
+	code, out, errOut = run(t, "destroy", lab)
+	if code != 0 || strings.Contains(errOut, "warning") ||
+		!strings.Contains(errOut, "skipped the teardown of fw (firewall) in its guest: its QEMU process is not running") {
+		t.Errorf("destroy of a lab with a dead guest: exit %d\n%s%s", code, out, errOut)
+	}
 }
 
 // inspectTable runs `sfclab inspect LAB` and returns its table; it fails the test when the

@@ -23,9 +23,11 @@ func newTop() *cobra.Command {
 		Use:   "top [LAB]",
 		Short: "Live view of every node's traffic, drops and CPU, busiest first, the bottleneck candidate marked",
 		Long: `Shows, refreshed every second, each node's receive and transmit rate, drops and CPU of one lab
-(or of every lab), busiest node first; the node dropping most packets, or else the function using
-the most CPU, is marked as the bottleneck candidate. q or Ctrl-C quits. When standard output is
-not a terminal, prints one plain line per node and interval instead.`,
+(or of every lab), busiest node first; the node dropping most packets, or else the busy function
+using the most CPU, is marked as the bottleneck candidate, never from an idle reading (no node
+at 100 packets/s: docs/telemetry.md). A VM under TCG has its CPU marked "emulated CPU (TCG): not
+comparable". q or Ctrl-C quits. When standard output is not a terminal, prints one plain line per
+node and interval instead.`,
 		Args: cobra.MaximumNArgs(1),
 		RunE: func(cmd *cobra.Command, args []string) error {
 			if every < 100*time.Millisecond {
