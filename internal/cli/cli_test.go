@@ -48,6 +48,21 @@ func run(t *testing.T, args ...string) (int, string, string) {
 	return code, out.String(), errOut.String()
 }
 
+// requireVMLab readies a test that deploys VM nodes through the command line: root, QEMU and a
+// guest kernel (skipped loudly without them), a private journal and a private guest image root.
+func requireVMLab(t *testing.T) {
+	t.Helper()
+	requireRoot(t)
+	if err := vm.CheckQEMU(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	if _, _, err := vm.HostKernel(); err != nil {
+		t.Skipf("SKIPPED LOUDLY: %v", err)
+	}
+	privateState(t)
+	t.Setenv(vm.ImageRootEnv, t.TempDir())
+}
+
 func privateState(t *testing.T) string {
 	dir := t.TempDir()
 	t.Setenv("SFCLAB_STATE_DIR", dir)
@@ -267,15 +282,7 @@ func sleepRunning(arg string) bool {
 // --all leaves no QEMU, tap (they live in the VM node's namespace), socket or run directory,
 // namespace or cgroup.
 func TestKill9VMThenDestroyAll(t *testing.T) {
-	requireRoot(t)
-	if err := vm.CheckQEMU(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	if _, _, err := vm.HostKernel(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	privateState(t)
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	requireVMLab(t)
 	lab := writeLabFile(t, `name: t-kvm9
 endpoints: {client: {}, server: {}}
 functions:

@@ -42,15 +42,7 @@ chains:
 // returns, the firewall down with the reason and its host side shown; continued, its guest is
 // read again; killed, it is down because its QEMU is gone.
 func TestInspectVMGuestCounters(t *testing.T) {
-	requireRoot(t)
-	if err := vm.CheckQEMU(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	if _, _, err := vm.HostKernel(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	privateState(t)
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	requireVMLab(t)
 	const lab = "t-vminspect"
 	qemuOf := func(node string) int {
 		for _, pid := range vm.QEMUPids(lab) {

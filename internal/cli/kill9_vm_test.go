@@ -21,15 +21,7 @@ import (
 // filters and VXLAN devices in them), pinned map, VM run directory (socket, console) or
 // cgroup.
 func TestKill9TransparentVMThenDestroyAll(t *testing.T) {
-	requireRoot(t)
-	if err := vm.CheckQEMU(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	if _, _, err := vm.HostKernel(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	privateState(t)
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	requireVMLab(t)
 	const lab = "t-kvmtr9"
 	file := writeLabFile(t, `name: t-kvmtr9
 steering: transparent
@@ -84,15 +76,7 @@ port_chains: {c: {flow_classifiers: [all], port_pair_groups: [ga, gs]}}
 // devices sfclab made), destroy --all leaves no QEMU, namespace, device node (the lab's
 // directory under vm.DevRoot) or macvtap (a node made from each one's number no longer opens).
 func TestKill9MacvtapVMThenDestroyAll(t *testing.T) {
-	requireRoot(t)
-	if err := vm.CheckQEMU(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	if _, _, err := vm.HostKernel(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	privateState(t)
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	requireVMLab(t)
 	const lab = "t-kvmmv9"
 	file := writeLabFile(t, `name: t-kvmmv9
 endpoints: {client: {}, server: {}}

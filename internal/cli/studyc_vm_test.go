@@ -51,15 +51,7 @@ func TestReproduceOpenStackSFCVMRefusals(t *testing.T) {
 // guests, on which accelerator, with the TCG mark under TCG, and gives the lab's deploy apart
 // from the figures; no QEMU of the lab is left.
 func TestReproduceOpenStackSFCVMDeployTime(t *testing.T) {
-	requireRoot(t)
-	if err := vm.CheckQEMU(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	if _, _, err := vm.HostKernel(); err != nil {
-		t.Skipf("SKIPPED LOUDLY: %v", err)
-	}
-	privateState(t)
-	t.Setenv(vm.ImageRootEnv, t.TempDir())
+	requireVMLab(t)
 	out := t.TempDir()
 	code, stdout, errOut := run(t, "reproduce", "openstack-sfc", "--vm", "--allow-tcg", "--part", "deploy-time", "--quick", "--repetitions", "1", "--out", out)
 	if pids := vm.QEMUPids("study-c"); len(pids) > 0 {

@@ -80,6 +80,22 @@ type benchScenario struct{ name, lab, probes string }
 // destroy per trial); it returns the run's results and report. during, when set, runs beside
 // the run with the journal, to act on a trial once its lab is ready; opts change the
 // runner's deployer (withImageRoot).
+// trialsPassed fails t unless the run's outcome has no failure and its store want trials, every
+// one ok; it logs each trial's time (deploy, probes, destroy).
+func trialsPassed(t *testing.T, outcome *bench.Outcome, store *results.Store, want int) {
+	t.Helper()
+	trials, _ := store.Trials()
+	for _, tr := range trials {
+		if tr.Status != results.TrialOK {
+			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
+		}
+		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
+	}
+	if outcome.Failed != 0 || len(trials) != want {
+		t.Fatalf("outcome %+v, %d trials; want %d passed", outcome, len(trials), want)
+	}
+}
+
 func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal), opts ...func(*deploy.Deployer)) (*bench.Outcome, *results.Store, *report.Report) {
 	t.Helper()
 	dir := t.TempDir()
@@ -174,16 +190,7 @@ func TestBenchIperf3VMEnds(t *testing.T) {
 		{"vm-client", vmClientLab, ""},
 		{"vm-icmp", vmICMPLab, "{rtt: {protocol: icmp, rate: [100], count: 30}}"}},
 		"  iperf3: {duration: 2s}\n  ping: {count: 5, interval: 200ms}\n  tcprtt: {connects: 5, requests: 20}\n", nil)
-	trials, _ := store.Trials()
-	for _, tr := range trials {
-		if tr.Status != results.TrialOK {
-			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
-		}
-		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
-	}
-	if outcome.Failed != 0 || len(trials) != 3 {
-		t.Fatalf("outcome %+v, %d trials; want 3 passed", outcome, len(trials))
-	}
+	trialsPassed(t, outcome, store, 3)
 	samples, _ := store.Samples()
 	for _, s := range []string{"vm-server", "vm-client"} {
 		var gbps, pingSum, rttSum float64

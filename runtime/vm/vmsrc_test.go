@@ -57,16 +57,7 @@ func TestBenchRTTNDRVMSource(t *testing.T) {
 		{"vmsrc-udp", vmsrcLab, "{rtt: {protocol: udp, rate: [100], count: 30}, ndr: {trial: 300ms, drain: 200ms, max_trials: 6, max_rate: 20kpps, precision: 10%}}"},
 		{"vmsrc-icmp", vmsrcLab, "{rtt: {protocol: icmp, rate: [100], count: 20}}"}},
 		"  ping: {count: 3}\n", nil)
-	trials, _ := store.Trials()
-	for _, tr := range trials {
-		if tr.Status != results.TrialOK {
-			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
-		}
-		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
-	}
-	if outcome.Failed != 0 || len(trials) != 2 {
-		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
-	}
+	trialsPassed(t, outcome, store, 2)
 	samples, _ := store.Samples()
 	for _, c := range []struct {
 		scenario, proto string
