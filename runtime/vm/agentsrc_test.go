@@ -85,11 +85,7 @@ func TestAgentRTT(t *testing.T) {
 				t.Errorf("rtt %s = %+v %+v; want 10 sent and received", proto, r, r.RTT)
 				continue
 			}
-			for _, p := range r.RTT.Packets {
-				if !(p.RTT() > 0) || !p.SocketStamped() {
-					t.Errorf("rtt %s: echo %d: round trip %s, stamped %v; want both", proto, p.Seq, p.RTT(), p.SocketStamped())
-				}
-			}
+			checkStampedSuffix(t, proto, r.RTT.Packets)
 		}
 		dst := netip.AddrPortFrom(lo, 7)
 		for _, tt := range []struct {
@@ -108,4 +104,31 @@ func TestAgentRTT(t *testing.T) {
 			}
 		}
 	})
+}
+
+// checkStampedSuffix checks that every echo came back with a round trip and that the socket
+// timestamps are there from some echo on, for at least the last half of them. The first
+// echoes of a run may come back without an RX stamp: the kernel turns RX software stamps on
+// for the whole host through deferred work (net_enable_timestamp schedules netstamp_work)
+// when the first socket asks for them, so on a host where no other socket holds them the
+// replies received before that work ran carry none (seen here on a loaded host: echo 0 of
+// 10). The probe counts such echoes in the round trip and leaves them out of the stack/path
+// split. A stamp missing after a stamped echo is not that, and fails.
+func checkStampedSuffix(t *testing.T, proto string, packets []echo.Packet) {
+	t.Helper()
+	first := -1
+	for i, p := range packets {
+		if !(p.RTT() > 0) {
+			t.Errorf("rtt %s: echo %d: round trip %s; want one", proto, p.Seq, p.RTT())
+		}
+		switch {
+		case p.SocketStamped() && first < 0:
+			first = i
+		case !p.SocketStamped() && first >= 0:
+			t.Errorf("rtt %s: echo %d has no socket timestamps after echo %d had them", proto, p.Seq, packets[first].Seq)
+		}
+	}
+	if first < 0 || first > len(packets)/2 {
+		t.Errorf("rtt %s: socket timestamps from echo %d of %d on; want them on the last half at least", proto, first, len(packets))
+	}
 }

@@ -3,6 +3,7 @@ package vm_test
 import (
 	"bytes"
 	"context"
+	"fmt"
 	"maps"
 	"os"
 	"os/exec"
@@ -264,6 +265,7 @@ func checkGuestRTTNDR(t *testing.T, samples []results.Sample, s string) {
 	trials := map[string]map[string]float64{} // iteration -> metric -> value
 	var ndrPPS float64 = -1
 	var labels map[string]string
+	ended := ""
 	for _, x := range samples {
 		if x.Scenario != s || x.Probe != ndr.Name {
 			continue
@@ -277,10 +279,12 @@ func checkGuestRTTNDR(t *testing.T, samples []results.Sample, s string) {
 			trials[it][x.Metric] = x.Value
 		case "ndr_pps":
 			ndrPPS, labels = x.Value, x.Labels
+		case "generator_max_pps":
+			ended = fmt.Sprintf("; the search ended generator-limited at %.0f pps: %v", x.Value, x.Labels)
 		}
 	}
 	if len(trials) == 0 || ndrPPS < 0 {
-		t.Fatalf("%s: ndr: %d trials, ndr_pps %v; want a search with a result", s, len(trials), ndrPPS)
+		t.Fatalf("%s: ndr: %d trials (%v), ndr_pps %v%s; want a search with a result", s, len(trials), trials, ndrPPS, ended)
 	}
 	if labels["receiver"] != "recvmmsg in the guest (its agent)" || labels["generator"] != ndr.GenSendmmsg ||
 		!strings.Contains(labels["fallback_reason"], "VM guest") {

@@ -54,7 +54,7 @@ func TestBenchRTTNDRVMSource(t *testing.T) {
 	t.Parallel() // beside the package's other VM tests (vm_test.go)
 	labtest.Exclusive(t)
 	outcome, store, rep := runBench(t, []benchScenario{
-		{"vmsrc-udp", vmsrcLab, "{rtt: {protocol: udp, rate: [100], count: 30}, ndr: {trial: 300ms, drain: 200ms, max_trials: 6, max_rate: 20kpps, precision: 10%}}"},
+		{"vmsrc-udp", vmsrcLab, "{rtt: {protocol: udp, rate: [100], count: 30}, ndr: {trial: 300ms, drain: 200ms, max_trials: 6, max_rate: 10kpps, precision: 10%}}"},
 		{"vmsrc-icmp", vmsrcLab, "{rtt: {protocol: icmp, rate: [100], count: 20}}"}},
 		"  ping: {count: 3}\n", nil)
 	trialsPassed(t, outcome, store, 2)
