@@ -30,7 +30,10 @@ image is reused until the list changes; deploy builds it when it is missing.
 With --runtime vm: the guest images of VM nodes, under ` + vm.DefaultImageRoot + `: the
 default busybox initramfs, or (vm: {image: debian}, --image debian) a Debian root file system
 bootstrapped by the same debootstrap step with the packages the node's kind needs, on a
-read-only disk, cached by suite, kernel and package list.`,
+read-only disk, cached by suite, kernel and package list. Building a new guest image removes
+the ones it supersedes (the same programs built from an older agent or kernel; a Debian root
+only for an older kernel) unless a running VM boots them or a deploy used them within the hour;
+list shows the VMs using each image, rm keeps an image in use.`,
 	}
 	cmd.PersistentPreRunE = func(cmd *cobra.Command, args []string) error {
 		if imagesRuntime != "docker" && imagesRuntime != "vm" {

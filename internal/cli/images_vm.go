@@ -116,8 +116,14 @@ func buildVMImage(cmd *cobra.Command, labFile, image, expFile string) error {
 	return nil
 }
 
+// listVMImages lists the cached guest images with the running VMs that boot each (IN USE:
+// their LAB.NODE; an image in use is never removed as superseded).
 func listVMImages(cmd *cobra.Command) error {
 	ims, err := vm.Builder{}.List()
+	if err != nil {
+		return err
+	}
+	use, err := vm.Builder{}.InUse()
 	if err != nil {
 		return err
 	}
@@ -127,14 +133,18 @@ func listVMImages(cmd *cobra.Command) error {
 		return nil
 	}
 	tw := tabwriter.NewWriter(out, 0, 4, 2, ' ', 0)
-	fmt.Fprintln(tw, "KEY\tIMAGE\tKERNEL\tCREATED\tSIZE\tCONTENT")
+	fmt.Fprintln(tw, "KEY\tIMAGE\tKERNEL\tCREATED\tSIZE\tIN USE\tCONTENT")
 	for _, im := range ims {
 		size, content := fmt.Sprintf("initramfs %d MB", im.Bytes>>20), "programs: "+strings.Join(im.Programs, " ")
 		if im.Disk() != "" {
 			size = fmt.Sprintf("root %d MB", im.DiskBytes>>20)
 			content = im.Suite + " packages: " + strings.Join(im.Packages, " ")
 		}
-		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\n", im.Key, im.KindName(), im.Kernel, im.Created.Format(time.DateTime), size, content)
+		inUse := "-"
+		if vms := use[im.Key]; len(vms) > 0 {
+			inUse = strings.Join(vms, ",")
+		}
+		fmt.Fprintf(tw, "%s\t%s\t%s\t%s\t%s\t%s\t%s\n", im.Key, im.KindName(), im.Kernel, im.Created.Format(time.DateTime), size, inUse, content)
 	}
 	return tw.Flush()
 }

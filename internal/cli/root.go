@@ -66,10 +66,12 @@ load balancers, any command), steers traffic through them and removes every trac
 
 // newDeployer returns a Deployer on the default journal with the registered runtimes; a docker
 // deploy builds the node image when it is missing, with a progress display on w, and what a
-// runtime did beside the lab (a kubernetes deploy's sweep of destroyed labs) is told on w.
+// runtime did beside the lab (a kubernetes deploy's sweep of destroyed labs; a guest image's
+// build and the superseded images it removed) is told on w.
 func newDeployer(w io.Writer) *deploy.Deployer {
 	d := deploy.New()
+	logf := func(f string, a ...any) { fmt.Fprintf(w, f+"\n", a...) }
 	d.Runtimes = runtimes.All(runtimes.Options{StateRoot: d.Journal.Root, ImageProgress: imageProgress(w),
-		Log: func(f string, a ...any) { fmt.Fprintf(w, f+"\n", a...) }})
+		Log: logf, VMLog: logf})
 	return d
 }

@@ -5,6 +5,7 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/runtime/kubernetes"
+	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
 )
 
@@ -23,6 +24,24 @@ func TestDeployerRuntimeLog(t *testing.T) {
 	}
 	k.Log("swept destroyed lab %s from Kubernetes node %s: %s", "old", "kn2", "removed directory /var/lib/sfclab-node/old")
 	if got, want := w.String(), "swept destroyed lab old from Kubernetes node kn2: removed directory /var/lib/sfclab-node/old\n"; got != want {
+		t.Errorf("terminal got %q, want %q", got, want)
+	}
+}
+
+// TestDeployerVMLog: a deploy's guest image build, and the superseded images it removed, are
+// told on the command's terminal stream, a line each (the vm runtime's builder logs there).
+func TestDeployerVMLog(t *testing.T) {
+	var w bytes.Buffer
+	d := newDeployer(&w)
+	r, ok := d.Runtimes[spec.RuntimeVM].(vm.Runtime)
+	if !ok {
+		t.Fatalf("runtime %s is %T", spec.RuntimeVM, d.Runtimes[spec.RuntimeVM])
+	}
+	if r.Images.Log == nil {
+		t.Fatal("the vm runtime's image builder has no Log: a deploy's build and what it removed are never told")
+	}
+	r.Images.Log("guest image %s: removed %d superseded busybox guest image(s) (%d MB): %s", "new", 1, 36, "old")
+	if got, want := w.String(), "guest image new: removed 1 superseded busybox guest image(s) (36 MB): old\n"; got != want {
 		t.Errorf("terminal got %q, want %q", got, want)
 	}
 }

@@ -67,7 +67,8 @@ func DebianKey(suite, release string, packages []string) string {
 
 // EnsureDebian returns the Debian guest image with these packages (DebianPackages), building
 // its root when no image with the same key exists (debootstrap: minutes) and its initramfs
-// when none exists for the current agent binary (a second).
+// when none exists for the current agent binary (a second). A new root removes the roots of
+// the same packages and an older kernel that are not in use (prune).
 func (b Builder) EnsureDebian(ctx context.Context, packages []string) (*Image, error) {
 	src, err := debian.HostSource()
 	if err != nil {
@@ -79,6 +80,7 @@ func (b Builder) EnsureDebian(ctx context.Context, packages []string) (*Image, e
 	}
 	key := DebianKey(src.Suite, rel, packages)
 	dir := filepath.Join(b.root(), key)
+	touchImage(dir) // before reading it: a build removing it as superseded sees the use
 	im, err := readImage(dir)
 	if err != nil {
 		if im, err = b.buildDebian(ctx, src, rel, bz, packages, key, dir); err != nil {
@@ -147,6 +149,7 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 		return im, err
 	}
 	b.logf("Debian guest image %s: root %d MB allocated, built in %s", key, im.DiskBytes>>20, time.Since(start).Round(time.Second))
+	b.prune(im)
 	return im, nil
 }
 

@@ -184,7 +184,8 @@ type content struct {
 }
 
 // Ensure returns the image for these programs (kinds.Needs of a lab plus BasePrograms),
-// building it when no image with the same content exists.
+// building it when no image with the same content exists; a build removes the images it
+// supersedes that are not in use (prune).
 func (b Builder) Ensure(programs []string) (*Image, error) {
 	c, err := b.collect(programs)
 	if err != nil {
@@ -195,6 +196,7 @@ func (b Builder) Ensure(programs []string) (*Image, error) {
 		return nil, err
 	}
 	dir := filepath.Join(b.root(), key)
+	touchImage(dir) // before reading it: a build removing it as superseded sees the use
 	if im, err := readImage(dir); err == nil {
 		return im, nil
 	}
@@ -611,6 +613,7 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 		return im, err
 	}
 	b.logf("guest image %s: initramfs %d MB", key, st.Size()>>20)
+	b.prune(im)
 	return im, nil
 }
 
@@ -691,16 +694,27 @@ func (b Builder) List() ([]*Image, error) {
 	return out, nil
 }
 
-// Remove deletes the cached image with this key (or every one for "all").
+// Remove deletes the cached image with this key (or every one for "all"). An image a
+// running VM boots (InUse) stays, and is an error naming the VMs ("all" removes the others
+// first).
 func (b Builder) Remove(key string) error {
 	ims, err := b.List()
 	if err != nil {
 		return err
 	}
+	use, err := b.InUse()
+	if err != nil {
+		return err
+	}
 	found := false
+	var busy []string
 	for _, im := range ims {
 		if key == "all" || im.Key == key {
 			found = true
+			if vms := use[im.Key]; len(vms) > 0 {
+				busy = append(busy, im.Key+" (in use by "+strings.Join(vms, ", ")+")")
+				continue
+			}
 			if err := os.RemoveAll(im.Dir); err != nil {
 				return fmt.Errorf("remove guest image %s: %w", im.Key, err)
 			}
@@ -708,6 +722,9 @@ func (b Builder) Remove(key string) error {
 	}
 	if !found && key != "all" {
 		return fmt.Errorf("remove guest image %s: no such image (sfclab images list --runtime vm)", key)
+	}
+	if len(busy) > 0 {
+		return fmt.Errorf("remove guest image %s: kept %s: destroy the lab first", key, strings.Join(busy, ", "))
 	}
 	return nil
 }

@@ -328,6 +328,7 @@ func (r Runtime) images(ctx context.Context, p *plan.Plan) (map[string]*Image, e
 			if _, err := os.Stat(im.Initramfs()); err != nil {
 				fresh = false
 			}
+			touchImage(im.Dir) // in use again: not to be removed as superseded (prune)
 		}
 		if fresh {
 			return lastImages.ims, nil
