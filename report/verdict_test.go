@@ -1,10 +1,12 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/stats"
 )
 
@@ -187,5 +189,84 @@ func TestClaimRuleShown(t *testing.T) {
 	}
 	if c := ht.Rows[1][2]; c.Detail != "" {
 		t.Errorf("HTML cell of a claim without a rule has detail %q", c.Detail)
+	}
+}
+
+// studyCScenarios are study C's 35 data-plane scenarios (studies.OpenStackSFC with --vm): the
+// four C0 scenarios have no function and stay on namespaces, the others run VMs.
+func studyCScenarios() (names []string, runtimes map[string]string) {
+	runtimes = map[string]string{}
+	for i := 0; i <= 6; i++ {
+		for _, v := range []string{"", "-routed-4hosts", "-1host", "-routed"} {
+			names = append(names, fmt.Sprintf("c%d%s", i, v))
+		}
+	}
+	names = append(names, "same-d", "same-d-routed-4hosts", "other", "other-routed-4hosts", "fig6", "tap-local", "tap-remote")
+	for _, s := range names {
+		runtimes[s] = "vm"
+		if strings.HasPrefix(s, "c0") {
+			runtimes[s] = "netns"
+		}
+	}
+	return names, runtimes
+}
+
+// comparedInput is a run of scenarios on runtimes (deploy samples say which), two
+// repetitions, under TCG.
+func comparedInput(names []string, runtimes map[string]string) Input {
+	in := Input{Run: results.Run{Experiment: "e", Complete: true, Env: map[string]string{EnvVMAccel: "tcg: PVM host"}}, Scenarios: names}
+	for _, s := range names {
+		for trial := 1; trial <= 2; trial++ {
+			in.Trials = append(in.Trials, results.Trial{Scenario: s, Trial: trial, Status: results.TrialOK})
+			in.Samples = append(in.Samples, results.Sample{Scenario: s, Trial: trial, Probe: "deploy", Metric: MetricDeployTime, Value: 2, Unit: "s",
+				Labels: map[string]string{"nodes": "3", "runtime": runtimes[s]}})
+		}
+	}
+	return in
+}
+
+// TestVerdictComparedLine: the verdict's "Compared:" sentence names a few scenarios one by
+// one, but counts many (study C's 35) per runtime and points to the Trials table, the
+// baseline still named; the TCG sentence names the few scenarios without VMs instead of the
+// 31 with.
+func TestVerdictComparedLine(t *testing.T) {
+	cNames, cRuntimes := studyCScenarios()
+	for _, tt := range []struct {
+		name     string
+		in       Input
+		want     []string
+		notWant  []string
+		maxChars int
+	}{
+		{"few", comparedInput([]string{"base", "fw", "fw-vm"}, map[string]string{"base": "netns", "fw": "netns", "fw-vm": "vm"}),
+			[]string{"Compared: fw (netns), fw-vm (vm, " + EmulatedMark + ") against the baseline scenario base (netns), 2 repetitions each",
+				" fw-vm ran VMs under TCG (" + EmulatedMark + ")"},
+			[]string{"Trials table"}, 0},
+		{"many", comparedInput(cNames, cRuntimes),
+			[]string{"Compared: 34 scenarios against the baseline scenario c0 (netns), 2 repetitions each; ",
+				" Their runtimes: 3 on netns, 31 on vm (" + EmulatedMark + "); the Trials table names each scenario with its runtime.",
+				" Every scenario compared but c0-routed-4hosts, c0-1host, c0-routed (31) ran VMs under TCG"},
+			[]string{"c3-routed-4hosts", "same-d", "tap-remote", "fig6"}, 1400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Build(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := r.verdictSection().blocks[0].para
+			for _, w := range tt.want {
+				if !strings.Contains(what, w) {
+					t.Errorf("the Compared paragraph lacks %q:\n%s", w, what)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(what, w) {
+					t.Errorf("the Compared paragraph has %q:\n%s", w, what)
+				}
+			}
+			if tt.maxChars > 0 && len(what) > tt.maxChars {
+				t.Errorf("the Compared paragraph is %d bytes, want at most %d:\n%s", len(what), tt.maxChars, what)
+			}
+		})
 	}
 }
