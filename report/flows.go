@@ -11,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
@@ -540,11 +539,10 @@ func (r *Report) flowsPlot(scenario string) (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plot flows of %s: %w", scenario, err)
 		}
-		l.Color = palette[i%len(palette)]
+		// A node keeps its colour in every flows chart of the report (v4 in Fig. 6 and the taps').
+		st := r.seriesStyle("node:" + se.Node)
+		l.Color, l.Dashes = st.colour, st.dashes
 		l.Width = 1.5
-		if i >= len(palette) {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
 		p.Add(l)
 		name := se.Node
 		if se.Tap {

@@ -264,7 +264,8 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := newPlot("NDR search path", "trial", "offered rate (kpps)")
-	for i, n := range r.NDR {
+	tcg := false
+	for _, n := range r.NDR {
 		var line plotter.XYs
 		var pass, fail plotter.XYs
 		for _, st := range n.Path {
@@ -279,14 +280,18 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 		if len(line) == 0 {
 			continue
 		}
-		c := palette[i%len(palette)]
+		// A scenario's style in every chart of the report; its frame sizes and trials share it
+		// (the legend names each).
+		st := r.seriesStyle(n.Scenario)
+		c := st.colour
 		l, err := plotter.NewLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("plot ndr path: %w", err)
 		}
-		l.Color = c
+		l.Color, l.Dashes = c, st.dashes
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %s #%d", n.Scenario, n.Frame, n.Trial), l)
+		p.Legend.Add(fmt.Sprintf("%s %s #%d", tcgLegend(n.Scenario, r.Emulated(n.Scenario)), n.Frame, n.Trial), l)
+		tcg = tcg || r.Emulated(n.Scenario)
 		for _, pts := range []struct {
 			xy    plotter.XYs
 			shape draw.GlyphDrawer
@@ -301,6 +306,9 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 			s.GlyphStyle.Shape, s.GlyphStyle.Color, s.GlyphStyle.Radius = pts.shape, c, vg.Points(3)
 			p.Add(s)
 		}
+	}
+	if tcg {
+		p.Title.Text += tcgTitleLine
 	}
 	p.Legend.Top = true
 	return p, nil
