@@ -524,15 +524,30 @@ func (r *Report) verdictSection() section {
 	if len(variants) > 0 {
 		what += fmt.Sprintf(" A scenario NAME-VARIANT is compared with %s-VARIANT where the run has it (%s).", r.Baseline, strings.Join(variants, ", "))
 	}
-	var emulated []string
+	// The scenarios across the TCG line from their baseline: those that ran VMs under TCG
+	// against a baseline that did not, and (a run whose baseline ran VMs under TCG) those
+	// that did not against one that did, which must not be said to have run VMs.
+	var emulated, native []string
 	for _, s := range others {
-		if r.Incomparable(s, r.BaselineFor(s)) {
-			emulated = append(emulated, s)
+		if b := r.BaselineFor(s); r.Incomparable(s, b) {
+			if r.Emulated(s) {
+				emulated = append(emulated, s)
+			} else {
+				native = append(native, s)
+			}
 		}
 	}
 	if len(emulated) > 0 {
 		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim about what they cost is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other (a claim about where their traffic goes, such as study C's Fig. 6 and tap, is decided as usual).",
 			r.emulatedNames(others, emulated), EmulatedMark)
+	}
+	if len(native) > 0 {
+		names := strings.Join(native, ", ")
+		if len(native) > namedMax {
+			names = plural2(len(native), "scenario")
+		}
+		what += fmt.Sprintf(" %s ran no VMs under TCG, but the baseline %s would be compared with did (%s): no ratio, D_th or K_lat against that baseline is given, because an emulated CPU's figures say nothing about a real one's.",
+			names, plural(len(native), "it", "they"), EmulatedMark)
 	}
 	if red := r.Run.Env["reduced"]; red != "" {
 		what += " Reduced from the study: " + red + "."

@@ -242,6 +242,11 @@ func TestVerdictComparedLine(t *testing.T) {
 			[]string{"Compared: fw (netns), fw-vm (vm, " + EmulatedMark + ") against the baseline scenario base (netns), 2 repetitions each",
 				" fw-vm ran VMs under TCG (" + EmulatedMark + ")"},
 			[]string{"Trials table"}, 0},
+		// A baseline that ran VMs under TCG: the scenario without is not said to have run VMs.
+		{"baseline under TCG", comparedInput([]string{"vm-src", "ns-src"}, map[string]string{"vm-src": "vm", "ns-src": "netns"}),
+			[]string{"Compared: ns-src (netns) against the baseline scenario vm-src (vm, " + EmulatedMark + "), 2 repetitions each",
+				" ns-src ran no VMs under TCG, but the baseline it would be compared with did (" + EmulatedMark + "): no ratio, D_th or K_lat against that baseline is given"},
+			[]string{"ns-src ran VMs"}, 0},
 		{"many", comparedInput(cNames, cRuntimes),
 			[]string{"Compared: 34 scenarios against the baseline scenario c0 (netns), 2 repetitions each; ",
 				" Their runtimes: 3 on netns, 31 on vm (" + EmulatedMark + "); the Trials table names each scenario with its runtime.",
