@@ -592,29 +592,63 @@ func (r *Report) verdictSection() section {
 
 // tcgPairItems are the verdict's lines of the scenarios that ran VMs under TCG against their
 // TCGBaselineFor (vm-2-vnf against vm-1-vnf): throughput and latency ratios, marked TCG.
+//
+// More than namedMax such scenarios (study C with --vm has 26) make one line: how many, against
+// which TCG baselines, and the range of each ratio; the Paired ratios table below the verdict
+// has each with its CI.
 func (r *Report) tcgPairItems() []string {
-	var out []string
+	var out, bases []string
+	var n int
+	metrics := []string{MetricThroughput, MetricTCPRTT, MetricPingRTT}
+	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, s := range r.Scenarios {
 		b := r.TCGBaselineFor(s)
 		if b == "" {
 			continue
 		}
 		var parts []string
-		if q, ok := r.TCGThroughputRatio(s); ok {
-			parts = append(parts, "throughput "+q.Text())
-		}
-		for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
-			if q, ok := r.TCGLatencyRatio(m, s); ok {
-				parts = append(parts, latencyLabel(m)+" "+q.Text())
+		for _, m := range metrics {
+			q, ok := r.TCGThroughputRatio(s)
+			what := "throughput"
+			if m != MetricThroughput {
+				q, ok = r.TCGLatencyRatio(m, s)
+				what = latencyLabel(m)
 			}
+			if !ok {
+				continue
+			}
+			parts = append(parts, what+" "+q.Text())
+			if _, seen := lo[m]; !seen {
+				lo[m], hi[m] = math.Inf(1), math.Inf(-1)
+			}
+			lo[m], hi[m] = math.Min(lo[m], q.Value), math.Max(hi[m], q.Value)
 		}
 		if len(parts) == 0 {
 			continue
 		}
+		n++
+		if !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
 		out = append(out, fmt.Sprintf("%s against %s, both VMs under TCG (%s with any scenario without VMs; between the two it is what %s adds on the same emulated CPU): %s.",
 			s, b, EmulatedMark, s, strings.Join(parts, "; ")))
 	}
-	return out
+	if n <= namedMax {
+		return out
+	}
+	var ranges []string
+	for _, m := range metrics {
+		if _, ok := lo[m]; !ok {
+			continue
+		}
+		what := "throughput"
+		if m != MetricThroughput {
+			what = latencyLabel(m)
+		}
+		ranges = append(ranges, fmt.Sprintf("%s %s× to %s×", what, fixed(lo[m], 2), fixed(hi[m], 2)))
+	}
+	return []string{fmt.Sprintf("%d scenarios that ran VMs under TCG are compared with the first TCG scenario of their family instead (%s), both VMs under TCG (%s with any scenario without VMs; between the two it is what the scenario adds on the same emulated CPU): %s of it; the Paired ratios table below gives each with its CI and test.",
+		n, strings.Join(bases, ", "), EmulatedMark, strings.Join(ranges, ", "))}
 }
 
 // bottleneckItem is the verdict's Bottleneck line for scenario s (as tables label it: marked when it ran

@@ -275,3 +275,52 @@ func TestVerdictComparedLine(t *testing.T) {
 		})
 	}
 }
+
+// TestTCGPairItemsCounted: a few scenarios compared with a TCG baseline of their family get a
+// verdict line each; study C's 24 make one line with the baselines and the range of the
+// ratios, the Paired ratios table keeping each.
+func TestTCGPairItemsCounted(t *testing.T) {
+	cNames, cRuntimes := studyCScenarios()
+	for _, tt := range []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"few", []string{"c0", "c1", "c2", "c3"}, []string{
+			"c2 against c1, both VMs under TCG (" + EmulatedMark + " with any scenario without VMs; between the two it is what c2 adds on the same emulated CPU): throughput 0.50× c1 ",
+			"c3 against c1, both VMs under TCG"}},
+		{"many", cNames, []string{
+			"24 scenarios that ran VMs under TCG are compared with the first TCG scenario of their family instead (c1, c1-routed-4hosts, c1-1host, c1-routed), both VMs under TCG (" +
+				EmulatedMark + " with any scenario without VMs; between the two it is what the scenario adds on the same emulated CPU): throughput 0.17× to 1.00× of it; the Paired ratios table below gives each with its CI and test."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := comparedInput(tt.names, cRuntimes)
+			for _, s := range tt.names {
+				if s == "fig6" || strings.HasPrefix(s, "tap-") {
+					continue // measured by the flows probe
+				}
+				g := 12.0 // c1..c6: 12/n Gbit/s; same-d, other: as c1
+				if n := s[1] - '0'; s[0] == 'c' && n >= 1 && n <= 6 {
+					g /= float64(n)
+				}
+				for trial := 1; trial <= 2; trial++ {
+					in.Samples = append(in.Samples, results.Sample{Scenario: s, Trial: trial, Probe: "iperf3", Metric: "throughput", Unit: "bit/s",
+						Value: g * (1 + 0.01*float64(trial)) * 1e9, Labels: map[string]string{"side": "receiver"}})
+				}
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := r.tcgPairItems()
+			if len(items) != len(tt.want) {
+				t.Fatalf("%d items, want %d:\n%s", len(items), len(tt.want), strings.Join(items, "\n"))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(items[i], w) {
+					t.Errorf("item %d:\n%s\nwant it to begin\n%s", i, items[i], w)
+				}
+			}
+		})
+	}
+}
