@@ -32,6 +32,65 @@ var palette = []color.NRGBA{
 	{0x00, 0x00, 0x00, 0xff}, // black
 }
 
+// tcgColour draws what ran VMs under TCG where a chart sets it apart from the rest: the
+// throughput chart's bars, a study figure's series of this run under TCG. No other series
+// has it (seriesPalette).
+var tcgColour = palette[1]
+
+// seriesPalette are the colours of the series a chart names by a scenario, a node, a
+// platform or a base scenario: the Okabe-Ito palette without tcgColour (orange) and black
+// (the published marks').
+var seriesPalette = []color.NRGBA{palette[0], palette[2], palette[3], palette[4], palette[5], palette[6]}
+
+// seriesDashes are the dash patterns of the series after the first len(seriesPalette): the
+// colours repeat dashed, then dotted.
+var seriesDashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}
+
+// seriesStyle is how a series is drawn.
+type seriesStyle struct {
+	colour color.NRGBA
+	dashes []vg.Length
+	// glyph is the shape of its points (the CDF lines have none).
+	glyph draw.GlyphDrawer
+}
+
+// seriesGlyphs go with seriesDashes: a key's points keep one shape in every chart.
+var seriesGlyphs = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.PlusGlyph{}}
+
+// seriesStyle is the style of the series called key (a scenario's name, or "node:" and a
+// node's) in every chart of the report: the first key the charts ask for gets the first
+// colour, the next the next; after len(seriesPalette) keys the colours repeat dashed, then
+// dotted. A scenario therefore keeps its colour from chart to chart, wherever it stands in
+// each (before, the colour was the series' place in the chart, so the same scenario changed
+// colour between two charts).
+func (r *Report) seriesStyle(key string) seriesStyle {
+	if r.styles == nil {
+		r.styles = map[string]int{}
+	}
+	i, ok := r.styles[key]
+	if !ok {
+		i = len(r.styles)
+		r.styles[key] = i
+	}
+	n := len(seriesPalette)
+	k := (i / n) % len(seriesDashes)
+	return seriesStyle{colour: seriesPalette[i%n], dashes: seriesDashes[k], glyph: seriesGlyphs[k]}
+}
+
+// tcgLegend is the legend name of a series of scenario s (or of a base scenario whose cells
+// ran VMs under TCG, tcg set): s, marked short when it ran VMs under TCG. A chart with such a
+// series says what the mark means in its title (tcgTitleLine).
+func tcgLegend(name string, tcg bool) string {
+	if tcg {
+		return name + tcgCell
+	}
+	return name
+}
+
+// tcgTitleLine is the line a chart's title gets when a series' legend carries the short TCG
+// mark.
+const tcgTitleLine = "\n(TCG): VMs under TCG, " + EmulatedMark
+
 var (
 	colUser    = palette[0]
 	colSystem  = palette[1]
@@ -103,7 +162,7 @@ func (r *Report) charts() ([]chart, error) {
 		return nil
 	}
 	for _, f := range r.figures() {
-		fp, err := figurePlot(f)
+		fp, err := r.figurePlot(f)
 		if err != nil {
 			return nil, err
 		}
@@ -396,7 +455,7 @@ func (r *Report) throughputPlot() (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		tb.Color = color.NRGBA{0xE6, 0x9F, 0x00, 0xff}
+		tb.Color = tcgColour
 		tb.LineStyle.Width = 0
 		p.Add(tb)
 		p.Legend.Add("VMs under TCG: "+EmulatedMark, tb)
@@ -446,7 +505,8 @@ func (r *Report) latencyPlot(m latencyMetric) (*plot.Plot, error) {
 	p.Add(gridLines())
 	var missing []string
 	lo, hi := math.Inf(1), math.Inf(-1)
-	for i, s := range r.Scenarios {
+	tcg := false
+	for _, s := range r.Scenarios {
 		xs := slices.Clone(byScenario[s])
 		if len(xs) == 0 {
 			missing = append(missing, s)
@@ -469,13 +529,15 @@ func (r *Report) latencyPlot(m latencyMetric) (*plot.Plot, error) {
 			return nil, err
 		}
 		line.StepStyle = plotter.PostStep
-		line.Color = palette[i%len(palette)]
+		st := r.seriesStyle(s)
+		line.Color, line.Dashes = st.colour, st.dashes
 		line.Width = vg.Points(1.8)
-		if d := i % 3; d > 0 {
-			line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[d]
-		}
 		p.Add(line)
-		p.Legend.Add(fmt.Sprintf("%s (n=%d)", s, n), line)
+		p.Legend.Add(fmt.Sprintf("%s (n=%d)", tcgLegend(s, r.Emulated(s)), n), line)
+		tcg = tcg || r.Emulated(s)
+	}
+	if tcg {
+		p.Title.Text += tcgTitleLine
 	}
 	if len(missing) > 0 {
 		why := "no samples"
@@ -643,7 +705,8 @@ func (r *Report) httpPlot(concurrency int) (*plot.Plot, error) {
 		}
 		scenarioSeen[row.Scenario] = true
 	}
-	for i, s := range r.Scenarios {
+	tcg := false
+	for _, s := range r.Scenarios {
 		if !scenarioSeen[s] {
 			continue
 		}
@@ -677,24 +740,29 @@ func (r *Report) httpPlot(concurrency int) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		col := palette[i%len(palette)]
-		line.Color = col
+		st := r.seriesStyle(s)
+		col := st.colour
+		line.Color, line.Dashes = col, st.dashes
 		line.Width = vg.Points(1.8)
-		if d := i % 3; d > 0 {
-			line.Dashes = [][]vg.Length{nil, {vg.Points(6), vg.Points(3)}, {vg.Points(2), vg.Points(2)}}[d]
-		}
 		points.Color = col
-		points.Shape = []draw.GlyphDrawer{draw.CircleGlyph{}, draw.SquareGlyph{}, draw.TriangleGlyph{}, draw.PlusGlyph{}}[i%4]
+		points.Shape = st.glyph
+		if r.Emulated(s) {
+			points.Shape = draw.TriangleGlyph{} // the TCG mark's shape, as in the study figures
+			tcg = true
+		}
 		points.Radius = vg.Points(3)
 		eb := &plotter.YErrorBars{XYs: pts, YErrors: errs, LineStyle: plotter.DefaultLineStyle, CapWidth: vg.Points(6)}
 		eb.LineStyle.Color = col
 		eb.LineStyle.Width = vg.Points(1)
 		p.Add(line, points, eb)
-		p.Legend.Add(s, line, points)
+		p.Legend.Add(tcgLegend(s, r.Emulated(s)), line, points)
 		drawn++
 	}
 	if drawn == 0 {
 		return nil, nil
+	}
+	if tcg {
+		p.Title.Text += tcgTitleLine
 	}
 	if len(unplaced) > 0 {
 		p.Title.Text += "\nnot shown (object name is not a size): " + strings.Join(unplaced, ", ")

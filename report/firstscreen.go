@@ -65,7 +65,13 @@ type figPoint struct {
 type figSeries struct {
 	name      string
 	published bool
-	pts       []figPoint
+	// key names the series' style (Report.seriesStyle): a published series shares its
+	// measured series' key; "" is the name without the published label. tcg marks this run's
+	// figures of VMs under TCG: drawn as triangles, in tcgColour when the series holds every
+	// such scenario of the figure (scenarioFigure).
+	key string
+	tcg bool
+	pts []figPoint
 }
 
 // studyFigure is a Figure with its data.
@@ -204,7 +210,7 @@ func (r *Report) scenarioFigure(spec Figure) studyFigure {
 	// A scenario whose VMs ran under TCG is drawn as a series of its own, the mark in its
 	// legend, and named in the caption: its point beside a published (KVM or bare-metal)
 	// figure must not read as comparable.
-	emulated := figSeries{name: "this run, " + EmulatedMark + " (mean, 95 % CI)"}
+	emulated := figSeries{name: "this run, " + EmulatedMark + " (mean, 95 % CI)", tcg: true}
 	var marked []string
 	pub := figSeries{name: publishedLabel, published: true}
 	var notRun []string // categories with only a published mark
@@ -316,17 +322,20 @@ func (r *Report) httpFigure(spec Figure) studyFigure {
 		for _, pub := range []bool{false, true} {
 			v := row.MeasuredChange
 			name := platform
+			tcg := false
 			if pub {
 				v, name = row.PublishedChange, platform+" "+publishedLabel
 			} else if r.Emulated(row.Scenario) {
 				name += " (" + EmulatedMark + ")"
+				tcg = true
 			}
 			if math.IsNaN(v) {
 				continue
 			}
 			se := bySeries[name]
 			if se == nil {
-				se = &figSeries{name: name, published: pub}
+				// The platform's measured and published series share its style.
+				se = &figSeries{name: name, published: pub, key: "platform:" + platform, tcg: tcg}
 				bySeries[name] = se
 				order = append(order, name)
 			}
@@ -412,10 +421,12 @@ func (r *Report) rttFigure(spec Figure) studyFigure {
 		if row.Rate != rate {
 			continue
 		}
-		name := baseOf(row.Scenario)
+		base := baseOf(row.Scenario)
+		name := base
 		if len(sides) > 1 && row.Side != "" {
 			name += " (" + row.Side + "'s host)"
 		}
+		tcg := r.Emulated(row.Scenario)
 		y := row.Path.Median
 		if row.Path.N == 0 {
 			y = row.RTT.Median
@@ -425,14 +436,30 @@ func (r *Report) rttFigure(spec Figure) studyFigure {
 		}
 		se := bySeries[name]
 		if se == nil {
-			se = &figSeries{name: name}
+			// A base keeps its style in the RTT box charts too (one side's series when
+			// there are two).
+			key := base
+			if len(sides) > 1 && row.Side != "" && row.Side != "sender" {
+				key = name
+			}
+			se = &figSeries{name: name, key: key}
 			bySeries[name] = se
 			order = append(order, name)
 		}
+		se.tcg = se.tcg || tcg
 		se.pts = append(se.pts, figPoint{slices.Index(counts, max(row.Background, 0)), y, math.NaN(), math.NaN()})
 	}
+	tcg := false
 	for _, n := range order {
-		f.series = append(f.series, *bySeries[n])
+		se := *bySeries[n]
+		if se.tcg {
+			se.name += tcgCell
+			tcg = true
+		}
+		f.series = append(f.series, se)
+	}
+	if tcg {
+		f.Title += " ((TCG): VMs under TCG, " + EmulatedMark + ")"
 	}
 	return f
 }

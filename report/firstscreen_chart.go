@@ -1,6 +1,7 @@
 package report
 
 import (
+	"image/color"
 	"math"
 	"strings"
 
@@ -14,24 +15,13 @@ import (
 // a set of points side by side in it; this run's points are filled (with
 // their 95 % CI as whiskers), the published ones hollow rings labelled
 // "published" in the legend, in the colour of the series they belong to.
-func figurePlot(f studyFigure) (*plot.Plot, error) {
+// A series keeps its colour in every chart of the report (seriesStyle); this
+// run's figures of VMs under TCG are triangles, and the series that holds all
+// of a figure's (scenarioFigure's) is in tcgColour, as the throughput chart's
+// bars are.
+func (r *Report) figurePlot(f studyFigure) (*plot.Plot, error) {
 	p := newPlot(wrapTitle(f.Title, 52), "", f.ylabel)
 	p.Add(gridLines())
-	// Series that share a name but for the published label share a colour.
-	colours := map[string]int{}
-	var measured int
-	for _, se := range f.series {
-		base := strings.TrimSuffix(strings.TrimSuffix(se.name, publishedLabel), " ")
-		if se.published && base == "" {
-			continue
-		}
-		if _, ok := colours[base]; !ok {
-			colours[base] = len(colours)
-		}
-		if !se.published {
-			measured++
-		}
-	}
 	n := len(f.series)
 	lo, hi := math.Inf(1), math.Inf(-1)
 	for k, se := range f.series {
@@ -57,17 +47,33 @@ func figurePlot(f studyFigure) (*plot.Plot, error) {
 		if err != nil {
 			return nil, err
 		}
-		base := strings.TrimSuffix(strings.TrimSuffix(se.name, publishedLabel), " ")
-		col := palette[colours[base]%len(palette)]
+		key := se.key
+		if key == "" {
+			key = strings.TrimSuffix(strings.TrimSuffix(se.name, publishedLabel), " ")
+		}
+		var col color.NRGBA
+		switch {
+		case se.published && key == "": // the published figures of the whole figure
+			col = palette[7]
+		case se.key == "" && se.tcg: // scenarioFigure's: this run's figures of VMs under TCG
+			col = tcgColour
+		case se.key == "" && !se.published: // scenarioFigure's: this run's other figures
+			col = palette[0]
+		default:
+			col = r.seriesStyle(key).colour
+		}
 		sc.GlyphStyle.Color = col
-		if se.published {
+		switch {
+		case se.published && key == "":
+			sc.GlyphStyle.Shape = draw.CrossGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(5.5)
+		case se.published:
 			sc.GlyphStyle.Shape = draw.RingGlyph{}
 			sc.GlyphStyle.Radius = vg.Points(5.5)
-			if base == "" {
-				sc.GlyphStyle.Color = palette[7]
-				sc.GlyphStyle.Shape = draw.CrossGlyph{}
-			}
-		} else {
+		case se.tcg:
+			sc.GlyphStyle.Shape = draw.TriangleGlyph{}
+			sc.GlyphStyle.Radius = vg.Points(4)
+		default:
 			sc.GlyphStyle.Shape = draw.CircleGlyph{}
 			sc.GlyphStyle.Radius = vg.Points(3.5)
 		}

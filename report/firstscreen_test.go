@@ -224,6 +224,14 @@ func TestStudyFigureTCGMark(t *testing.T) {
 	if strings.Contains(md.String(), "not run here: fw") {
 		t.Error("the marked scenario is said not to have run")
 	}
+	// Published vs measured: fw's figures beside the published ones carry the mark, and no
+	// D_th or K_lat against the baseline on a real CPU.
+	for _, want := range []string{"| fw (" + EmulatedMark + ") | throughput | 19.70 Gbit/s | 21.55 Gbit/s | D_th 33.2 % | " + notComparable + " |",
+		"| fw (" + EmulatedMark + ") | ping_rtt | 0.177 ms | 0.082 ms | K_lat +98.9 % | " + notComparable + " |"} {
+		if !strings.Contains(md.String(), want) {
+			t.Errorf("the published table lacks %q", want)
+		}
+	}
 	// The throughput chart draws fw's bar apart, and its title says so.
 	if title := r.chartTitleOf("throughput"); !strings.HasSuffix(title, "(orange bars: VMs under TCG, "+EmulatedMark+")") {
 		t.Errorf("throughput chart title %q is not marked", title)

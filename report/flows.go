@@ -11,7 +11,6 @@ import (
 
 	"gonum.org/v1/plot"
 	"gonum.org/v1/plot/plotter"
-	"gonum.org/v1/plot/vg"
 
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
@@ -80,6 +79,21 @@ type ModeTable struct {
 	// Ratios add a column each after the modes: the paired per-repetition ratio of one
 	// column's throughput over another's.
 	Ratios []RatioColumn
+	// Panels, when set, split the table into one table per panel, each under its title with
+	// the case column and the panel's columns, then the ratios of two of them, so that many
+	// modes fit a page; a row with no scenario in a panel's columns is left out of it.
+	// Without Panels the modes make one table.
+	Panels []ModePanel
+}
+
+// ModePanel is one table of a ModeTable split by Panels.
+type ModePanel struct {
+	// Title is said above the panel's table ("On the four emulated hosts:").
+	Title string
+	// Columns are indexes into the ModeTable's Columns; Labels, when set, name them in this
+	// panel's header, one per column (shorter: the title says what they share).
+	Columns []int
+	Labels  []string
 }
 
 // RatioColumn is a ratio column of a ModeTable: column Of's throughput over column To's
@@ -375,36 +389,105 @@ func (r *Report) ModeRatio(of, to string) (Ratio, bool) {
 	return pairedRatio(of, to, a.Trials, a.Gbits, b.Trials, b.Gbits), true
 }
 
+// tcgCell is the mark a figure of a scenario that ran VMs under TCG carries in a table with a
+// figure per cell (the modes table): short, so that the table fits a page; a note under the
+// table spells it out as EmulatedMark.
+const tcgCell = " (TCG)"
+
 func (r *Report) modesSection(m *ModeTable) section {
 	sec := section{id: "modes", title: m.Title, level: 2}
 	if m.Intro != "" {
 		sec.blocks = append(sec.blocks, block{para: m.Intro})
 	}
+	panels := m.Panels
+	if len(panels) == 0 {
+		all := ModePanel{}
+		for i := range m.Columns {
+			all.Columns = append(all.Columns, i)
+		}
+		panels = []ModePanel{all}
+	}
+	var marked, incomparable bool
+	for k, pn := range panels {
+		t, mk, inc := r.modesTable(m, pn)
+		if t == nil {
+			continue
+		}
+		t.id = "modes-table"
+		if k > 0 {
+			t.id += "-" + strconv.Itoa(k+1)
+		}
+		marked, incomparable = marked || mk, incomparable || inc
+		if pn.Title != "" {
+			sec.blocks = append(sec.blocks, block{para: pn.Title})
+		}
+		sec.blocks = append(sec.blocks, block{table: t})
+	}
+	var notes []string
+	if marked {
+		notes = append(notes, "(TCG): the scenario ran VMs under TCG, "+EmulatedMark+"; a ratio so marked is of two such scenarios, both on the same emulated CPU")
+	}
+	if incomparable {
+		notes = append(notes, notComparable+": one side ran VMs under TCG and the other did not, so no ratio is given")
+	}
+	if len(notes) > 0 {
+		sec.blocks = append(sec.blocks, block{para: strings.Join(notes, ". ") + "."})
+	}
+	return sec
+}
+
+// modesTable is the table of one panel of m (nil when no row has a scenario in its columns),
+// and whether a cell carries the TCG mark or stands for a ratio not given across the TCG line.
+func (r *Report) modesTable(m *ModeTable, pn ModePanel) (t *table, marked, incomparable bool) {
+	label := func(c int) string {
+		for k, pc := range pn.Columns {
+			if pc == c && k < len(pn.Labels) && pn.Labels[k] != "" {
+				return pn.Labels[k]
+			}
+		}
+		return m.Columns[c]
+	}
+	var cols []int
+	for _, c := range pn.Columns {
+		if c >= 0 && c < len(m.Columns) {
+			cols = append(cols, c)
+		}
+	}
 	header := []string{"case"}
 	right := []bool{false}
-	for _, c := range m.Columns {
-		header = append(header, c+" Gbit/s [95 % CI]")
+	for _, c := range cols {
+		header = append(header, label(c)+" Gbit/s [95 % CI]")
 		right = append(right, true)
 	}
 	var ratios []RatioColumn
 	for _, q := range m.Ratios {
-		if q.valid(m) {
+		if q.valid(m) && slices.Contains(cols, q.Of) && slices.Contains(cols, q.To) {
 			ratios = append(ratios, q)
-			header = append(header, m.Columns[q.Of]+" ÷ "+m.Columns[q.To])
+			header = append(header, label(q.Of)+" ÷ "+label(q.To)+" [95 % CI]")
 			right = append(right, true)
 		}
 	}
-	t := &table{id: "modes-table", header: header, right: right}
+	scenario := func(row ModeRow, c int) string {
+		if c < len(row.Scenarios) {
+			return row.Scenarios[c]
+		}
+		return ""
+	}
+	t = &table{header: header, right: right}
 	for _, row := range m.Rows {
+		if !slices.ContainsFunc(cols, func(c int) bool { return scenario(row, c) != "" }) {
+			continue
+		}
 		cells := []string{row.Case}
-		for i := range m.Columns {
+		for _, c := range cols {
 			cell := dash
-			if i < len(row.Scenarios) && row.Scenarios[i] != "" {
+			if s := scenario(row, c); s != "" {
 				cell = "not measured"
-				if tr, ok := r.throughputOf(row.Scenarios[i]); ok {
+				if tr, ok := r.throughputOf(s); ok {
 					cell = f2(tr.Summary.Mean) + " " + ciRange(tr.Summary.CI95Low, tr.Summary.CI95High, 2)
-					if r.Emulated(row.Scenarios[i]) {
-						cell += " (" + EmulatedMark + ")"
+					if r.Emulated(s) {
+						cell += tcgCell
+						marked = true
 					}
 				}
 			}
@@ -412,8 +495,8 @@ func (r *Report) modesSection(m *ModeTable) section {
 		}
 		for _, q := range ratios {
 			cell := dash
-			if q.Of < len(row.Scenarios) && q.To < len(row.Scenarios) {
-				of, to := row.Scenarios[q.Of], row.Scenarios[q.To]
+			of, to := scenario(row, q.Of), scenario(row, q.To)
+			if of != "" && to != "" {
 				if v, ok := r.ModeRatio(of, to); ok {
 					cell = fixed(v.Value, 2) + "×"
 					if !math.IsNaN(v.Low) {
@@ -421,9 +504,11 @@ func (r *Report) modesSection(m *ModeTable) section {
 					}
 					switch {
 					case r.Incomparable(of, to): // an emulated CPU against a real one: no ratio
-						cell = EmulatedMark
+						cell = notComparable
+						incomparable = true
 					case r.Emulated(of):
-						cell += " (" + EmulatedMark + ")"
+						cell += tcgCell
+						marked = true
 					}
 				}
 			}
@@ -431,8 +516,10 @@ func (r *Report) modesSection(m *ModeTable) section {
 		}
 		t.rows = append(t.rows, cells)
 	}
-	sec.blocks = append(sec.blocks, block{table: t})
-	return sec
+	if len(t.rows) == 0 {
+		return nil, false, false
+	}
+	return t, marked, incomparable
 }
 
 // flowsPlot draws a scenario's series: one line per counted port, Mbit/s over time.
@@ -452,11 +539,10 @@ func (r *Report) flowsPlot(scenario string) (*plot.Plot, error) {
 		if err != nil {
 			return nil, fmt.Errorf("plot flows of %s: %w", scenario, err)
 		}
-		l.Color = palette[i%len(palette)]
+		// A node keeps its colour in every flows chart of the report (v4 in Fig. 6 and the taps').
+		st := r.seriesStyle("node:" + se.Node)
+		l.Color, l.Dashes = st.colour, st.dashes
 		l.Width = 1.5
-		if i >= len(palette) {
-			l.Dashes = []vg.Length{vg.Points(4), vg.Points(2)}
-		}
 		p.Add(l)
 		name := se.Node
 		if se.Tap {

@@ -139,8 +139,8 @@ func TestModesTCGMark(t *testing.T) {
 		ratioC0 string   // what the C0 row's transparent ÷ routed cell holds
 	}{
 		{"none", nil, 0, "0.45×"},
-		{"all", []string{"c0", "c2", "c0-routed", "c2-routed"}, 8, "0.45× [0.38, 0.53] (" + EmulatedMark + ")"},
-		{"routed only", []string{"c0-routed", "c2-routed"}, 6, "| " + EmulatedMark + " |"},
+		{"all", []string{"c0", "c2", "c0-routed", "c2-routed"}, 8, "0.45× [0.38, 0.53] (TCG)"},
+		{"routed only", []string{"c0-routed", "c2-routed"}, 6, "| " + notComparable + " |"},
 	} {
 		in := flowsInput()
 		in.Run.Env[EnvVMAccel] = "tcg: PVM host"
@@ -165,9 +165,14 @@ func TestModesTCGMark(t *testing.T) {
 				table = append(table, l)
 			}
 		}
-		got := strings.Count(strings.Join(table, "\n"), EmulatedMark)
+		got := strings.Count(strings.Join(table, "\n"), "(TCG)")
 		if len(table) != 2 || got != tt.cells || !strings.Contains(table[0], tt.ratioC0) {
 			t.Errorf("%s: %d marks in the modes rows, want %d, C0 with %q:\n%s", tt.name, got, tt.cells, tt.ratioC0, strings.Join(table, "\n"))
+		}
+		// The short mark is spelled out under the table, once.
+		note := "(TCG): the scenario ran VMs under TCG, " + EmulatedMark
+		if n := strings.Count(md.String(), note); (n == 1) != (tt.cells > 0) {
+			t.Errorf("%s: %d notes %q under the modes table, want one when a cell is marked", tt.name, n, note)
 		}
 	}
 }
@@ -235,6 +240,88 @@ func TestFlowsTCGMark(t *testing.T) {
 		}
 		if got := strings.HasSuffix(r.chartTitleOf(flowsChartName("fig6")), "(mean over trials, 1 point per interval) ("+EmulatedMark+")"); got != vm {
 			t.Errorf("vm %v: flows chart title %q marked %v", vm, r.chartTitleOf(flowsChartName("fig6")), got)
+		}
+	}
+}
+
+// modesSectionMD is the Markdown of r's modes section: from its heading to the next.
+func modesSectionMD(t *testing.T, r *Report, title string) string {
+	t.Helper()
+	md := renderMarkdown(t, r).String()
+	i := strings.Index(md, "\n## "+title+"\n")
+	if i < 0 {
+		t.Fatalf("no section %q:\n%s", title, md)
+	}
+	sec := md[i+1:]
+	if j := strings.Index(sec[3:], "\n## "); j >= 0 {
+		sec = sec[:j+3]
+	}
+	return sec
+}
+
+// TestModesPanels: a modes table split into panels (study C: four hosts, one host) renders a
+// table per panel under its title, with the panel's short labels, the ratios of its own
+// columns only, no row without a scenario in it, every TCG figure marked short and the mark
+// spelled out once below; no Markdown row is wider than maxModesRow, where the one table of
+// four modes, two ratios and the full mark in every cell was over 300 characters.
+func TestModesPanels(t *testing.T) {
+	const maxModesRow = 110
+	in := flowsInput()
+	in.Run.Env[EnvVMAccel] = "tcg: PVM host"
+	in.Scenarios = nil
+	in.Published.Modes = &ModeTable{Title: "Steering modes", Columns: []string{"transparent, 4 hosts", "routed, 4 hosts", "transparent, 1 host", "routed, 1 host"},
+		Ratios: []RatioColumn{{Of: 0, To: 1}, {Of: 2, To: 3}},
+		Panels: []ModePanel{{Title: "On four hosts:", Columns: []int{0, 1}, Labels: []string{"transparent", "routed"}},
+			{Title: "On one host:", Columns: []int{2, 3}, Labels: []string{"transparent", "routed"}}}}
+	in.Samples, in.Trials = nil, nil
+	for _, c := range []string{"c0", "c1", "c2"} {
+		in.Published.Modes.Rows = append(in.Published.Modes.Rows, ModeRow{Case: strings.ToUpper(c), Scenarios: []string{c, c + "-routed-4hosts", c + "-1host", c + "-routed"}})
+	}
+	in.Published.Modes.Rows = append(in.Published.Modes.Rows, ModeRow{Case: "Table II, with D", Scenarios: []string{"same-d", "same-d-routed-4hosts", "", ""}})
+	for _, row := range in.Published.Modes.Rows {
+		for k, sc := range row.Scenarios {
+			if sc == "" {
+				continue
+			}
+			in.Scenarios = append(in.Scenarios, sc)
+			rt := "vm"
+			if strings.HasPrefix(sc, "c0") {
+				rt = "netns"
+			}
+			for trial := 1; trial <= 2; trial++ {
+				in.Trials = append(in.Trials, results.Trial{Scenario: sc, Trial: trial, Status: results.TrialOK})
+				in.Samples = append(in.Samples,
+					results.Sample{Scenario: sc, Trial: trial, Probe: "deploy", Metric: MetricDeployTime, Value: 1, Unit: "s", Labels: map[string]string{"runtime": rt}},
+					results.Sample{Scenario: sc, Trial: trial, Probe: "iperf3", Metric: "throughput", Unit: "bit/s", Value: (10 + float64(k) + 0.1*float64(trial)) * 1e9,
+						Labels: map[string]string{"side": "receiver"}})
+			}
+		}
+	}
+	r, err := Build(in)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sec := modesSectionMD(t, r, "Steering modes")
+	header := "| case | transparent Gbit/s [95 % CI] | routed Gbit/s [95 % CI] | transparent ÷ routed [95 % CI] |"
+	if n := strings.Count(sec, header+"\n"); n != 2 {
+		t.Errorf("%d tables with header %q, want 2 (one per panel):\n%s", n, header, sec)
+	}
+	four, one, ok := strings.Cut(sec, "On one host:")
+	if !ok || !strings.Contains(four, "On four hosts:") {
+		t.Fatalf("the panels' titles are missing:\n%s", sec)
+	}
+	if !strings.Contains(four, "| Table II, with D |") || strings.Contains(one, "Table II") {
+		t.Errorf("Table II's row belongs to the four-host panel only:\n%s", sec)
+	}
+	if !strings.Contains(four, "| C1 | 10.15 [9.51, 10.79] (TCG) | 11.15 [10.51, 11.79] (TCG) | 0.91× ") || !strings.Contains(four, "| C0 | 10.15 [9.51, 10.79] | 11.15 [10.51, 11.79] | 0.91× [0.91, 0.92] |") {
+		t.Errorf("C0 (namespaces) and C1 (VMs under TCG) rows:\n%s", four)
+	}
+	if n := strings.Count(sec, EmulatedMark); n != 1 {
+		t.Errorf("the full mark %d times in the modes section, want once (the note):\n%s", n, sec)
+	}
+	for _, l := range strings.Split(sec, "\n") {
+		if strings.HasPrefix(l, "|") && len([]rune(l)) > maxModesRow {
+			t.Errorf("modes row of %d characters, want at most %d: %s", len([]rune(l)), maxModesRow, l)
 		}
 	}
 }

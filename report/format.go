@@ -543,8 +543,13 @@ func (r *Report) comparisonTable() block {
 			if !math.IsNaN(row.MeasuredChange) {
 				mc = row.Change + " " + pct(row.MeasuredChange, signed)
 			}
+			if r.Incomparable(row.Scenario, r.Baseline) && row.MeasuredText == "" {
+				mc = notComparable
+			}
 		}
-		t.rows = append(t.rows, []string{row.Scenario, row.Metric, pub, meas, pc, mc})
+		// A figure of VMs under TCG beside a published (KVM or bare-metal) one is marked, as in
+		// every other table: before, study C's --vm guests stood here unmarked.
+		t.rows = append(t.rows, []string{r.ScenarioLabel(row.Scenario), row.Metric, pub, meas, pc, mc})
 	}
 	return block{table: t}
 }

@@ -96,6 +96,9 @@ func (r *Report) buildNDR(samples []results.Sample, failed map[trialKey]*FailedT
 			continue
 		}
 		n := row(x)
+		if snd := x.Labels["sender"]; snd != "" {
+			n.Sender = snd // on every result sample of a guest's search, limited or not
+		}
 		switch x.Metric {
 		case "ndr_pps", "pdr_pps", "ndr_bps", "pdr_bps":
 			switch x.Metric {
@@ -119,7 +122,7 @@ func (r *Report) buildNDR(samples []results.Sample, failed map[trialKey]*FailedT
 			n.Disturbed = x.Labels["disturbed_trials"]
 		case "generator_max_pps":
 			n.GeneratorMax = x.Value
-			n.Limited, n.Reason, n.Sender = x.Labels["limited"] == "true", x.Labels["reason"], x.Labels["sender"]
+			n.Limited, n.Reason = x.Labels["limited"] == "true", x.Labels["reason"]
 			n.Trials, _ = strconv.Atoi(x.Labels["trials"])
 		case "generator_calibrated_pps":
 			n.Calibrated = x.Value
@@ -192,6 +195,9 @@ func (r *Report) ndrSection() section {
 			strconv.Itoa(n.Trials), strconv.Itoa(n.Inconsistent), fixed(n.ReceiverDrops, 0), fixed(n.GeneratorMax/1e3, 1), fixed(n.Calibrated/1e3, 1)})
 	}
 	sec.blocks = append(sec.blocks, block{table: t})
+	if s := r.guestSenderText(); s != "" {
+		sec.blocks = append(sec.blocks, block{para: s})
+	}
 	sec.blocks = append(sec.blocks, r.ndrGeneratorBlocks()...)
 	sec.blocks = append(sec.blocks, block{chart: "ndr-path"})
 	return sec
@@ -231,6 +237,9 @@ func (r *Report) ndrGeneratorBlocks() []block {
 		if n.Disturbed != "" && !strings.HasPrefix(n.Disturbed, "0,") {
 			note = strings.TrimPrefix(note+"; ", "; ") + "disturbed trials re-run: " + n.Disturbed
 		}
+		if n.Sender != "" { // a VM guest's sender: first, as it bears on every figure of the row
+			note = strings.TrimSuffix("sender: "+n.Sender+" (guest's clock, its virtual NIC before the chain); "+note, "; ")
+		}
 		t.rows = append(t.rows, []string{r.ScenarioLabel(n.Scenario), n.Frame, strconv.Itoa(n.Trial), n.Generator, orDash(n.Receiver), cpu(n.SenderCPU), cpu(n.ReceiveCPU),
 			ceil, clamp, orDash(note)})
 	}
@@ -238,9 +247,11 @@ func (r *Report) ndrGeneratorBlocks() []block {
 		return nil
 	}
 	return []block{{para: "How each search's load was made: the generator (xdp: the XDP live-frame generator, frames built in the kernel; sendmmsg: the socket path), " +
+
 		"what counted the frames at the destination (xdp-counter: before any socket, so receiver drops cannot pose as chain loss), " +
 		"the CPUs the sender and the chain's receiving side ran on (on one CPU the chain's work runs on the sender's and slows it down instead of dropping), " +
-		"the generator's ceiling into the chain (what left its interface unpaced; frames the first hop refused are not in it), and a max rate above that ceiling clamped to it. " +
+		"the generator's ceiling into the chain (what left its interface unpaced; frames the first hop refused are not in it), and a max rate above that ceiling clamped to it; " +
+		"the note names a sender that ran in a VM guest (by its agent) rather than in the source's stack from the host. " +
 		"A trial that lost frames while another task held the chain's receiving threads off their CPU for longer than half the fill time of the forwarder's receive ring is disturbed: it is run again, up to 3 times, and its loss counts if it stays disturbed (docs/verdicts.md); the note gives how many were re-run and kept."}, {table: t}}
 }
 
@@ -264,7 +275,8 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 		return nil, nil
 	}
 	p := newPlot("NDR search path", "trial", "offered rate (kpps)")
-	for i, n := range r.NDR {
+	tcg := false
+	for _, n := range r.NDR {
 		var line plotter.XYs
 		var pass, fail plotter.XYs
 		for _, st := range n.Path {
@@ -279,14 +291,18 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 		if len(line) == 0 {
 			continue
 		}
-		c := palette[i%len(palette)]
+		// A scenario's style in every chart of the report; its frame sizes and trials share it
+		// (the legend names each).
+		st := r.seriesStyle(n.Scenario)
+		c := st.colour
 		l, err := plotter.NewLine(line)
 		if err != nil {
 			return nil, fmt.Errorf("plot ndr path: %w", err)
 		}
-		l.Color = c
+		l.Color, l.Dashes = c, st.dashes
 		p.Add(l)
-		p.Legend.Add(fmt.Sprintf("%s %s #%d", n.Scenario, n.Frame, n.Trial), l)
+		p.Legend.Add(fmt.Sprintf("%s %s #%d", tcgLegend(n.Scenario, r.Emulated(n.Scenario)), n.Frame, n.Trial), l)
+		tcg = tcg || r.Emulated(n.Scenario)
 		for _, pts := range []struct {
 			xy    plotter.XYs
 			shape draw.GlyphDrawer
@@ -301,6 +317,9 @@ func (r *Report) ndrPlot() (*plot.Plot, error) {
 			s.GlyphStyle.Shape, s.GlyphStyle.Color, s.GlyphStyle.Radius = pts.shape, c, vg.Points(3)
 			p.Add(s)
 		}
+	}
+	if tcg {
+		p.Title.Text += tcgTitleLine
 	}
 	p.Legend.Top = true
 	return p, nil
@@ -393,8 +412,44 @@ func (r *Report) ndrVerdict() []string {
 			}
 			parts[i] = name + ": " + strings.Join(byFrame[f], ", ")
 		}
-		items = append(items, fmt.Sprintf("No-drop rate (UDP) of %s, kpps per frame size: %s (the no-drop rate section has each search's path and its generator).",
-			r.ScenarioLabel(s), strings.Join(parts, "; ")))
+		sent := ""
+		if snd := r.ndrSender(s); snd != "" {
+			sent = "; sent from a VM guest (" + snd + "), its virtual NIC before the chain"
+		}
+		items = append(items, fmt.Sprintf("No-drop rate (UDP) of %s, kpps per frame size: %s (the no-drop rate section has each search's path and its generator%s).",
+			r.ScenarioLabel(s), strings.Join(parts, "; "), sent))
 	}
 	return items
+}
+
+// ndrSender is the sender of scenario s's searches when one ran in a VM guest (label sender),
+// "" otherwise.
+func (r *Report) ndrSender(s string) string {
+	for _, n := range r.NDR {
+		if n.Scenario == s && n.Sender != "" {
+			return n.Sender
+		}
+	}
+	return ""
+}
+
+// guestSenderText says, under the NDR table, which scenarios' searches were sent from a VM
+// guest and what that changes; "" when none was.
+func (r *Report) guestSenderText() string {
+	var names []string
+	sender := ""
+	for _, s := range r.Scenarios {
+		if snd := r.ndrSender(s); snd != "" {
+			names = append(names, s)
+			sender = snd
+		}
+	}
+	if len(names) == 0 {
+		return ""
+	}
+	if len(names) > 1 {
+		sender = "see the generator table's notes below"
+	}
+	return "Sent from a VM guest (sender: " + sender + "): " + strings.Join(names, ", ") + ". These searches' load was made and paced in the guest, each trial's sending timed by the guest's clock (under TCG an emulated CPU's), " +
+		"and crossed the guest's virtual NIC before the chain: their NDR is that of the guest's sender and the chain together (the generator alone is calibrated into a socket of the guest itself)."
 }

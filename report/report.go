@@ -199,6 +199,11 @@ type Report struct {
 	// units are the report's parts that stand on their own: they read their samples and
 	// render their sections themselves (unit.go).
 	units []sectionUnit
+
+	// styles gives each series key (a scenario's name, a node's) the place of its style in
+	// seriesPalette, in the order the charts first asked (seriesStyle): one style per key in
+	// every chart of the report.
+	styles map[string]int
 }
 
 // Build computes the report of in. It fails if Baseline names no scenario

@@ -64,7 +64,15 @@ type RTTRow struct {
 	Method, Fallback string
 	Ceiling          float64
 	ClampedFrom      string
+	// Clock is "guest" (GuestClock) when the cell's echoes were sent and timed in a VM guest
+	// source (label clock): every timestamp the guest kernel's, its socket's software stamps;
+	// "" when the host's kernel timed them.
+	Clock string
 }
+
+// GuestClock is the clock of an rtt cell timed in a VM guest source: the rtt probe's clock
+// label (probe/rtt.GuestClock; a test keeps them equal).
+const GuestClock = "guest"
 
 // HighRateShare is the share of the requested rate below which a high-rate cell (requested
 // at rtt.HighRateFrom or more) is marked short: issue 25 asks for study D's 1 Mpps cell at
@@ -144,6 +152,8 @@ type rttData struct {
 	// generator_ceiling samples.
 	method, fallback, clamped string
 	ceiling                   []float64
+	// clock is GuestClock when a sample of the cell carried it.
+	clock string
 }
 
 // trialMedians returns the median of each trial's echoes in trial order, and the echoes.
@@ -182,6 +192,9 @@ func (r *Report) buildRTT(samples []results.Sample) {
 			d = &rttData{reached: true, trialRTT: map[int][]float64{}, trialPath: map[int][]float64{}}
 			data[k] = d
 			keys = append(keys, k)
+		}
+		if x.Labels["clock"] == GuestClock {
+			d.clock = GuestClock
 		}
 		switch x.Metric {
 		case "rtt":
@@ -255,6 +268,7 @@ func (r *Report) buildRTT(samples []results.Sample) {
 			row.Ceiling = mean(d.ceiling)
 		}
 		row.PathEnd, row.SocketTX, row.SocketRX = d.pathEnd(), median(d.sockTX), median(d.sockRX)
+		row.Clock = d.clock
 		r.RTT = append(r.RTT, row)
 	}
 	r.rttEchoes = data
@@ -458,6 +472,9 @@ func (r *Report) rttSection() section {
 			usText(row.StackTX), usText(row.StackRX), usText(row.Path.Median)})
 	}
 	sec.blocks = append(sec.blocks, block{para: "Path RTT (headline) per scenario and requested rate, all trials pooled:"}, block{table: t})
+	if s := r.guestClockText(); s != "" {
+		sec.blocks = append(sec.blocks, block{para: s})
+	}
 	if unstamped > 0 {
 		sec.blocks = append(sec.blocks, block{para: "n is \"K of N\" where only K of the N echoes that came back had both kernel timestamps; " +
 			"the path columns are over those K, the app RTT over all N (\"—\": none had them)."})
@@ -525,6 +542,9 @@ func (r *Report) rttVerdict() []string {
 		out = append(out, fmt.Sprintf("%s at %s: path RTT median %s, p99 %s (app RTT incl. sender stack: median %s).",
 			r.ScenarioLabel(row.Scenario), rate, usText(row.Path.Median), usText(row.Path.P99), usText(row.RTT.Median)))
 	}
+	if s := r.guestClockBrief(); s != "" {
+		out = append(out, s)
+	}
 	if s := r.highRateText(); s != "" {
 		out = append(out, s)
 	}
@@ -549,6 +569,39 @@ func (r *Report) rttVerdict() []string {
 			strconv.FormatFloat(x.AppRatio, 'f', 2, 64), caveat))
 	}
 	return out
+}
+
+// guestCells names the rtt cells timed in a VM guest source ("vm-src at 1000"), in table order.
+func (r *Report) guestCells() []string {
+	var cells []string
+	for _, row := range r.RTT {
+		if row.Clock == GuestClock {
+			cells = append(cells, row.Scenario+" at "+row.Rate)
+		}
+	}
+	return cells
+}
+
+// guestClockText says, under the rtt tables, which cells were timed by a VM guest's clock and
+// what that changes; "" when none was.
+func (r *Report) guestClockText() string {
+	cells := r.guestCells()
+	if len(cells) == 0 {
+		return ""
+	}
+	return "Timed by the guest's clock (clock: guest): " + strings.Join(cells, ", ") + ". The source of these cells is a VM guest: " +
+		"its echoes were sent, received and timed in the guest, every timestamp taken by the guest's clock, the path's by its kernel at the socket (software stamps: " +
+		"the tc programs cannot be attached to a guest's interface from the host), so their path RTT also holds the guest's virtual NIC both ways, and under TCG the guest's clock runs on an emulated CPU. " +
+		"Set them against cells timed by the host's kernel only with that in mind."
+}
+
+// guestClockBrief is the verdict's line on the cells timed by a guest's clock; "" when none was.
+func (r *Report) guestClockBrief() string {
+	cells := r.guestCells()
+	if len(cells) == 0 {
+		return ""
+	}
+	return "Timed by a VM guest's clock (its socket's stamps, the guest's virtual NIC inside the path): " + strings.Join(cells, ", ") + " (the rtt section says what that changes)."
 }
 
 // highRateBlocks is the table of the cells asked for at a high rate: how they were sent, the

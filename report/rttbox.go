@@ -176,8 +176,12 @@ func (r *Report) rttBoxPlot(g RTTBoxGroup) (*plot.Plot, error) {
 	p.Add(gridLines())
 	width := vg.Points(min(36, 240/float64(max(1, len(g.Counts)*len(g.Bases)))))
 	lo, hi := math.Inf(1), math.Inf(-1)
+	anyTCG := false
 	for j, base := range g.Bases {
-		col := palette[j%len(palette)]
+		// A base keeps its colour in every chart of the report (rttFigure's series too).
+		col := r.seriesStyle(base).colour
+		tcg := slices.ContainsFunc(g.Cells[base], r.Emulated)
+		anyTCG = anyTCG || tcg
 		for i, sc := range g.Cells[base] {
 			if sc == "" {
 				continue
@@ -212,7 +216,10 @@ func (r *Report) rttBoxPlot(g RTTBoxGroup) (*plot.Plot, error) {
 			b.MedianStyle.Width = vg.Points(2)
 			p.Add(b)
 		}
-		p.Legend.Add(base, swatch{col})
+		p.Legend.Add(tcgLegend(base, tcg), swatch{col})
+	}
+	if anyTCG {
+		p.Title.Text += tcgTitleLine
 	}
 	var ticks []plot.Tick
 	for i, c := range g.Counts {

@@ -393,6 +393,68 @@ func (q Ratio) Excludes(dir int) bool {
 	return q.High < 1
 }
 
+// namedMax is the most scenarios the verdict's "Compared:" line names one by one; beyond it
+// the line counts them per runtime and points to the Trials table.
+const namedMax = 8
+
+// countedByRuntime says on which runtimes scenarios ss ran, in order of first appearance, and
+// where each is named: "Their runtimes: 3 on netns, 31 on vm (emulated CPU (TCG): not
+// comparable); the Trials table names each scenario with its runtime."
+func (r *Report) countedByRuntime(ss []string) string {
+	var keys []string
+	count := map[string]int{}
+	emulated := map[string]bool{}
+	for _, s := range ss {
+		k := r.Runtimes[s]
+		if _, ok := count[k]; !ok {
+			keys = append(keys, k)
+		}
+		count[k]++
+		emulated[k] = emulated[k] || r.Emulated(s)
+	}
+	if len(keys) == 1 && keys[0] == "" {
+		return "The Trials table names each."
+	}
+	parts := make([]string, len(keys))
+	for i, k := range keys {
+		switch {
+		case k == "":
+			parts[i] = fmt.Sprintf("%d on a runtime not recorded", count[k])
+		case emulated[k]:
+			parts[i] = fmt.Sprintf("%d on %s (%s)", count[k], k, EmulatedMark)
+		default:
+			parts[i] = fmt.Sprintf("%d on %s", count[k], k)
+		}
+	}
+	return fmt.Sprintf("Their runtimes: %s; the Trials table names each scenario with its runtime.", strings.Join(parts, ", "))
+}
+
+// emulatedNames names the scenarios of others that ran VMs under TCG against a baseline
+// without (emulated): one by one when they are few; else, when the others without VMs under
+// TCG are few, as every scenario but those; else counted.
+func (r *Report) emulatedNames(others, emulated []string) string {
+	if len(emulated) <= namedMax {
+		return strings.Join(emulated, ", ")
+	}
+	var rest []string
+	for _, s := range others {
+		if !slices.Contains(emulated, s) {
+			if r.Emulated(s) { // TCG against a TCG baseline: "all but" would say it ran none
+				rest = nil
+				break
+			}
+			rest = append(rest, s)
+		}
+	}
+	switch {
+	case len(rest) == 0 && len(emulated) == len(others):
+		return fmt.Sprintf("Every scenario compared (%d)", len(emulated))
+	case len(rest) > 0 && len(rest) <= namedMax:
+		return fmt.Sprintf("Every scenario compared but %s (%d)", strings.Join(rest, ", "), len(emulated))
+	}
+	return fmt.Sprintf("%d scenarios (those with vm in the Trials table's runtime column)", len(emulated))
+}
+
 func plural2(n int, word string) string {
 	return fmt.Sprintf("%d %s", n, plural(n, word, word+"s"))
 }
@@ -425,11 +487,20 @@ func (r *Report) verdictSection() section {
 		}
 		return strings.Join(out, ", ")
 	}
-	what := fmt.Sprintf("Compared: %s", named(r.Scenarios))
+	// Many scenarios (study C has 35) are counted, not named: a wall of names hides the
+	// sentence's point, and the Trials table names each with its runtime.
+	listed, many := named, len(others) > namedMax
+	if many {
+		listed = func(ss []string) string { return plural2(len(ss), "scenario") }
+	}
+	what := fmt.Sprintf("Compared: %s", listed(r.Scenarios))
 	if r.Baseline != "" && len(others) > 0 {
-		what = fmt.Sprintf("Compared: %s against the baseline scenario %s", named(others), named([]string{r.Baseline}))
+		what = fmt.Sprintf("Compared: %s against the baseline scenario %s", listed(others), named([]string{r.Baseline}))
 	}
 	what += fmt.Sprintf(", %s each; within a repetition the scenarios run one after another, so each is paired with the baseline of the same repetition.", plural2(reps, "repetition"))
+	if many {
+		what += " " + r.countedByRuntime(others)
+	}
 	// Which rule of BaselineFor chose b: the variant's (BASELINE-VARIANT for NAME-VARIANT,
 	// whatever the runtimes) or the runtime's (b on s's own runtime). Before, a VM scenario
 	// compared with its variant's baseline on namespaces (study C's c1-1host with c0-1host)
@@ -453,15 +524,30 @@ func (r *Report) verdictSection() section {
 	if len(variants) > 0 {
 		what += fmt.Sprintf(" A scenario NAME-VARIANT is compared with %s-VARIANT where the run has it (%s).", r.Baseline, strings.Join(variants, ", "))
 	}
-	var emulated []string
+	// The scenarios across the TCG line from their baseline: those that ran VMs under TCG
+	// against a baseline that did not, and (a run whose baseline ran VMs under TCG) those
+	// that did not against one that did, which must not be said to have run VMs.
+	var emulated, native []string
 	for _, s := range others {
-		if r.Incomparable(s, r.BaselineFor(s)) {
-			emulated = append(emulated, s)
+		if b := r.BaselineFor(s); r.Incomparable(s, b) {
+			if r.Emulated(s) {
+				emulated = append(emulated, s)
+			} else {
+				native = append(native, s)
+			}
 		}
 	}
 	if len(emulated) > 0 {
 		what += fmt.Sprintf(" %s ran VMs under TCG (%s): no ratio, D_th or K_lat of them against a scenario without VMs is given and no claim about what they cost is decided on them, because an emulated CPU's cost says nothing about a VM's under KVM nor about a container's; compare them only with each other (a claim about where their traffic goes, such as study C's Fig. 6 and tap, is decided as usual).",
-			strings.Join(emulated, ", "), EmulatedMark)
+			r.emulatedNames(others, emulated), EmulatedMark)
+	}
+	if len(native) > 0 {
+		names := strings.Join(native, ", ")
+		if len(native) > namedMax {
+			names = plural2(len(native), "scenario")
+		}
+		what += fmt.Sprintf(" %s ran no VMs under TCG, but the baseline %s would be compared with did (%s): no ratio, D_th or K_lat against that baseline is given, because an emulated CPU's figures say nothing about a real one's.",
+			names, plural(len(native), "it", "they"), EmulatedMark)
 	}
 	if red := r.Run.Env["reduced"]; red != "" {
 		what += " Reduced from the study: " + red + "."
@@ -506,29 +592,63 @@ func (r *Report) verdictSection() section {
 
 // tcgPairItems are the verdict's lines of the scenarios that ran VMs under TCG against their
 // TCGBaselineFor (vm-2-vnf against vm-1-vnf): throughput and latency ratios, marked TCG.
+//
+// More than namedMax such scenarios (study C with --vm has 26) make one line: how many, against
+// which TCG baselines, and the range of each ratio; the Paired ratios table below the verdict
+// has each with its CI.
 func (r *Report) tcgPairItems() []string {
-	var out []string
+	var out, bases []string
+	var n int
+	metrics := []string{MetricThroughput, MetricTCPRTT, MetricPingRTT}
+	lo, hi := map[string]float64{}, map[string]float64{}
 	for _, s := range r.Scenarios {
 		b := r.TCGBaselineFor(s)
 		if b == "" {
 			continue
 		}
 		var parts []string
-		if q, ok := r.TCGThroughputRatio(s); ok {
-			parts = append(parts, "throughput "+q.Text())
-		}
-		for _, m := range []string{MetricTCPRTT, MetricPingRTT} {
-			if q, ok := r.TCGLatencyRatio(m, s); ok {
-				parts = append(parts, latencyLabel(m)+" "+q.Text())
+		for _, m := range metrics {
+			q, ok := r.TCGThroughputRatio(s)
+			what := "throughput"
+			if m != MetricThroughput {
+				q, ok = r.TCGLatencyRatio(m, s)
+				what = latencyLabel(m)
 			}
+			if !ok {
+				continue
+			}
+			parts = append(parts, what+" "+q.Text())
+			if _, seen := lo[m]; !seen {
+				lo[m], hi[m] = math.Inf(1), math.Inf(-1)
+			}
+			lo[m], hi[m] = math.Min(lo[m], q.Value), math.Max(hi[m], q.Value)
 		}
 		if len(parts) == 0 {
 			continue
 		}
+		n++
+		if !slices.Contains(bases, b) {
+			bases = append(bases, b)
+		}
 		out = append(out, fmt.Sprintf("%s against %s, both VMs under TCG (%s with any scenario without VMs; between the two it is what %s adds on the same emulated CPU): %s.",
 			s, b, EmulatedMark, s, strings.Join(parts, "; ")))
 	}
-	return out
+	if n <= namedMax {
+		return out
+	}
+	var ranges []string
+	for _, m := range metrics {
+		if _, ok := lo[m]; !ok {
+			continue
+		}
+		what := "throughput"
+		if m != MetricThroughput {
+			what = latencyLabel(m)
+		}
+		ranges = append(ranges, fmt.Sprintf("%s %s× to %s×", what, fixed(lo[m], 2), fixed(hi[m], 2)))
+	}
+	return []string{fmt.Sprintf("%d scenarios that ran VMs under TCG are compared with the first TCG scenario of their family instead (%s), both VMs under TCG (%s with any scenario without VMs; between the two it is what the scenario adds on the same emulated CPU): %s of it; the Paired ratios table below gives each with its CI and test.",
+		n, strings.Join(bases, ", "), EmulatedMark, strings.Join(ranges, ", "))}
 }
 
 // bottleneckItem is the verdict's Bottleneck line for scenario s (as tables label it: marked when it ran

@@ -1,10 +1,12 @@
 package report
 
 import (
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 
+	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/stats"
 )
 
@@ -187,5 +189,138 @@ func TestClaimRuleShown(t *testing.T) {
 	}
 	if c := ht.Rows[1][2]; c.Detail != "" {
 		t.Errorf("HTML cell of a claim without a rule has detail %q", c.Detail)
+	}
+}
+
+// studyCScenarios are study C's 35 data-plane scenarios (studies.OpenStackSFC with --vm): the
+// four C0 scenarios have no function and stay on namespaces, the others run VMs.
+func studyCScenarios() (names []string, runtimes map[string]string) {
+	runtimes = map[string]string{}
+	for i := 0; i <= 6; i++ {
+		for _, v := range []string{"", "-routed-4hosts", "-1host", "-routed"} {
+			names = append(names, fmt.Sprintf("c%d%s", i, v))
+		}
+	}
+	names = append(names, "same-d", "same-d-routed-4hosts", "other", "other-routed-4hosts", "fig6", "tap-local", "tap-remote")
+	for _, s := range names {
+		runtimes[s] = "vm"
+		if strings.HasPrefix(s, "c0") {
+			runtimes[s] = "netns"
+		}
+	}
+	return names, runtimes
+}
+
+// comparedInput is a run of scenarios on runtimes (deploy samples say which), two
+// repetitions, under TCG.
+func comparedInput(names []string, runtimes map[string]string) Input {
+	in := Input{Run: results.Run{Experiment: "e", Complete: true, Env: map[string]string{EnvVMAccel: "tcg: PVM host"}}, Scenarios: names}
+	for _, s := range names {
+		for trial := 1; trial <= 2; trial++ {
+			in.Trials = append(in.Trials, results.Trial{Scenario: s, Trial: trial, Status: results.TrialOK})
+			in.Samples = append(in.Samples, results.Sample{Scenario: s, Trial: trial, Probe: "deploy", Metric: MetricDeployTime, Value: 2, Unit: "s",
+				Labels: map[string]string{"nodes": "3", "runtime": runtimes[s]}})
+		}
+	}
+	return in
+}
+
+// TestVerdictComparedLine: the verdict's "Compared:" sentence names a few scenarios one by
+// one, but counts many (study C's 35) per runtime and points to the Trials table, the
+// baseline still named; the TCG sentence names the few scenarios without VMs instead of the
+// 31 with.
+func TestVerdictComparedLine(t *testing.T) {
+	cNames, cRuntimes := studyCScenarios()
+	for _, tt := range []struct {
+		name     string
+		in       Input
+		want     []string
+		notWant  []string
+		maxChars int
+	}{
+		{"few", comparedInput([]string{"base", "fw", "fw-vm"}, map[string]string{"base": "netns", "fw": "netns", "fw-vm": "vm"}),
+			[]string{"Compared: fw (netns), fw-vm (vm, " + EmulatedMark + ") against the baseline scenario base (netns), 2 repetitions each",
+				" fw-vm ran VMs under TCG (" + EmulatedMark + ")"},
+			[]string{"Trials table"}, 0},
+		// A baseline that ran VMs under TCG: the scenario without is not said to have run VMs.
+		{"baseline under TCG", comparedInput([]string{"vm-src", "ns-src"}, map[string]string{"vm-src": "vm", "ns-src": "netns"}),
+			[]string{"Compared: ns-src (netns) against the baseline scenario vm-src (vm, " + EmulatedMark + "), 2 repetitions each",
+				" ns-src ran no VMs under TCG, but the baseline it would be compared with did (" + EmulatedMark + "): no ratio, D_th or K_lat against that baseline is given"},
+			[]string{"ns-src ran VMs"}, 0},
+		{"many", comparedInput(cNames, cRuntimes),
+			[]string{"Compared: 34 scenarios against the baseline scenario c0 (netns), 2 repetitions each; ",
+				" Their runtimes: 3 on netns, 31 on vm (" + EmulatedMark + "); the Trials table names each scenario with its runtime.",
+				" Every scenario compared but c0-routed-4hosts, c0-1host, c0-routed (31) ran VMs under TCG"},
+			[]string{"c3-routed-4hosts", "same-d", "tap-remote", "fig6"}, 1400},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r, err := Build(tt.in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			what := r.verdictSection().blocks[0].para
+			for _, w := range tt.want {
+				if !strings.Contains(what, w) {
+					t.Errorf("the Compared paragraph lacks %q:\n%s", w, what)
+				}
+			}
+			for _, w := range tt.notWant {
+				if strings.Contains(what, w) {
+					t.Errorf("the Compared paragraph has %q:\n%s", w, what)
+				}
+			}
+			if tt.maxChars > 0 && len(what) > tt.maxChars {
+				t.Errorf("the Compared paragraph is %d bytes, want at most %d:\n%s", len(what), tt.maxChars, what)
+			}
+		})
+	}
+}
+
+// TestTCGPairItemsCounted: a few scenarios compared with a TCG baseline of their family get a
+// verdict line each; study C's 24 make one line with the baselines and the range of the
+// ratios, the Paired ratios table keeping each.
+func TestTCGPairItemsCounted(t *testing.T) {
+	cNames, cRuntimes := studyCScenarios()
+	for _, tt := range []struct {
+		name  string
+		names []string
+		want  []string
+	}{
+		{"few", []string{"c0", "c1", "c2", "c3"}, []string{
+			"c2 against c1, both VMs under TCG (" + EmulatedMark + " with any scenario without VMs; between the two it is what c2 adds on the same emulated CPU): throughput 0.50× c1 ",
+			"c3 against c1, both VMs under TCG"}},
+		{"many", cNames, []string{
+			"24 scenarios that ran VMs under TCG are compared with the first TCG scenario of their family instead (c1, c1-routed-4hosts, c1-1host, c1-routed), both VMs under TCG (" +
+				EmulatedMark + " with any scenario without VMs; between the two it is what the scenario adds on the same emulated CPU): throughput 0.17× to 1.00× of it; the Paired ratios table below gives each with its CI and test."}},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			in := comparedInput(tt.names, cRuntimes)
+			for _, s := range tt.names {
+				if s == "fig6" || strings.HasPrefix(s, "tap-") {
+					continue // measured by the flows probe
+				}
+				g := 12.0 // c1..c6: 12/n Gbit/s; same-d, other: as c1
+				if n := s[1] - '0'; s[0] == 'c' && n >= 1 && n <= 6 {
+					g /= float64(n)
+				}
+				for trial := 1; trial <= 2; trial++ {
+					in.Samples = append(in.Samples, results.Sample{Scenario: s, Trial: trial, Probe: "iperf3", Metric: "throughput", Unit: "bit/s",
+						Value: g * (1 + 0.01*float64(trial)) * 1e9, Labels: map[string]string{"side": "receiver"}})
+				}
+			}
+			r, err := Build(in)
+			if err != nil {
+				t.Fatal(err)
+			}
+			items := r.tcgPairItems()
+			if len(items) != len(tt.want) {
+				t.Fatalf("%d items, want %d:\n%s", len(items), len(tt.want), strings.Join(items, "\n"))
+			}
+			for i, w := range tt.want {
+				if !strings.HasPrefix(items[i], w) {
+					t.Errorf("item %d:\n%s\nwant it to begin\n%s", i, items[i], w)
+				}
+			}
+		})
 	}
 }

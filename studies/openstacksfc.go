@@ -66,10 +66,16 @@ var studyC = &Study{
 		Modes: &report.ModeTable{
 			Title: "Steering modes and placement: Table I's chains",
 			Intro: "Every chain of Table I four ways in the same run: transparent steering (networking-sfc's model, tc eBPF) and routed steering (every function the next L3 hop, a segment between hosts carried in VXLAN) with the functions on the four emulated hosts as placed by the study, then the same chains on one host: the transparent lab with every node on one emulated host, and the routed lab with no emulated host. " +
-				"Table II's with-D and other-node placements exist only on four hosts; on one host they are C1. The last two columns are the paired per-repetition ratios of transparent over routed steering, on four hosts and on one.",
+				"Table II's with-D and other-node placements exist only on four hosts; on one host they are C1. One table per placement, each with the paired per-repetition ratio of transparent over routed steering in its last column.",
 			Columns: []string{"transparent, 4 hosts", "routed, 4 hosts", "transparent, 1 host", "routed, 1 host"},
 			Rows:    modeRows(),
 			Ratios:  []report.RatioColumn{{Of: 0, To: 1}, {Of: 2, To: 3}},
+			// Four modes with their CIs, two ratios and the TCG marks of --vm make one table
+			// twice as wide as a page: one table per placement.
+			Panels: []report.ModePanel{
+				{Title: "On the four emulated hosts, functions placed as in the study:", Columns: []int{0, 1}, Labels: []string{"transparent", "routed"}},
+				{Title: "On one host:", Columns: []int{2, 3}, Labels: []string{"transparent", "routed"}},
+			},
 		},
 	},
 	Quick: func(e *experiment.Experiment) {
