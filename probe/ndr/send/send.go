@@ -84,16 +84,28 @@ func NewSender(fd int, frames []int) *Sender {
 // Send offers pps datagrams per second (0: as fast as it can) for d, each stamped with the
 // trial id, and returns how many the kernel took and how long it sent.
 func (s *Sender) Send(trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error) {
+	return s.SendContext(context.Background(), trial, pps, d)
+}
+
+// SendContext is Send that stops when ctx ends (a guest's agent sending a trial its host
+// cancelled), returning what it sent so far and ctx's error.
+func (s *Sender) SendContext(ctx context.Context, trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var sent uint64
 	start := time.Now()
 	end := start.Add(d)
+	done := ctx.Done() // nil for a context that never ends: the check below costs nothing then
 	k := 0
 	for {
 		now := time.Now()
 		if !now.Before(end) {
 			break
+		}
+		select {
+		case <-done:
+			return sent, time.Since(start), fmt.Errorf("send ndr trial %d: %w", trial, ctx.Err())
+		default:
 		}
 		n := batch
 		if pps > 0 {
