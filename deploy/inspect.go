@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"net/netip"
+	"sync"
 	"time"
 
 	"github.com/sfclab/sfclab/journal"
@@ -84,8 +85,52 @@ type ChainInfo struct {
 // interfaces' read (vm.InspectTimeout).
 const guestReadBound = 30 * time.Second
 
-// Inspect reads a deployed lab's plan and the live state of its nodes.
+// InspectGuests is how many VM guests inspect reads at once (InspectLabs): a guest that does
+// not answer holds its read for up to vm.InspectTimeout, so guests read one after another
+// would add that bound for each hung one.
+const InspectGuests = 4
+
+// Inspect reads a deployed lab's plan and the live state of its nodes (its VM guests up to
+// InspectGuests at once).
 func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
+	infos, err := d.InspectLabs(ctx, []string{lab})
+	if err != nil {
+		return nil, err
+	}
+	return infos[0], nil
+}
+
+// InspectLabs reads labs as Inspect does, in the order given, up to InspectGuests labs and
+// InspectGuests VM guests (of all of them) at once: hung guests hold it about one bound
+// (vm.InspectTimeout) in all, not one each. A lab that cannot be read (its journal or plan)
+// fails it with the first such lab's error, in the order given.
+func (d *Deployer) InspectLabs(ctx context.Context, labs []string) ([]*LabInfo, error) {
+	if len(labs) == 0 {
+		return nil, nil
+	}
+	labSlots, guests := make(chan struct{}, InspectGuests), make(chan struct{}, InspectGuests)
+	infos := make([]*LabInfo, len(labs))
+	errs := make([]error, len(labs))
+	var wg sync.WaitGroup
+	for i, lab := range labs {
+		wg.Go(func() {
+			labSlots <- struct{}{}
+			defer func() { <-labSlots }()
+			infos[i], errs[i] = d.inspect(ctx, lab, guests)
+		})
+	}
+	wg.Wait()
+	for _, err := range errs {
+		if err != nil {
+			return nil, err
+		}
+	}
+	return infos, nil
+}
+
+// inspect reads one lab; its VM guests are read concurrently, each holding a slot of guests
+// while it is read, the other nodes in order.
+func (d *Deployer) inspect(ctx context.Context, lab string, guests chan struct{}) (*LabInfo, error) {
 	st, err := d.Journal.ReadState(lab)
 	if err != nil {
 		return nil, err
@@ -99,23 +144,32 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 	if rt, err := d.Runtime(p.Runtime); err == nil {
 		machines, _ = rt.(runtime.MachineDescriber)
 	}
-	for _, n := range p.Nodes {
-		ni := NodeInfo{Name: n.Name, Role: n.Role, Kind: n.Kind, Netns: n.Netns}
+	info.Nodes = make([]NodeInfo, len(p.Nodes))
+	var wg sync.WaitGroup
+	for k, n := range p.Nodes {
+		ni := &info.Nodes[k]
+		*ni = NodeInfo{Name: n.Name, Role: n.Role, Kind: n.Kind, Netns: n.Netns}
 		if machines != nil {
 			ni.Machine, ni.Down = machines.DescribeMachine(p, n.Name)
 		}
-		nctx, cancel := ctx, context.CancelFunc(func() {})
-		if ni.Machine != "" {
-			nctx, cancel = context.WithTimeout(ctx, guestReadBound)
+		if ni.Machine == "" {
+			readNodeInfo(ctx, d, p, n, ni)
+			continue
 		}
-		if err := readNode(nctx, d, p, n, &ni); err != nil {
-			ni.Error = err.Error()
-		} else if ni.Down == "" { // a machine that is down says why, not what its kind cannot reach
-			readFunction(nctx, d, p, n, &ni)
-		}
-		cancel()
-		info.Nodes = append(info.Nodes, ni)
+		wg.Go(func() {
+			select {
+			case guests <- struct{}{}:
+				defer func() { <-guests }()
+			case <-ctx.Done():
+				ni.Error = fmt.Sprintf("read VM node %s: %v", n.Name, ctx.Err())
+				return
+			}
+			gctx, cancel := context.WithTimeout(ctx, guestReadBound)
+			defer cancel()
+			readNodeInfo(gctx, d, p, n, ni)
+		})
 	}
+	wg.Wait()
 	for _, c := range p.Chains {
 		ci := ChainInfo{Name: c.Name, Path: c.Path, Target: c.Target.String()}
 		if c.Port != 0 {
@@ -135,6 +189,15 @@ func (d *Deployer) Inspect(ctx context.Context, lab string) (*LabInfo, error) {
 		info.Steering = inspectSteering(ctx, rt, p, m)
 	}
 	return info, nil
+}
+
+// readNodeInfo reads node n's interfaces, counters and function into ni.
+func readNodeInfo(ctx context.Context, d *Deployer, p *plan.Plan, n *plan.Node, ni *NodeInfo) {
+	if err := readNode(ctx, d, p, n, ni); err != nil {
+		ni.Error = err.Error()
+	} else if ni.Down == "" { // a machine that is down says why, not what its kind cannot reach
+		readFunction(ctx, d, p, n, ni)
+	}
 }
 
 // Whose kernel reported an interface's figures (InterfaceInfo.SeenBy).

@@ -33,13 +33,11 @@ func newInspect() *cobra.Command {
 					return err
 				}
 			}
-			var infos []*deploy.LabInfo
-			for _, l := range labs {
-				info, err := d.Inspect(cmd.Context(), l)
-				if err != nil {
-					return err
-				}
-				infos = append(infos, info)
+			// Every lab's VM guests are read concurrently (deploy.InspectGuests at once): a
+			// guest that does not answer holds the listing one bound, not one per guest.
+			infos, err := d.InspectLabs(cmd.Context(), labs)
+			if err != nil {
+				return err
 			}
 			out := cmd.OutOrStdout()
 			if format == "json" {

@@ -207,3 +207,82 @@ func inspectTable(t *testing.T, lab string) string {
 	}
 	return ""
 }
+
+// A lab with one VM function between namespace endpoints; %s is its name.
+const inspectHungLab = `name: %s
+endpoints:
+  client: {kind: client}
+  server: {kind: server}
+functions:
+  fwd: {kind: forwarder, vm: {cpus: 1, memory: 512}}
+chains:
+  - {name: c, from: client, to: server, hops: [fwd]}
+`
+
+// TestInspectListHungGuests deploys two labs with a VM each and stops both QEMUs (SIGSTOP: the
+// guests hang, their agents answer nothing): `sfclab inspect` without a lab name reads the
+// guests concurrently, so it returns in about one guest's bound (vm.InspectTimeout), not
+// one per hung guest, and names each lab's guest down, the labs in the journal's order.
+func TestInspectListHungGuests(t *testing.T) {
+	requireVMLab(t)
+	labs := []string{"t-goinsp-a", "t-goinsp-b"}
+	var stopped []int
+	t.Cleanup(func() {
+		for _, pid := range stopped {
+			_ = syscall.Kill(pid, syscall.SIGCONT)
+		}
+		for _, lab := range labs {
+			if code, out, errOut := run(t, "destroy", lab); code != 0 && !strings.Contains(errOut, "not deployed") {
+				t.Errorf("destroy %s: exit %d\n%s%s", lab, code, out, errOut)
+			}
+			if pids := vm.QEMUPids(lab); len(pids) > 0 {
+				t.Errorf("QEMU of %s left: %v", lab, pids)
+			}
+		}
+	})
+	for _, lab := range labs {
+		if code, out, errOut := run(t, "deploy", writeLabFile(t, fmt.Sprintf(inspectHungLab, lab))); code != 0 {
+			t.Fatalf("deploy %s: exit %d\n%s%s", lab, code, out, errOut)
+		}
+	}
+	for _, lab := range labs {
+		pids := vm.QEMUPids(lab)
+		if len(pids) != 1 {
+			t.Fatalf("QEMU of %s: %v, want one", lab, pids)
+		}
+		if err := syscall.Kill(pids[0], syscall.SIGSTOP); err != nil {
+			t.Fatal(err)
+		}
+		stopped = append(stopped, pids[0])
+	}
+	start := time.Now()
+	code, out, errOut := run(t, "inspect")
+	took := time.Since(start)
+	if code != 0 {
+		t.Fatalf("inspect: exit %d\n%s%s", code, out, errOut)
+	}
+	t.Logf("sfclab inspect with both guests stopped, %s:\n%s", took.Round(10*time.Millisecond), out)
+	// Read one after another, the two would take two bounds and more.
+	if took >= 2*vm.InspectTimeout {
+		t.Errorf("inspect took %s with two hung guests; want less than two bounds (%s): their reads did not overlap", took, 2*vm.InspectTimeout)
+	}
+	rows := regexp.MustCompile(`(?m)^(t-goinsp-[ab])\s+\w+; 1 node down: fwd\s`).FindAllStringSubmatch(out, -1)
+	if len(rows) != 2 || rows[0][1] != labs[0] || rows[1][1] != labs[1] {
+		t.Errorf("inspect's list does not name both labs' guest down, in order: %q", rows)
+	}
+	var infos []deploy.LabInfo
+	if code, js, errOut := run(t, "inspect", "--format", "json"); code != 0 || json.Unmarshal([]byte(js), &infos) != nil || len(infos) != 2 {
+		t.Fatalf("inspect --format json: exit %d\n%s%s", code, js, errOut)
+	}
+	for k, info := range infos {
+		var fwd *deploy.NodeInfo
+		for i := range info.Nodes {
+			if info.Nodes[i].Name == "fwd" {
+				fwd = &info.Nodes[i]
+			}
+		}
+		if info.Lab != labs[k] || fwd == nil || !strings.Contains(fwd.Down, "did not answer within") {
+			t.Errorf("inspect --format json, lab %d: %s, fwd %+v; want %s with fwd down, its agent not answering", k, info.Lab, fwd, labs[k])
+		}
+	}
+}

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/netip"
 	"path/filepath"
@@ -25,7 +26,15 @@ import (
 
 // The agent protocol: one JSON object per line each way over the guest's virtio-serial port
 // (a unix socket on the host). Requests carry an id; the guest answers each, in any order,
-// with the same id, so that several requests may be in flight.
+// with the same id, so that several requests may be in flight. A caller that stops waiting
+// (its context ended: a trial's deadline, Ctrl-C) sends {"id": ID, "op": "cancel"}: the guest
+// cancels the context that request runs under (a command is killed, a probe's run stops
+// sending) and answers it as it ends, an answer nobody waits for any more; "cancel" itself is
+// not answered. When the host program goes away the guest cancels every request of its
+// connection and writes none of their answers (guest.go, agentServer).
+
+// opCancel is the request that cancels the request in flight with the same id.
+const opCancel = "cancel"
 
 // request is one call to the guest agent.
 type request struct {
@@ -158,7 +167,9 @@ func agentClient(sock string) (*client, error) {
 		}
 		return nil, fmt.Errorf("connect to guest agent %s: %w", sock, err)
 	}
-	c := &client{conn: conn, pending: map[uint64]chan *response{}}
+	// Ids start at a random number: an answer of a previous program's request that reaches
+	// this one (were the guest not to see that program go) matches none of its requests.
+	c := &client{conn: conn, pending: map[uint64]chan *response{}, next: rand.Uint64N(1 << 52)}
 	go c.read()
 	clients[sock] = c
 	return c, nil
@@ -189,13 +200,21 @@ func dropClient(sock string) {
 	}
 }
 
+// read delivers the guest's answers to their callers until the connection fails, then fails
+// every call still waiting and closes the connection (the next call dials again).
 func (c *client) read() {
 	sc := bufio.NewScanner(c.conn)
 	sc.Buffer(make([]byte, 1<<16), maxMessage)
 	for sc.Scan() {
 		var r response
-		if json.Unmarshal(sc.Bytes(), &r) != nil {
-			continue // noise from a previous client's half-read line
+		if err := json.Unmarshal(sc.Bytes(), &r); err != nil {
+			if r.ID == 0 {
+				continue // noise: the tail of a line the guest wrote before this connection
+			}
+			// An answer with an id that does not decode (a field of another type: an agent
+			// of another sfclab build in a guest that ran on): its caller gets the reason
+			// now, not a timeout.
+			r = response{ID: r.ID, Err: fmt.Sprintf("decode the guest agent's answer: %v", err)}
 		}
 		c.mu.Lock()
 		ch, ok := c.pending[r.ID]
@@ -216,12 +235,38 @@ func (c *client) read() {
 		delete(c.pending, id)
 	}
 	c.mu.Unlock()
+	// Closed here too when the read failed on this side (an answer over maxMessage): QEMU
+	// serves one connection at a time, and the next dial would wait behind this one.
+	c.conn.Close()
 }
 
 // maxMessage bounds one line of the protocol (a command's output travels in it).
 const maxMessage = 64 << 20
 
-// call sends req and waits for its answer or ctx.
+// cancelWrite bounds the write of a "cancel" request (a few bytes, into the socket's buffer:
+// QEMU reads it even while its guest is stopped).
+const cancelWrite = 2 * time.Second
+
+// send writes req as one line by deadline (none: zero). A write that fails after part of the
+// line went out closes the connection (the stream is broken), failing its calls.
+func (c *client) send(req request, deadline time.Time) error {
+	data, err := json.Marshal(req)
+	if err != nil {
+		return err
+	}
+	data = append(data, '\n')
+	c.wmu.Lock()
+	defer c.wmu.Unlock()
+	_ = c.conn.SetWriteDeadline(deadline)
+	n, err := c.conn.Write(data)
+	if err != nil && n > 0 {
+		c.conn.Close()
+	}
+	return err
+}
+
+// call sends req and waits for its answer or ctx. When ctx ends first, the guest is told to
+// cancel the request.
 func (c *client) call(ctx context.Context, req request) (*response, error) {
 	ch := make(chan *response, 1)
 	c.mu.Lock()
@@ -234,14 +279,18 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 	req.ID = c.next
 	c.pending[req.ID] = ch
 	c.mu.Unlock()
-	data, err := json.Marshal(req)
-	if err != nil {
-		return nil, err
+	deadline, _ := ctx.Deadline()
+	err := ctx.Err()
+	if err == nil {
+		err = c.send(req, deadline)
 	}
-	c.wmu.Lock()
-	_, err = c.conn.Write(append(data, '\n'))
-	c.wmu.Unlock()
 	if err != nil {
+		c.mu.Lock()
+		delete(c.pending, req.ID)
+		c.mu.Unlock()
+		if ctx.Err() != nil {
+			return nil, ctx.Err()
+		}
 		return nil, fmt.Errorf("send to guest agent: %w", err)
 	}
 	select {
@@ -255,8 +304,12 @@ func (c *client) call(ctx context.Context, req request) (*response, error) {
 		return r, nil
 	case <-ctx.Done():
 		c.mu.Lock()
+		_, waiting := c.pending[req.ID]
 		delete(c.pending, req.ID)
 		c.mu.Unlock()
+		if waiting { // not answered yet: the guest may still be running it
+			_ = c.send(request{ID: req.ID, Op: opCancel}, time.Now().Add(cancelWrite))
+		}
 		return nil, ctx.Err()
 	}
 }

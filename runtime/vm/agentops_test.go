@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"encoding/binary"
 	"net"
 	"runtime"
@@ -46,7 +47,7 @@ func inPrivateNet(t *testing.T, fn func()) {
 }
 
 // agentCall answers req as the guest's agent does.
-func agentCall(req request) *response { return handle(req, Boot{}) }
+func agentCall(req request) *response { return handle(context.Background(), req, Boot{}) }
 
 // TestAgentUDPEcho: "echo-listen" with udp4 opens the rtt probe's UDP responder in the guest,
 // which sends every datagram back to its sender; "echo-close" closes it; bad networks,

@@ -24,7 +24,7 @@ import (
 // GET with Go's HTTP client (already linked into it).
 
 // handleCheck answers the agent's readiness requests; false for another op.
-func handleCheck(req request, r *response) bool {
+func handleCheck(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "listening":
 		out, err := guestListening(req.Addr)
@@ -33,7 +33,7 @@ func handleCheck(req request, r *response) bool {
 		}
 		r.Stdout = out
 	case "http-get":
-		code, err := guestGet(req.Addr, req.Timeout)
+		code, err := guestGet(ctx, req.Addr, req.Timeout)
 		if err != nil {
 			r.Err = err.Error()
 		}
@@ -118,12 +118,16 @@ func parseProcNetTCP(data []byte) ([]netip.AddrPort, error) {
 
 // guestGet makes a GET of url in the guest, reads the whole body and returns the status code;
 // an error when no response came within timeout (default agentTimeout) or it is not 200 OK.
-func guestGet(url string, timeout time.Duration) (int, error) {
+func guestGet(ctx context.Context, url string, timeout time.Duration) (int, error) {
 	if timeout <= 0 {
 		timeout = agentTimeout
 	}
 	c := &http.Client{Timeout: timeout, Transport: &http.Transport{DisableKeepAlives: true, Proxy: nil}}
-	resp, err := c.Get(url)
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, err
+	}
+	resp, err := c.Do(req)
 	if err != nil {
 		return 0, err
 	}

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -104,19 +105,19 @@ func TestGuestGet(t *testing.T) {
 		}
 	}))
 	defer srv.Close()
-	if code, err := guestGet(srv.URL+"/obj-1k", 5*time.Second); err != nil || code != 200 {
+	if code, err := guestGet(context.Background(), srv.URL+"/obj-1k", 5*time.Second); err != nil || code != 200 {
 		t.Errorf("GET of an object = %d, %v; want 200", code, err)
 	}
-	if code, err := guestGet(srv.URL+"/missing", 5*time.Second); err == nil || code != 404 {
+	if code, err := guestGet(context.Background(), srv.URL+"/missing", 5*time.Second); err == nil || code != 404 {
 		t.Errorf("GET of a missing object = %d, %v; want 404 and an error", code, err)
 	}
-	if _, err := guestGet(srv.URL+"/slow", 200*time.Millisecond); err == nil {
+	if _, err := guestGet(context.Background(), srv.URL+"/slow", 200*time.Millisecond); err == nil {
 		t.Error("GET of a server that does not answer in time succeeded")
 	}
 	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
 	addr := ln.Addr().String()
 	ln.Close()
-	if _, err := guestGet("http://"+addr+"/", time.Second); err == nil {
+	if _, err := guestGet(context.Background(), "http://"+addr+"/", time.Second); err == nil {
 		t.Error("GET of a closed port succeeded")
 	}
 }

@@ -28,7 +28,7 @@ var counters = struct {
 }{open: map[int]*count.Receiver{}}
 
 // handleCount answers the agent's counting requests; false for another op.
-func handleCount(req request, r *response) bool {
+func handleCount(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "count-listen":
 		if req.Port == 0 {
@@ -60,7 +60,7 @@ func handleCount(req request, r *response) bool {
 		}
 		n := rc.Count(req.Trial)
 		if req.Grace > 0 {
-			n = rc.Settled(context.Background(), req.Trial, req.Grace, maxSettle)
+			n = rc.Settled(ctx, req.Trial, req.Grace, maxSettle)
 		}
 		errs, err := count.RcvbufErrors()
 		if err != nil {

@@ -97,7 +97,7 @@ func shareFromCmdline(cmdline string) string {
 }
 
 // handleProcess answers the agent's daemon and process requests; false for another op.
-func handleProcess(req request, r *response) bool {
+func handleProcess(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "daemon":
 		pid, err := startDaemon(req.Argv, req.Log)
@@ -118,7 +118,7 @@ func handleProcess(req request, r *response) bool {
 			r.Err = err.Error()
 		}
 	case "dial":
-		c, err := net.DialTimeout("tcp", req.Addr, req.Timeout)
+		c, err := (&net.Dialer{Timeout: req.Timeout}).DialContext(ctx, "tcp", req.Addr)
 		if err != nil {
 			r.Err = err.Error()
 		} else {

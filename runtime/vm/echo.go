@@ -40,7 +40,7 @@ type guestEcho struct {
 }
 
 // handleEcho answers the agent's echo requests; false for another op.
-func handleEcho(req request, r *response) bool {
+func handleEcho(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "echo-listen":
 		e := &guestEcho{conns: map[net.Conn]struct{}{}}
@@ -77,7 +77,7 @@ func handleEcho(req request, r *response) bool {
 			r.Err = "tcprtt: no configuration"
 			return true
 		}
-		ctx, cancel := context.WithTimeout(context.Background(), req.TCPRTT.Bound())
+		ctx, cancel := context.WithTimeout(ctx, req.TCPRTT.Bound())
 		defer cancel()
 		err := exchange.Run(ctx, req.Addr, *req.TCPRTT, func(f func() error) error { return f() },
 			func(_ int, d time.Duration) { r.Connects = append(r.Connects, d) },

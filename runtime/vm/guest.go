@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"os"
 	"os/exec"
@@ -167,41 +168,139 @@ func serveAgent() error {
 		_ = lo.SetUp("lo")
 		lo.Close()
 	}
-	var wmu sync.Mutex
-	reply := func(r *response) {
-		data, _ := json.Marshal(r)
-		wmu.Lock()
-		defer wmu.Unlock()
-		_, _ = port.Write(append(data, '\n'))
-	}
-	var first sync.Once
+	a := &agentServer{boot: boot, w: port}
 	for {
-		rd := bufio.NewReaderSize(port, 1<<16)
-		for {
-			line, err := rd.ReadBytes('\n')
-			if err != nil {
-				break
-			}
-			var req request
-			if json.Unmarshal(line, &req) != nil {
-				continue
-			}
-			first.Do(func() { boot.Agent = uptime() })
-			go func() { reply(handle(req, boot)) }()
-		}
+		a.serve(port)
 		time.Sleep(20 * time.Millisecond)
 	}
 }
 
-// handle answers one request.
-func handle(req request, boot Boot) *response {
+// agentServer answers the requests of one host connection after another on the agent's port.
+// Each connection is a session: its requests run concurrently, each under a context that a
+// "cancel" request naming it (its id) or the session's end (the host program gone: the port
+// reads end of file) cancels, and answers of a session that ended are not written (they would
+// reach the next host program, whose ids may be the same).
+type agentServer struct {
+	boot  Boot
+	first sync.Once
+	wmu   sync.Mutex // one answer at a time on w; guards live
+	w     io.Writer
+	live  *session // the session whose answers are written
+}
+
+// session is one host connection's requests in flight, with the cancel of each one's context.
+type session struct {
+	ctx    context.Context
+	cancel context.CancelFunc
+	mu     sync.Mutex
+	ops    map[uint64]context.CancelFunc
+}
+
+// serve answers the requests read from r until it fails (end of file: the host program is
+// gone), then cancels those still running.
+func (a *agentServer) serve(r io.Reader) {
+	s := &session{ops: map[uint64]context.CancelFunc{}}
+	s.ctx, s.cancel = context.WithCancel(context.Background())
+	a.wmu.Lock()
+	a.live = s
+	a.wmu.Unlock()
+	rd := bufio.NewReaderSize(r, 1<<16)
+	for {
+		line, err := rd.ReadBytes('\n')
+		if err != nil {
+			break
+		}
+		var req request
+		if err := json.Unmarshal(line, &req); err != nil {
+			// A line that is not a request: a half line a host program left when it died is
+			// noise (no id); a request this agent cannot decode (another sfclab's, say) is
+			// answered, so that its caller does not wait for nothing.
+			if req.ID != 0 {
+				a.reply(s, &response{ID: req.ID, Err: fmt.Sprintf("guest agent: decode request %q: %v", req.Op, err)})
+			}
+			continue
+		}
+		a.first.Do(func() { a.boot.Agent = uptime() })
+		if req.Op == opCancel {
+			s.stop(req.ID)
+			continue
+		}
+		ctx := s.start(req.ID)
+		boot := a.boot
+		go func() {
+			defer s.stop(req.ID)
+			a.reply(s, handle(ctx, req, boot))
+		}()
+	}
+	a.wmu.Lock()
+	a.live = nil
+	a.wmu.Unlock()
+	s.cancel()
+}
+
+// start registers request id and returns the context it runs under.
+func (s *session) start(id uint64) context.Context {
+	ctx, cancel := context.WithCancel(s.ctx)
+	s.mu.Lock()
+	if prev, ok := s.ops[id]; ok {
+		prev() // the host never reuses an id in flight; were it to, the first stops
+	}
+	s.ops[id] = cancel
+	s.mu.Unlock()
+	return ctx
+}
+
+// stop cancels request id's context (a "cancel" request, or the request answered).
+func (s *session) stop(id uint64) {
+	s.mu.Lock()
+	cancel, ok := s.ops[id]
+	delete(s.ops, id)
+	s.mu.Unlock()
+	if ok {
+		cancel()
+	}
+}
+
+// running is how many of the session's requests are in flight.
+func (s *session) running() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return len(s.ops)
+}
+
+// reply writes an answer of session s, unless s has ended.
+func (a *agentServer) reply(s *session, r *response) {
+	data := encodeResponse(r)
+	a.wmu.Lock()
+	defer a.wmu.Unlock()
+	if a.live != s {
+		return
+	}
+	_, _ = a.w.Write(data)
+}
+
+// encodeResponse is r as one line of the protocol. An answer that does not encode (a NaN or
+// an infinity among its figures, which JSON has no number for) is replaced by one that says
+// so, with r's id: without it the host would read an empty line and its caller wait for the
+// answer until its deadline.
+func encodeResponse(r *response) []byte {
+	data, err := json.Marshal(r)
+	if err != nil {
+		data, _ = json.Marshal(&response{ID: r.ID, Code: r.Code, Err: fmt.Sprintf("guest agent: encode the answer: %v", err)})
+	}
+	return append(data, '\n')
+}
+
+// handle answers one request; a request that runs a while (a command, a probe's run) ends
+// early when ctx does (the host cancelled it or went away).
+func handle(ctx context.Context, req request, boot Boot) *response {
 	r := &response{ID: req.ID}
 	switch req.Op {
 	case "ping":
 		b := boot
 		r.Boot = &b
 	case "run":
-		runGuest(req, r)
+		runGuest(ctx, req, r)
 	case "configure":
 		if req.Config == nil {
 			r.Err = "configure: no configuration"
@@ -209,19 +308,19 @@ func handle(req request, boot Boot) *response {
 			r.Err = err.Error()
 		}
 	default:
-		if !handleProcess(req, r) && !handleEcho(req, r) && !handleCount(req, r) && !handleCheck(req, r) && !handleHTTP(req, r) && !handleSend(req, r) && !handleRTT(req, r) && !handleInspect(req, r) {
+		if !handleProcess(ctx, req, r) && !handleEcho(ctx, req, r) && !handleCount(ctx, req, r) && !handleCheck(ctx, req, r) &&
+			!handleHTTP(ctx, req, r) && !handleSend(ctx, req, r) && !handleRTT(ctx, req, r) && !handleInspect(ctx, req, r) {
 			r.Err = fmt.Sprintf("unknown op %q", req.Op)
 		}
 	}
 	return r
 }
 
-func runGuest(req request, r *response) {
+func runGuest(ctx context.Context, req request, r *response) {
 	if len(req.Argv) == 0 {
 		r.Err = "run: empty command"
 		return
 	}
-	ctx := context.Background()
 	if req.Timeout > 0 {
 		var cancel context.CancelFunc
 		ctx, cancel = context.WithTimeout(ctx, req.Timeout)

@@ -16,7 +16,7 @@ import (
 // sfclab-guest for it (TestGuestAgentDeps).
 
 // handleHTTP answers the agent's http load request; false for another op.
-func handleHTTP(req request, r *response) bool {
+func handleHTTP(ctx context.Context, req request, r *response) bool {
 	if req.Op != "http" {
 		return false
 	}
@@ -24,7 +24,7 @@ func handleHTTP(req request, r *response) bool {
 		r.Err = "http: no load specification"
 		return true
 	}
-	res, err := load.Run(context.Background(), *req.HTTP, func(f func() error) error { return f() })
+	res, err := load.Run(ctx, *req.HTTP, func(f func() error) error { return f() })
 	r.HTTP = res
 	if err != nil {
 		r.Err = err.Error()

@@ -1,6 +1,7 @@
 package vm
 
 import (
+	"context"
 	"encoding/json"
 	"net"
 	nethttp "net/http"
@@ -38,7 +39,7 @@ func TestAgentHTTPLoad(t *testing.T) {
 
 	call := func(s load.Spec) *response {
 		t.Helper()
-		b, err := json.Marshal(handle(request{ID: 1, Op: "http", HTTP: &s}, Boot{}))
+		b, err := json.Marshal(handle(context.Background(), request{ID: 1, Op: "http", HTTP: &s}, Boot{}))
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -25,7 +25,7 @@ import (
 const InspectTimeout = 10 * time.Second
 
 // handleInspect answers the agent's inspect requests; false for another op.
-func handleInspect(req request, r *response) bool {
+func handleInspect(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "links":
 		ns, err := netdev.OpenNS("")
@@ -42,7 +42,6 @@ func handleInspect(req request, r *response) bool {
 			r.Err = "lb-stats: no stats socket"
 			return true
 		}
-		ctx := context.Background()
 		if req.Timeout > 0 {
 			var cancel context.CancelFunc
 			ctx, cancel = context.WithTimeout(ctx, req.Timeout)

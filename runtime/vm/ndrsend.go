@@ -16,10 +16,11 @@ import (
 // kernel does not allow; the agent runs the same sender (package send: paced sendmmsg)
 // instead. "send-open" connects a UDP socket to the target in the guest, calibrates the
 // sender there (unpaced into a socket of the guest's own, per frame size) and answers with
-// its number and the calibration; "send-trial" sends one trial (bounded by send.MaxTrial)
-// and answers with the datagrams the guest's kernel took and how long it sent, both by the
-// guest's clock; "send-close" closes it (a guest that dies takes it with it). The XDP
-// generator is not used there: its program would have to be attached in the guest's kernel.
+// its number and the calibration; "send-trial" sends one trial (bounded by send.MaxTrial,
+// stopped sooner when the host cancels it) and answers with the datagrams the guest's kernel
+// took and how long it sent, both by the guest's clock; "send-close" closes it (a guest that
+// dies takes it with it). The XDP generator is not used there: its program would have to be
+// attached in the guest's kernel.
 
 // senders are the guest's open ndr senders by number (the agent's side).
 var senders = struct {
@@ -35,7 +36,7 @@ type guestSendSock struct {
 }
 
 // handleSend answers the agent's ndr sender requests; false for another op.
-func handleSend(req request, r *response) bool {
+func handleSend(ctx context.Context, req request, r *response) bool {
 	switch req.Op {
 	case "send-open":
 		dst, err := netip.ParseAddrPort(req.Addr)
@@ -84,7 +85,7 @@ func handleSend(req request, r *response) bool {
 		}
 		cycle, _ := send.Frames(req.Send.Frame)
 		s.mu.Lock()
-		n, took, err := send.NewSender(s.fd, cycle).Send(req.Send.ID, req.Send.Rate, req.Send.Duration)
+		n, took, err := send.NewSender(s.fd, cycle).SendContext(ctx, req.Send.ID, req.Send.Rate, req.Send.Duration)
 		s.mu.Unlock()
 		r.Sent = &send.Sent{Datagrams: n, Took: took}
 		if err != nil {

@@ -14,12 +14,13 @@ import (
 // the sockets, the pacing threads, the four timestamps) in the guest instead ("rtt":
 // echo.Measure) and answers with the run's result. Every timestamp in it is the guest's
 // clock (user space and the guest kernel's SO_TIMESTAMPING), an emulated one under TCG. The
-// run is bounded by its count (echo.MaxGuestCount), rate and Config.Bound; it cannot be
-// cancelled from the host sooner. Methods that need the host in the source's stack (the XDP
-// generator, the tc path ends) are refused (echo.GuestRun.Validate).
+// run is bounded by its count (echo.MaxGuestCount), rate and Config.Bound, and stops sooner
+// when the host cancels it (its caller's context ends: the agent protocol's "cancel").
+// Methods that need the host in the source's stack (the XDP generator, the tc path ends) are
+// refused (echo.GuestRun.Validate).
 
 // handleRTT answers the agent's rtt request; false for another op.
-func handleRTT(req request, r *response) bool {
+func handleRTT(ctx context.Context, req request, r *response) bool {
 	if req.Op != "rtt" {
 		return false
 	}
@@ -31,7 +32,7 @@ func handleRTT(req request, r *response) bool {
 		r.Err = "rtt: " + err.Error()
 		return true
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), req.RTT.Bound())
+	ctx, cancel := context.WithTimeout(ctx, req.RTT.Bound())
 	defer cancel()
 	res, err := echo.Measure(ctx, here{}, req.RTT.Dst, req.RTT.Cfg)
 	r.RTT = res

@@ -91,11 +91,18 @@ func NewSender(fd int, frames []int) *Sender {
 // emulated CPU's timers: 8 ms of 300 ms showed a TCG guest's sender 2.7 % short of its rate)
 // would otherwise count as time it did not send in.
 func (s *Sender) Send(trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error) {
+	return s.SendContext(context.Background(), trial, pps, d)
+}
+
+// SendContext is Send that stops when ctx ends (a guest's agent sending a trial its host
+// cancelled), returning what it sent so far and ctx's error.
+func (s *Sender) SendContext(ctx context.Context, trial uint32, pps float64, d time.Duration) (uint64, time.Duration, error) {
 	runtime.LockOSThread()
 	defer runtime.UnlockOSThread()
 	var sent uint64
 	start := time.Now()
 	end := start.Add(d)
+	done := ctx.Done() // nil for a context that never ends: the check below costs nothing then
 	k := 0
 	var caughtUp time.Time // the last look at the clock that found nothing more due
 	took := func() time.Duration {
@@ -108,6 +115,11 @@ func (s *Sender) Send(trial uint32, pps float64, d time.Duration) (uint64, time.
 		now := time.Now()
 		if !now.Before(end) {
 			break
+		}
+		select {
+		case <-done:
+			return sent, time.Since(start), fmt.Errorf("send ndr trial %d: %w", trial, ctx.Err())
+		default:
 		}
 		n := batch
 		if pps > 0 {
