@@ -17,6 +17,7 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/experiment"
+	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/cpu"
 	"github.com/sfclab/sfclab/probe/load"
@@ -128,7 +129,7 @@ trials:
 				r.Progress(done, total, fmt.Sprintf("trial %d/%d %s", trial, e.Repetitions, s.Name))
 			}
 			t := results.Trial{Experiment: e.Name, Scenario: s.Name, Trial: trial, Started: time.Now().UTC()}
-			samples, err := r.trial(ctx, e, s, trial)
+			samples, err := r.trial(ctx, e, s, trial, filepath.Join(dir, FailedDir, fmt.Sprintf("%s-%d", s.Name, trial)))
 			for i := range samples {
 				samples[i].Experiment, samples[i].Scenario, samples[i].Trial = e.Name, s.Name, trial
 			}
@@ -194,8 +195,14 @@ func (r *Runner) describeRuntimes(ctx context.Context, e *experiment.Experiment,
 	}
 }
 
+// FailedDir is the directory of a run's output where a failed trial keeps its logs
+// (FailedDir/SCENARIO-TRIAL): its probes' (servers' logs) and its machines' (a VM's guest
+// console and QEMU log), which would otherwise go with the trial's lab.
+const FailedDir = "failed"
+
 // trial deploys a scenario's lab, runs the probes and destroys the lab, whatever happens.
-func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experiment.Scenario, trial int) (samples []results.Sample, err error) {
+// When the trial fails, its logs are kept in keep (created then) and its error says where.
+func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experiment.Scenario, trial int, keep string) (samples []results.Sample, err error) {
 	emit := func(x results.Sample) {
 		if x.Time.IsZero() {
 			x.Time = time.Now().UTC()
@@ -219,6 +226,17 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		if derr := r.Deployer.Destroy(context.WithoutCancel(ctx), p.Lab); derr != nil {
 			err = errors.Join(err, fmt.Errorf("destroy: %w", derr))
 		}
+	}()
+	logDir, err := os.MkdirTemp("", "sfclab-probe-")
+	if err != nil {
+		return samples, err
+	}
+	// Runs after the checks below (they may fail the trial too) and before the destroy.
+	defer func() {
+		if err != nil && keep != "" {
+			err = keepLogs(err, logDir, keep, r.Deployer, p)
+		}
+		os.RemoveAll(logDir)
 	}()
 	// The probes run with probeCtx, which a machine (VM) of the lab going down cancels at once
 	// (watchMachines): the trial fails then, with that reason, not at the end of a probe's
@@ -245,11 +263,6 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 		deployLabels["steering"], deployLabels["hosts"] = "transparent", strconv.Itoa(len(p.Transparent.Hosts))
 	}
 	emit(results.Sample{Probe: "deploy", Metric: "deploy_time", Value: timing.Total.Seconds(), Unit: "s", Labels: deployLabels})
-	logDir, err := os.MkdirTemp("", "sfclab-probe-")
-	if err != nil {
-		return samples, err
-	}
-	defer os.RemoveAll(logDir)
 	env := probe.Env{Plan: p, Chain: chain, LogDir: logDir,
 		Node: func(name string) (probe.Node, error) { return r.Deployer.Node(p, name) }}
 	if c := s.Background; c != nil {
@@ -334,6 +347,32 @@ func runStep(ctx context.Context, env probe.Env, st experiment.Step, emit func(r
 		defer func() { err = errors.Join(err, c.Stop(emit, nil)) }()
 	}
 	return st.RunProbes(ctx, env, emit)
+}
+
+// keepLogs copies a failed trial's probe logs (logDir's files) and its lab's machine logs
+// into keep and returns the trial's error, saying where they are when there were any.
+func keepLogs(err error, logDir, keep string, d *deploy.Deployer, p *plan.Plan) error {
+	kept := 0
+	ents, _ := os.ReadDir(logDir)
+	for _, e := range ents {
+		data, rerr := os.ReadFile(filepath.Join(logDir, e.Name()))
+		if rerr != nil || !e.Type().IsRegular() {
+			continue
+		}
+		if os.MkdirAll(keep, 0o755) != nil || os.WriteFile(filepath.Join(keep, e.Name()), data, 0o644) != nil {
+			continue
+		}
+		kept++
+	}
+	n, merr := d.KeepMachineLogs(p, keep)
+	kept += n
+	switch {
+	case merr != nil:
+		return fmt.Errorf("%w (%v)", err, merr)
+	case kept == 0:
+		return err
+	}
+	return fmt.Errorf("%w (its logs are kept in %s)", err, keep)
 }
 
 // storeFailed is the error of a run that cannot store a trial (the disk is full, say): the run

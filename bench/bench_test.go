@@ -195,6 +195,15 @@ func TestBenchFailedTrialIsRecorded(t *testing.T) {
 		t.Fatalf("trials = %+v", trials)
 	}
 	t.Logf("failed trial recorded: %s", failed.Error)
+	// Its logs outlive its lab: the iperf3 server's log, where the error says.
+	keep := filepath.Join(out, FailedDir, "fw-1")
+	logs, _ := filepath.Glob(filepath.Join(keep, "iperf3-server-*.log"))
+	if !strings.Contains(failed.Error, "its logs are kept in "+keep) || len(logs) != 1 {
+		t.Errorf("failed trial's error %q, server logs kept %v; want the iperf3 server's log in %s, named in the error", failed.Error, logs, keep)
+	}
+	if ents, _ := os.ReadDir(filepath.Join(out, FailedDir)); len(ents) != 1 {
+		t.Errorf("%d trial log directories kept; want only the failed trial's", len(ents))
+	}
 }
 
 // TestBenchInterrupted: cancelling during a run stops it, destroys the lab, keeps the samples

@@ -2,6 +2,9 @@ package deploy
 
 import (
 	"context"
+	"fmt"
+	"os"
+	"path/filepath"
 
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -51,4 +54,35 @@ func (d *Deployer) MachinesDown(p *plan.Plan) map[string]string {
 		}
 	}
 	return down
+}
+
+// KeepMachineLogs copies the log files of a deployed lab's machines (a VM's guest console and
+// QEMU log) into dir as NODE-FILE, before the lab is destroyed with them, and returns how many
+// it copied. A runtime without machines keeps none; a file that is gone is skipped.
+func (d *Deployer) KeepMachineLogs(p *plan.Plan, dir string) (int, error) {
+	rt, err := d.Runtime(p.Runtime)
+	if err != nil {
+		return 0, nil
+	}
+	ml, ok := rt.(runtime.MachineLogger)
+	if !ok {
+		return 0, nil
+	}
+	kept := 0
+	for _, n := range p.Nodes {
+		for _, f := range ml.MachineLogs(p, n.Name) {
+			data, err := os.ReadFile(f)
+			if err != nil {
+				continue
+			}
+			if err := os.MkdirAll(dir, 0o755); err != nil {
+				return kept, fmt.Errorf("keep machine logs: %w", err)
+			}
+			if err := os.WriteFile(filepath.Join(dir, n.Name+"-"+filepath.Base(f)), data, 0o644); err != nil {
+				return kept, fmt.Errorf("keep machine logs: %w", err)
+			}
+			kept++
+		}
+	}
+	return kept, nil
 }

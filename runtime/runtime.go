@@ -71,6 +71,14 @@ type MachineDescriber interface {
 	DescribeMachine(p *plan.Plan, node string) (desc, down string)
 }
 
+// MachineLogger is a runtime whose nodes may be machines that keep logs of their own on the
+// host (runtime vm: a guest's serial console and QEMU's log): a failed bench trial keeps
+// them beside its probes' logs, since they go with the lab.
+type MachineLogger interface {
+	// MachineLogs lists the log files of a deployed node (none when it is not a machine).
+	MachineLogs(p *plan.Plan, node string) []string
+}
+
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the
 // engine refuses overlapping networks), so that a new lab's subnets are allocated around the
 // ones it holds already.

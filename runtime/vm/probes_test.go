@@ -76,19 +76,21 @@ chains:
 // the scenario's own (a YAML flow mapping, instead of the experiment's).
 type benchScenario struct{ name, lab, probes string }
 
-// runBench writes the labs and an experiment of one scenario per lab into a directory, loads
-// it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
-// destroy per trial); it returns the run's results and report. during, when set, runs beside
-// the run with the journal, to act on a trial once its lab is ready; opts change the
-// runner's deployer (withImageRoot).
 // trialsPassed fails t unless the run's outcome has no failure and its store want trials, every
-// one ok; it logs each trial's time (deploy, probes, destroy).
+// one ok; it logs each trial's time (deploy, probes, destroy) and, for a failed one, the end of
+// every log the trial kept (bench.FailedDir: its servers' logs, its guests' consoles).
 func trialsPassed(t *testing.T, outcome *bench.Outcome, store *results.Store, want int) {
 	t.Helper()
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
 			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
+			logs, _ := filepath.Glob(filepath.Join(outcome.Dir, bench.FailedDir, fmt.Sprintf("%s-%d", tr.Scenario, tr.Trial), "*"))
+			for _, f := range logs {
+				data, _ := os.ReadFile(f)
+				lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
+				t.Logf("kept %s, its last lines:\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-20):], "\n"))
+			}
 		}
 		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
@@ -97,6 +99,11 @@ func trialsPassed(t *testing.T, outcome *bench.Outcome, store *results.Store, wa
 	}
 }
 
+// runBench writes the labs and an experiment of one scenario per lab into a directory, loads
+// it as sfclab bench does and runs it with the bench runner (deploy, probes, CPU windows,
+// destroy per trial); it returns the run's results and report. during, when set, runs beside
+// the run with the journal, to act on a trial once its lab is ready; opts change the
+// runner's deployer (withImageRoot).
 func runBench(t *testing.T, scenarios []benchScenario, probes string, during func(journal.Journal), opts ...func(*deploy.Deployer)) (*bench.Outcome, *results.Store, *report.Report) {
 	t.Helper()
 	dir := t.TempDir()
@@ -395,6 +402,12 @@ func TestBenchIperf3DeadVMEnd(t *testing.T) {
 				t.Errorf("trial error %q; want %q (the trial stops the probe when the guest dies, not the probe's own bound)", trials[0].Error, stopped)
 			}
 			t.Logf("failed trial recorded: %s", trials[0].Error)
+			// The dead guest's console and QEMU's log outlive its lab, where the error says.
+			keep := filepath.Join(outcome.Dir, bench.FailedDir, "dead-1")
+			_, cerr := os.Stat(filepath.Join(keep, tt.dead+"-console.log"))
+			if !strings.Contains(trials[0].Error, "its logs are kept in "+keep) || cerr != nil {
+				t.Errorf("trial error %q, kept console: %v; want the dead guest's console in %s, named in the error", trials[0].Error, cerr, keep)
+			}
 		})
 	}
 }

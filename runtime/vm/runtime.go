@@ -711,6 +711,17 @@ func waitAgent(ctx context.Context, sock string, exited <-chan struct{}) (*Boot,
 // consoleLines is how much of a failed guest's console and QEMU's log an error shows.
 const consoleLines = 15
 
+// MachineLogs lists a VM node's guest console and QEMU log (runtime.MachineLogger); none for
+// a node that is not a VM.
+func (Runtime) MachineLogs(p *plan.Plan, node string) []string {
+	n := p.Node(node)
+	if n == nil || n.VM == nil {
+		return nil
+	}
+	dir := runDir(p.Lab, node)
+	return []string{filepath.Join(dir, consoleFile), filepath.Join(dir, qemuLogFile)}
+}
+
 // lastLines is the end of a VM's console and QEMU log, for errors.
 func lastLines(dir string) string {
 	var b strings.Builder
