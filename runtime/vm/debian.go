@@ -99,13 +99,11 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 	start := time.Now()
 	pkgs := slices.Compact(slices.Sorted(slices.Values(packages)))
 	b.logf("building Debian guest image %s: debootstrap %s from %s with %s (minutes)", key, src.Suite, src.Mirror, strings.Join(pkgs, " "))
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create image root: %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.root(), ".build-")
+	tmp, unlock, err := b.newBuildDir()
 	if err != nil {
-		return nil, fmt.Errorf("create image directory: %w", err)
+		return nil, err
 	}
+	defer unlock()
 	defer func() {
 		if err := debian.RemoveTree(tmp); err != nil {
 			b.logf("warning: %v", err)

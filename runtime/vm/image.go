@@ -525,7 +525,6 @@ func (c *content) key() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// build writes vmlinux and initramfs.cpio into a temporary directory and renames it to dir.
 var (
 	digestMu sync.Mutex
 	digests  = map[string]string{} // "path size mtime" -> sha256 of the content
@@ -558,15 +557,15 @@ func fileDigest(path string) (string, error) {
 	return d, nil
 }
 
+// build writes vmlinux and initramfs.cpio into a build
+// directory and renames it to dir.
 func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	b.logf("building guest image %s (kernel %s, programs %s)", key, c.release, strings.Join(c.programs, " "))
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create image root: %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.root(), ".build-")
+	tmp, unlock, err := b.newBuildDir()
 	if err != nil {
-		return nil, fmt.Errorf("create image directory: %w", err)
+		return nil, err
 	}
+	defer unlock()
 	defer os.RemoveAll(tmp)
 	if err := extractVMLinux(c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
@@ -816,6 +815,10 @@ func storeImage(im *Image, tmp, dir string) (_ *Image, stored bool, err error) {
 	data, _ := json.MarshalIndent(im, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
 		return nil, false, err
+	}
+	// Not in the image; the build's lock keeps cleanBuilds away until the rename.
+	if err := os.Remove(filepath.Join(tmp, buildMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("store guest image: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Stat(dir); serr == nil {
