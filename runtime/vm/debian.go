@@ -130,7 +130,7 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 	if err := os.WriteFile(filepath.Join(tree, "etc/hostname"), []byte("guest\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write the guest's hostname: %w", err)
 	}
-	if err := extractVMLinux(bz, filepath.Join(tmp, "vmlinux")); err != nil {
+	if err := b.linkKernel(rel, bz, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
 	}
 	disk := filepath.Join(tmp, rootfsFile)

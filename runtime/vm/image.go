@@ -557,7 +557,7 @@ func fileDigest(path string) (string, error) {
 	return d, nil
 }
 
-// build writes vmlinux and initramfs.cpio into a build
+// build writes vmlinux (a link to the shared kernel) and initramfs.cpio into a build
 // directory and renames it to dir.
 func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	b.logf("building guest image %s (kernel %s, programs %s)", key, c.release, strings.Join(c.programs, " "))
@@ -567,7 +567,7 @@ func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	}
 	defer unlock()
 	defer os.RemoveAll(tmp)
-	if err := extractVMLinux(c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
+	if err := b.linkKernel(c.release, c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
 	}
 	stage := filepath.Join(tmp, "modroot")
@@ -693,9 +693,9 @@ func (b Builder) List() ([]*Image, error) {
 	return out, nil
 }
 
-// Remove deletes the cached image with this key (or every one for "all"). An image a
-// running VM boots (InUse) stays, and is an error naming the VMs ("all" removes the others
-// first).
+// Remove deletes the cached image with this key (or every one for "all"), and the shared
+// kernels no image links any more. An image a running VM boots (InUse) stays, and is an
+// error naming the VMs ("all" removes the others first).
 func (b Builder) Remove(key string) error {
 	ims, err := b.List()
 	if err != nil {
@@ -719,6 +719,8 @@ func (b Builder) Remove(key string) error {
 			}
 		}
 	}
+	// The shared kernels whose last image went (an error here leaves only disk space).
+	_, _, _ = b.pruneKernels(use)
 	if !found && key != "all" {
 		return fmt.Errorf("remove guest image %s: no such image (sfclab images list --runtime vm)", key)
 	}
