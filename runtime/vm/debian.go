@@ -99,13 +99,11 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 	start := time.Now()
 	pkgs := slices.Compact(slices.Sorted(slices.Values(packages)))
 	b.logf("building Debian guest image %s: debootstrap %s from %s with %s (minutes)", key, src.Suite, src.Mirror, strings.Join(pkgs, " "))
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create image root: %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.root(), ".build-")
+	tmp, unlock, err := b.newBuildDir()
 	if err != nil {
-		return nil, fmt.Errorf("create image directory: %w", err)
+		return nil, err
 	}
+	defer unlock()
 	defer func() {
 		if err := debian.RemoveTree(tmp); err != nil {
 			b.logf("warning: %v", err)
@@ -132,7 +130,7 @@ func (b Builder) buildDebian(ctx context.Context, src debian.Source, rel, bz str
 	if err := os.WriteFile(filepath.Join(tree, "etc/hostname"), []byte("guest\n"), 0o644); err != nil {
 		return nil, fmt.Errorf("write the guest's hostname: %w", err)
 	}
-	if err := extractVMLinux(bz, filepath.Join(tmp, "vmlinux")); err != nil {
+	if err := b.linkKernel(rel, bz, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
 	}
 	disk := filepath.Join(tmp, rootfsFile)

@@ -525,7 +525,6 @@ func (c *content) key() (string, error) {
 	return hex.EncodeToString(h.Sum(nil))[:16], nil
 }
 
-// build writes vmlinux and initramfs.cpio into a temporary directory and renames it to dir.
 var (
 	digestMu sync.Mutex
 	digests  = map[string]string{} // "path size mtime" -> sha256 of the content
@@ -558,17 +557,17 @@ func fileDigest(path string) (string, error) {
 	return d, nil
 }
 
+// build writes vmlinux (a link to the shared kernel) and initramfs.cpio into a build
+// directory and renames it to dir.
 func (b Builder) build(c *content, key, dir string) (*Image, error) {
 	b.logf("building guest image %s (kernel %s, programs %s)", key, c.release, strings.Join(c.programs, " "))
-	if err := os.MkdirAll(b.root(), 0o755); err != nil {
-		return nil, fmt.Errorf("create image root: %w", err)
-	}
-	tmp, err := os.MkdirTemp(b.root(), ".build-")
+	tmp, unlock, err := b.newBuildDir()
 	if err != nil {
-		return nil, fmt.Errorf("create image directory: %w", err)
+		return nil, err
 	}
+	defer unlock()
 	defer os.RemoveAll(tmp)
-	if err := extractVMLinux(c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
+	if err := b.linkKernel(c.release, c.bzImage, filepath.Join(tmp, "vmlinux")); err != nil {
 		return nil, err
 	}
 	stage := filepath.Join(tmp, "modroot")
@@ -694,9 +693,9 @@ func (b Builder) List() ([]*Image, error) {
 	return out, nil
 }
 
-// Remove deletes the cached image with this key (or every one for "all"). An image a
-// running VM boots (InUse) stays, and is an error naming the VMs ("all" removes the others
-// first).
+// Remove deletes the cached image with this key (or every one for "all"), and the shared
+// kernels no image links any more. An image a running VM boots (InUse) stays, and is an
+// error naming the VMs ("all" removes the others first).
 func (b Builder) Remove(key string) error {
 	ims, err := b.List()
 	if err != nil {
@@ -720,6 +719,8 @@ func (b Builder) Remove(key string) error {
 			}
 		}
 	}
+	// The shared kernels whose last image went (an error here leaves only disk space).
+	_, _, _ = b.pruneKernels(use)
 	if !found && key != "all" {
 		return fmt.Errorf("remove guest image %s: no such image (sfclab images list --runtime vm)", key)
 	}
@@ -816,6 +817,10 @@ func storeImage(im *Image, tmp, dir string) (_ *Image, stored bool, err error) {
 	data, _ := json.MarshalIndent(im, "", "  ")
 	if err := os.WriteFile(filepath.Join(tmp, "image.json"), data, 0o644); err != nil {
 		return nil, false, err
+	}
+	// Not in the image; the build's lock keeps cleanBuilds away until the rename.
+	if err := os.Remove(filepath.Join(tmp, buildMarker)); err != nil && !errors.Is(err, os.ErrNotExist) {
+		return nil, false, fmt.Errorf("store guest image: %w", err)
 	}
 	if err := os.Rename(tmp, dir); err != nil {
 		if _, serr := os.Stat(dir); serr == nil {

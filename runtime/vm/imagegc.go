@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"syscall"
 	"time"
 
 	"github.com/sfclab/sfclab/spec"
@@ -127,17 +128,25 @@ func (b Builder) prune(fresh *Image) {
 		}
 	}
 	b.cleanLeftovers()
-	if line := pruneLine(fresh, gone, bytes, kept); line != "" {
+	kernels, kbytes, err := b.pruneKernels(vms)
+	if err != nil {
+		b.logf("warning: %v", err)
+	}
+	if line := pruneLine(fresh, gone, bytes, kept, kernels, kbytes); line != "" {
 		b.logf("%s", line)
 	}
 }
 
-// pruneLine is prune's one line: the images removed (with the space freed) and the
-// superseded ones kept with why; "" when fresh superseded none.
-func pruneLine(fresh *Image, gone []string, bytes int64, kept map[string]string) string {
+// pruneLine is prune's one line: the images removed (with the space freed), the superseded
+// ones kept with why and the shared kernels removed (no image left that links them, with the
+// space freed); "" when fresh superseded none and no kernel went.
+func pruneLine(fresh *Image, gone []string, bytes int64, kept map[string]string, kernels []string, kbytes int64) string {
 	var parts []string
 	if len(gone) > 0 {
 		parts = append(parts, fmt.Sprintf("removed %d superseded %s guest image(s) (%d MB): %s", len(gone), fresh.KindName(), bytes>>20, strings.Join(gone, " ")))
+	}
+	if len(kernels) > 0 {
+		parts = append(parts, fmt.Sprintf("removed %d shared kernel(s) no image uses (%d MB): %s", len(kernels), kbytes>>20, strings.Join(kernels, " ")))
 	}
 	for _, k := range slices.Sorted(func(yield func(string) bool) {
 		for k := range kept {
@@ -190,12 +199,32 @@ func (b Builder) cleanLeftovers() {
 	}
 }
 
-// dirBytes is the space the files under dir take on disk (a Debian root is sparse).
+// dirBytes is the space removing dir frees: what its regular files take on disk (a Debian
+// root is sparse), but not those with another link (a shared kernel: its last link frees
+// it, see pruneKernels) nor those on another file system (a mount left in a killed build).
 func dirBytes(dir string) int64 {
 	var total int64
+	var dev uint64
+	if st, err := os.Stat(dir); err == nil {
+		if sys, ok := st.Sys().(*syscall.Stat_t); ok {
+			dev = sys.Dev
+		}
+	}
 	_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err == nil && d.Type().IsRegular() {
-			total += allocated(p)
+		if err != nil {
+			return nil
+		}
+		info, err := d.Info()
+		if err != nil {
+			return nil
+		}
+		sys, ok := info.Sys().(*syscall.Stat_t)
+		switch {
+		case !ok:
+		case sys.Dev != dev && d.IsDir():
+			return fs.SkipDir
+		case d.Type().IsRegular() && sys.Nlink == 1 && sys.Dev == dev:
+			total += sys.Blocks * 512
 		}
 		return nil
 	})
@@ -204,7 +233,8 @@ func dirBytes(dir string) int64 {
 
 // InUse returns the cached images that running processes boot, by key: every process whose
 // command line names a file in an image's directory (QEMU's -kernel, -initrd and -drive
-// file=), with the VM's name (QEMU's -name: LAB.NODE) or "pid N". Any sfclab version's VMs
+// file=), with the VM's name (QEMU's -name: LAB.NODE) or "pid N"; a process naming a file of
+// a shared kernel (kernels/ID/vmlinux) under "kernels/ID". Any sfclab version's VMs
 // count, as do processes of other image roots' tests that name this root.
 func (b Builder) InUse() (map[string][]string, error) {
 	roots := []string{}
@@ -271,7 +301,10 @@ func imageRefs(argv []string, cwd string, roots []string) (keys []string, name s
 			for _, r := range roots {
 				rel, ok := strings.CutPrefix(f, r+"/")
 				key, file, inside := strings.Cut(rel, "/")
-				if ok && inside && file != "" && !strings.HasPrefix(key, ".") && !slices.Contains(keys, key) {
+				if !ok || !inside || file == "" || strings.HasPrefix(key, ".") {
+					continue
+				}
+				if key = imageRefKey(key, file); !slices.Contains(keys, key) {
 					keys = append(keys, key)
 				}
 			}

@@ -162,6 +162,8 @@ func TestImageRefs(t *testing.T) {
 		{"root spelled otherwise", []string{"cat", "/var/lib/sfclab/./vm/0123456789abcdef//initramfs.cpio"}, "/", []string{bb.Key}, ""},
 		{"the root itself, an image directory, a hidden build", []string{"ls", root, root + "/0123456789abcdef", root + "/.build-123/vmlinux"}, "/", nil, ""},
 		{"another root", []string{"qemu-system-x86_64", "-kernel", "/tmp/vm/0123456789abcdef/vmlinux"}, "/", nil, ""},
+		{"a shared kernel", []string{"qemu-system-x86_64", "-name", "x.y", "-kernel", root + "/kernels/6.1.0-57-amd64-0123456789ab/vmlinux", "-initrd", bb.Initramfs()}, "/", []string{"kernels/6.1.0-57-amd64-0123456789ab", bb.Key}, "x.y"},
+		{"the kernel store itself", []string{"ls", root + "/kernels"}, "/", nil, ""},
 		{"a prefix of the root", []string{"qemu-system-x86_64", "-kernel", root + "2/0123456789abcdef/vmlinux"}, "/", nil, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -177,12 +179,17 @@ func TestImageRefs(t *testing.T) {
 // with why; nothing superseded, no line.
 func TestPruneLine(t *testing.T) {
 	fresh := &Image{Key: "new", Kind: spec.VMImageBusybox}
-	if l := pruneLine(fresh, nil, 0, map[string]string{}); l != "" {
+	if l := pruneLine(fresh, nil, 0, map[string]string{}, nil, 0); l != "" {
 		t.Errorf("nothing superseded: line %q, want none", l)
 	}
-	l := pruneLine(fresh, []string{"a", "b"}, 73<<20, map[string]string{"c": "in use by l.n"})
+	l := pruneLine(fresh, []string{"a", "b"}, 73<<20, map[string]string{"c": "in use by l.n"}, nil, 0)
 	want := "guest image new: removed 2 superseded busybox guest image(s) (73 MB): a b; kept superseded c (in use by l.n)"
 	if l != want || strings.Contains(l, "\n") {
+		t.Errorf("line %q, want %q", l, want)
+	}
+	l = pruneLine(fresh, []string{"a"}, 36<<20, map[string]string{}, []string{"6.1.0-56-amd64-0123456789ab"}, 31<<20)
+	want = "guest image new: removed 1 superseded busybox guest image(s) (36 MB): a; removed 1 shared kernel(s) no image uses (31 MB): 6.1.0-56-amd64-0123456789ab"
+	if l != want {
 		t.Errorf("line %q, want %q", l, want)
 	}
 }
