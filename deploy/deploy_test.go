@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -115,17 +114,7 @@ func iperf3(t *testing.T, d *Deployer, p *plan.Plan, c *plan.Chain) float64 {
 	if err != nil {
 		t.Fatalf("iperf3 through %s: %v\n%s", c.Name, err, out)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	return res.End.SumReceived.BitsPerSecond
+	return receivedBps(t, out)
 }
 
 func stats(t *testing.T, p *plan.Plan, nodeName, ifname string) netdev.LinkStats {

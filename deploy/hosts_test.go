@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -13,6 +12,7 @@ import (
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
 
@@ -125,19 +125,14 @@ func TestHostCoreRefused(t *testing.T) {
 	}
 }
 
-func receivedBps(t *testing.T, out []byte) float64 {
+// receivedBps decodes an iperf3 client's -J output and returns the receiver's bit rate.
+func receivedBps(t testing.TB, out []byte) float64 {
 	t.Helper()
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // TestEBPFRedirectAcrossHosts: sender and responder attached by ebpf-redirect on two hosts;
