@@ -2,7 +2,6 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"slices"
 	"testing"
@@ -65,17 +64,11 @@ func BenchmarkIperf3Faithfulness(b *testing.B) {
 		if err != nil {
 			b.Fatalf("iperf3 by hand: %v", err)
 		}
-		var res struct {
-			End struct {
-				SumReceived struct {
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			} `json:"end"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
+		res, err := iperf3.Parse(out)
+		if err != nil {
 			b.Fatal(err)
 		}
-		byHand = append(byHand, res.End.SumReceived.BitsPerSecond)
+		byHand = append(byHand, res.ReceivedBPS)
 	}
 	median := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
 	b.ReportMetric(median(viaProbe)/1e9, "probe-Gbit/s")
