@@ -119,16 +119,7 @@ func iperf3(t *testing.T, d *Deployer, p *plan.Plan, c *plan.Chain) float64 {
 
 func stats(t *testing.T, p *plan.Plan, nodeName, ifname string) netdev.LinkStats {
 	t.Helper()
-	ns, err := netdev.OpenNS(p.Node(nodeName).Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	s, err := ns.LinkStats(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return nettest.LinkStats(t, p.Node(nodeName).Netns, ifname)
 }
 
 // TestExamplesCarryTraffic deploys every example, pushes iperf3 through its chain and checks

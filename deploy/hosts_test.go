@@ -10,6 +10,7 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
 	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
@@ -152,16 +153,7 @@ chains:
 	deploy(t, d, p)
 	snd := node(t, d, p, "sender")
 	tx := func(dev string) uint64 {
-		ns, err := netdev.OpenNS(p.Hosts[0].Netns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ns.Close()
-		st, err := ns.LinkStats(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.TxPackets
+		return nettest.LinkStats(t, p.Hosts[0].Netns, dev).TxPackets
 	}
 	steer0, seg0 := tx("vxsteer"), tx("vx0")
 	if out, err := snd.Output(context.Background(), nil, "ping", "-c", "100", "-i", "0.005", "-W", "2", p.Chain("echo").Target.String()); err != nil {
