@@ -101,20 +101,12 @@ func deployer(t testing.TB) *deploy.Deployer {
 // loadLab reads a lab file, names the lab for the test and runs it on docker.
 func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path, kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Name = name
-	lab.Runtime = spec.RuntimeDocker
-	if edit != nil {
-		edit(lab)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return plantest.LoadAs(t, path, name, func(lab *spec.Lab) {
+		lab.Runtime = spec.RuntimeDocker
+		if edit != nil {
+			edit(lab)
+		}
+	})
 }
 
 // deployLab deploys and registers the lab's destruction, checking nothing is left.
