@@ -19,6 +19,7 @@ import (
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/rtt"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 )
 
 // hostDevice creates a device in the host for the test — one end of a veth pair whose other
@@ -131,11 +132,11 @@ func TestMacvlan(t *testing.T) {
 			if err := rtt.Warm(context.Background(), l.Node(t, "client"), dst, rtt.Config{}); err != nil {
 				t.Fatal(err)
 			}
-			r, err := rtt.Measure(context.Background(), l.Node(t, "client"), dst, rtt.Config{Count: 200, Rate: 1000})
+			r, err := echo.Measure(context.Background(), l.Node(t, "client"), dst, rtt.Config{Count: 200, Rate: 1000})
 			if err != nil || r.Received != 200 {
 				t.Fatalf("echoes over %s: %v, %d of 200 back", kind, err, r.Received)
 			}
-			t.Logf("%s: median rtt %s, path %s", kind, rtt.Median(r.Durations(rtt.Packet.RTT, false)), rtt.Median(r.Durations(rtt.Packet.Path, true)))
+			t.Logf("%s: median rtt %s, path %s", kind, echo.Median(r.Durations(rtt.Packet.RTT, false)), echo.Median(r.Durations(rtt.Packet.Path, true)))
 		})
 	}
 }

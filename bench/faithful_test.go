@@ -2,20 +2,17 @@ package bench
 
 import (
 	"context"
-	"encoding/json"
 	"os/exec"
 	"slices"
 	"testing"
 	"time"
 
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/journal"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
-	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 // faithfulTolerance is how far the probe's median may be from the median by hand.
@@ -26,15 +23,7 @@ const faithfulTolerance = 0.03
 // medians: it must stay within 3 % of 1, or the benchmark fails. `make bench` runs it.
 func BenchmarkIperf3Faithfulness(b *testing.B) {
 	requireRoot(b)
-	lab, err := spec.Load("../examples/fw.yaml", kinds.Spec())
-	if err != nil {
-		b.Fatal(err)
-	}
-	lab.Name = "t-faith"
-	p, err := plan.Build(lab)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := plantest.LoadAs(b, "../examples/fw.yaml", "t-faith")
 	d := &deploy.Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
 		b.Fatal(err)
@@ -65,17 +54,11 @@ func BenchmarkIperf3Faithfulness(b *testing.B) {
 		if err != nil {
 			b.Fatalf("iperf3 by hand: %v", err)
 		}
-		var res struct {
-			End struct {
-				SumReceived struct {
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			} `json:"end"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
+		res, err := iperf3.Parse(out)
+		if err != nil {
 			b.Fatal(err)
 		}
-		byHand = append(byHand, res.End.SumReceived.BitsPerSecond)
+		byHand = append(byHand, res.ReceivedBPS)
 	}
 	median := func(xs []float64) float64 { s := slices.Clone(xs); slices.Sort(s); return s[len(s)/2] }
 	b.ReportMetric(median(viaProbe)/1e9, "probe-Gbit/s")

@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -14,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/internal/nettest"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
@@ -30,21 +30,6 @@ func requireRoot(t testing.TB) { testroot.Require(t, "deploy tests build real na
 // testDeployer journals into a temporary directory, so tests never see a user's labs.
 func testDeployer(t *testing.T) *Deployer {
 	return &Deployer{Journal: journal.Journal{Root: t.TempDir()}, Log: t.Logf}
-}
-
-// loadPlan reads a lab file and renames the lab so tests never clash with a user's labs.
-func loadPlan(t *testing.T, path, name string) *plan.Plan {
-	t.Helper()
-	lab, err := spec.Load(path, kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Name = name
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
 }
 
 // deploy builds a lab and registers its destruction, checking nothing is left afterwards.
@@ -115,31 +100,12 @@ func iperf3(t *testing.T, d *Deployer, p *plan.Plan, c *plan.Chain) float64 {
 	if err != nil {
 		t.Fatalf("iperf3 through %s: %v\n%s", c.Name, err, out)
 	}
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	return res.End.SumReceived.BitsPerSecond
+	return receivedBps(t, out)
 }
 
 func stats(t *testing.T, p *plan.Plan, nodeName, ifname string) netdev.LinkStats {
 	t.Helper()
-	ns, err := netdev.OpenNS(p.Node(nodeName).Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	s, err := ns.LinkStats(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s
+	return nettest.LinkStats(t, p.Node(nodeName).Netns, ifname)
 }
 
 // TestExamplesCarryTraffic deploys every example, pushes iperf3 through its chain and checks
@@ -150,7 +116,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 	for _, ex := range []string{"baseline", "fw", "fw-lb", "chain-6"} {
 		t.Run(ex, func(t *testing.T) {
 			d := testDeployer(t)
-			p := loadPlan(t, "../examples/"+ex+".yaml", "t-"+ex)
+			p := plantest.LoadAs(t, "../examples/"+ex+".yaml", "t-"+ex)
 			deploy(t, d, p)
 			c := p.Chains[0]
 			before := map[string]netdev.LinkStats{}
@@ -185,7 +151,7 @@ func TestExamplesCarryTraffic(t *testing.T) {
 func TestLoadBalancerSpreads(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/lb-3.yaml", "t-lb-3")
+	p := plantest.LoadAs(t, "../examples/lb-3.yaml", "t-lb-3")
 	deploy(t, d, p)
 	c := p.Chains[0]
 	backends := p.Node("lb").Function.Backends
@@ -216,16 +182,9 @@ func TestFirewallDropsDeniedPort(t *testing.T) {
 	for _, backend := range []string{spec.BackendIptables, spec.BackendNftables} {
 		t.Run(backend, func(t *testing.T) {
 			d := testDeployer(t)
-			lab, err := spec.Load("../examples/fw.yaml", kinds.Spec())
-			if err != nil {
-				t.Fatal(err)
-			}
-			lab.Name = "t-fw-" + backend[:3]
-			lab.Functions["fw"].Params.(*firewall.FirewallParams).Backend = backend
-			p, err := plan.Build(lab)
-			if err != nil {
-				t.Fatal(err)
-			}
+			p := plantest.LoadAs(t, "../examples/fw.yaml", "t-fw-"+backend[:3], func(lab *spec.Lab) {
+				lab.Functions["fw"].Params.(*firewall.FirewallParams).Backend = backend
+			})
 			deploy(t, d, p)
 			nettest.CheckFirewallDrops(t, node(t, d, p, "client"), node(t, d, p, "server"), node(t, d, p, "fw"),
 				p.Chains[0].Target.String(), p.Node("fw").Function)

@@ -71,7 +71,7 @@ chains: [{from: client, to: server, hops: [slow]}]
 func TestNameClashAndSideBySide(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/baseline.yaml", "t-clash")
+	p := plantest.LoadAs(t, "../examples/baseline.yaml", "t-clash")
 	deploy(t, d, p)
 	if _, err := d.Deploy(context.Background(), p, "again"); !errors.Is(err, journal.ErrExists) {
 		t.Fatalf("second deploy of the same name: err = %v, want journal.ErrExists", err)
@@ -80,7 +80,7 @@ func TestNameClashAndSideBySide(t *testing.T) {
 	if bps := iperf3(t, d, p, p.Chains[0]); bps <= 0 {
 		t.Fatal("first lab broken by the refused deploy")
 	}
-	other := loadPlan(t, "../examples/baseline.yaml", "t-beside")
+	other := plantest.LoadAs(t, "../examples/baseline.yaml", "t-beside")
 	deploy(t, d, other)
 	if bps := iperf3(t, d, other, other.Chains[0]); bps <= 0 {
 		t.Fatal("second lab carries no traffic")
@@ -91,7 +91,7 @@ func TestNameClashAndSideBySide(t *testing.T) {
 func TestDestroyTwice(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/fw.yaml", "t-twice")
+	p := plantest.LoadAs(t, "../examples/fw.yaml", "t-twice")
 	if _, err := d.Deploy(context.Background(), p, "test"); err != nil {
 		t.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func TestDestroyTwice(t *testing.T) {
 func TestMissingProgram(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/fw-lb.yaml", "t-missing")
+	p := plantest.LoadAs(t, "../examples/fw-lb.yaml", "t-missing")
 	t.Setenv("PATH", t.TempDir())
 	_, err := d.Deploy(context.Background(), p, "test")
 	if err == nil || !strings.Contains(err.Error(), "haproxy") || !strings.Contains(err.Error(), "apt-get install") {

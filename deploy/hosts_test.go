@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"os"
 	"os/exec"
@@ -11,8 +10,10 @@ import (
 	"testing"
 
 	"github.com/sfclab/sfclab/cgroup"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/netdev"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
 )
 
@@ -125,19 +126,14 @@ func TestHostCoreRefused(t *testing.T) {
 	}
 }
 
-func receivedBps(t *testing.T, out []byte) float64 {
+// receivedBps decodes an iperf3 client's -J output and returns the receiver's bit rate.
+func receivedBps(t testing.TB, out []byte) float64 {
 	t.Helper()
-	var res struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
-	}
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // TestEBPFRedirectAcrossHosts: sender and responder attached by ebpf-redirect on two hosts;
@@ -157,16 +153,7 @@ chains:
 	deploy(t, d, p)
 	snd := node(t, d, p, "sender")
 	tx := func(dev string) uint64 {
-		ns, err := netdev.OpenNS(p.Hosts[0].Netns)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer ns.Close()
-		st, err := ns.LinkStats(dev)
-		if err != nil {
-			t.Fatal(err)
-		}
-		return st.TxPackets
+		return nettest.LinkStats(t, p.Hosts[0].Netns, dev).TxPackets
 	}
 	steer0, seg0 := tx("vxsteer"), tx("vx0")
 	if out, err := snd.Output(context.Background(), nil, "ping", "-c", "100", "-i", "0.005", "-W", "2", p.Chain("echo").Target.String()); err != nil {

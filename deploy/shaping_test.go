@@ -19,7 +19,7 @@ import (
 func TestShapingRate(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/shaped.yaml", "t-shape")
+	p := plantest.LoadAs(t, "../examples/shaped.yaml", "t-shape")
 	t.Cleanup(func() { _ = d.Destroy(context.Background(), p.Lab) })
 	if _, err := d.Deploy(context.Background(), p, "shaped.yaml"); err != nil {
 		t.Fatal(err)

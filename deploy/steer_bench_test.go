@@ -2,7 +2,6 @@ package deploy
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"net/netip"
 	"path/filepath"
@@ -134,17 +133,7 @@ func tcpRate(b *testing.B, d *Deployer, yaml string) float64 {
 		if err != nil {
 			b.Fatalf("iperf3 in %s: %v\n%s", p.Lab, err, out)
 		}
-		var res struct {
-			End struct {
-				SumReceived struct {
-					BitsPerSecond float64 `json:"bits_per_second"`
-				} `json:"sum_received"`
-			} `json:"end"`
-		}
-		if err := json.Unmarshal(out, &res); err != nil {
-			b.Fatal(err)
-		}
-		if r := res.End.SumReceived.BitsPerSecond; r > 0 {
+		if r := receivedBps(b, out); r > 0 {
 			return r
 		}
 		if run == 3 {

@@ -25,7 +25,7 @@ import (
 func TestTransparentDeploy(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/transparent-fw.yaml", "steer-dfw")
+	p := plantest.LoadAs(t, "../examples/transparent-fw.yaml", "steer-dfw")
 	t.Cleanup(func() { // runs after deploy's cleanup has destroyed the lab
 		if _, err := os.Stat(steer.PinDir(p.Lab)); err == nil {
 			t.Errorf("destroy left pinned maps in %s", steer.PinDir(p.Lab))
@@ -99,7 +99,7 @@ func TestTransparentDeploy(t *testing.T) {
 func TestTransparentInstances(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/transparent-instances.yaml", "steer-dinst")
+	p := plantest.LoadAs(t, "../examples/transparent-instances.yaml", "steer-dinst")
 	for _, n := range []string{"fw-1", "fw-2", "fw-3"} {
 		if p.Transparent.Node(n) == nil {
 			t.Fatalf("the plan has no node %s", n)
@@ -194,7 +194,7 @@ func TestTransparentInstances(t *testing.T) {
 func TestTransparentIPv6(t *testing.T) {
 	requireRoot(t)
 	d := testDeployer(t)
-	p := loadPlan(t, "../examples/transparent-ipv6.yaml", "steer-dv6")
+	p := plantest.LoadAs(t, "../examples/transparent-ipv6.yaml", "steer-dv6")
 	deploy(t, d, p)
 	ctx := context.Background()
 	client, server := node(t, d, p, "client"), node(t, d, p, "server")

@@ -19,6 +19,7 @@ import (
 	"github.com/sfclab/sfclab/probe/flows"
 	"github.com/sfclab/sfclab/probe/ndr"
 	"github.com/sfclab/sfclab/probe/rtt"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/kinds"
 	"go.yaml.in/yaml/v3"
@@ -261,7 +262,7 @@ func (r *RTT) Config(rate float64) rtt.Config {
 		Method: r.Method, SampleEvery: r.SampleEvery}
 }
 
-// Rates is one rate or a list of rates in packets per second; rtt.Max stands for "max".
+// Rates is one rate or a list of rates in packets per second; echo.Max stands for "max".
 type Rates []float64
 
 // UnmarshalYAML reads 1000, "1k", "2.5M", "max", or a list of them.
@@ -281,11 +282,11 @@ func (r *Rates) UnmarshalYAML(n *yaml.Node) error {
 	return nil
 }
 
-// ParseRate reads a rate: 1000, 1k, 2.5M (packets/s) or max (rtt.Max).
+// ParseRate reads a rate: 1000, 1k, 2.5M (packets/s) or max (echo.Max).
 func ParseRate(s string) (float64, error) {
 	s = strings.TrimSpace(s)
 	if s == "max" {
-		return rtt.Max, nil
+		return echo.Max, nil
 	}
 	mult := 1.0
 	switch {
@@ -714,10 +715,10 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 		if r := pr.RTT; r != nil {
 			// The guest's agent sends the echoes from a socket (rtt/echo): pktgen's generator
 			// and the tc path-end programs would have to be attached in the guest's kernel.
-			if r.Method == rtt.MethodXDP {
-				bad(s.Line, "scenario %q: source %s is a VM, and rtt's method xdp sends from pktgen's XDP generator in the source's network stack, which is the guest's kernel's; write method: socket (the guest's agent then sends the echoes; or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, src, rtt.HighRateFrom)
+			if r.Method == echo.MethodXDP {
+				bad(s.Line, "scenario %q: source %s is a VM, and rtt's method xdp sends from pktgen's XDP generator in the source's network stack, which is the guest's kernel's; write method: socket (the guest's agent then sends the echoes; or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, src, echo.HighRateFrom)
 			}
-			if r.PathEnd == rtt.PathEndTC {
+			if r.PathEnd == echo.PathEndTC {
 				bad(s.Line, "scenario %q: source %s is a VM, and rtt's path_end tc needs tc programs at the sender's interface, which is in the guest's kernel; write path_end: socket (the guest kernel's socket timestamps split the round trip) or leave path_end: out", s.Name, src)
 			}
 		}
@@ -733,8 +734,8 @@ func (e *Experiment) checkScenarioProbes(s *Scenario, bad func(int, string, ...a
 	if n := p.Node(c.Path[len(c.Path)-1]); n != nil && n.VM != nil {
 		// rtt's echoes are answered by the guest's kernel (icmp) or its agent (udp); its XDP
 		// reflector would have to be attached in the guest's kernel.
-		if r := pr.RTT; r != nil && r.Method == rtt.MethodXDP {
-			bad(s.Line, "scenario %q: destination %s is a VM, and rtt's method xdp needs its XDP reflector in the destination's network stack, which is the guest's kernel's; write method: socket (or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, c.Path[len(c.Path)-1], rtt.HighRateFrom)
+		if r := pr.RTT; r != nil && r.Method == echo.MethodXDP {
+			bad(s.Line, "scenario %q: destination %s is a VM, and rtt's method xdp needs its XDP reflector in the destination's network stack, which is the guest's kernel's; write method: socket (or leave method: out: rates from %d pps then use the socket path, saying why)", s.Name, c.Path[len(c.Path)-1], echo.HighRateFrom)
 		}
 	}
 	if h := pr.HTTP; h != nil {
@@ -868,7 +869,7 @@ func (pr *Probes) validate(bad func(int, string, ...any)) {
 	if p := pr.RTT; p != nil {
 		for _, rate := range p.Rate {
 			if err := p.Config(rate).Validate(); err != nil {
-				bad(0, "rtt: %s", strings.ReplaceAll(err.Error(), rtt.ErrConfig.Error()+": ", ""))
+				bad(0, "rtt: %s", strings.ReplaceAll(err.Error(), echo.ErrConfig.Error()+": ", ""))
 			}
 		}
 	}

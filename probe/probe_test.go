@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/internal/testroot"
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
@@ -24,8 +25,6 @@ import (
 	"github.com/sfclab/sfclab/probe/tcprtt"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime"
-	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 var _ probe.Node = (runtime.Node)(nil)
@@ -36,15 +35,7 @@ func requireRoot(t *testing.T) { testroot.Require(t, "probe tests deploy real la
 // destruction, checking that nothing of it is left afterwards. It returns the chain's env.
 func lab(t *testing.T, example, name string) probe.Env {
 	t.Helper()
-	l, err := spec.Load("../examples/"+example+".yaml", kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Name = name
-	p, err := plan.Build(l)
-	if err != nil {
-		t.Fatal(err)
-	}
+	p := plantest.LoadAs(t, "../examples/"+example+".yaml", name)
 	d := &deploy.Deployer{Journal: journal.Journal{Root: t.TempDir()}}
 	t.Cleanup(func() {
 		if err := d.Destroy(context.Background(), p.Lab); err != nil {

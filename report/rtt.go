@@ -75,15 +75,15 @@ type RTTRow struct {
 const GuestClock = "guest"
 
 // HighRateShare is the share of the requested rate below which a high-rate cell (requested
-// at rtt.HighRateFrom or more) is marked short: issue 25 asks for study D's 1 Mpps cell at
+// at echo.HighRateFrom or more) is marked short: issue 25 asks for study D's 1 Mpps cell at
 // 0.95 of 1 Mpps or more.
 const HighRateShare = 0.95
 
-// highRateFrom mirrors rtt.HighRateFrom (packets/s), the rate from which the probe's default
+// highRateFrom mirrors echo.HighRateFrom (packets/s), the rate from which the probe's default
 // method is its XDP generator.
 const highRateFrom = 100_000
 
-// HighRate reports whether the cell asked for a high rate (rtt.HighRateFrom or more).
+// HighRate reports whether the cell asked for a high rate (echo.HighRateFrom or more).
 func (row RTTRow) HighRate() bool { return row.Requested >= highRateFrom }
 
 // Short reports whether a high-rate cell achieved less than HighRateShare of its request.

@@ -2,7 +2,6 @@ package steer_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os/exec"
 	"slices"
@@ -10,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/sfc"
 )
 
@@ -94,18 +94,11 @@ func benchChainChange(t *testing.B, name string) {
 			if err := cli.Wait(); err != nil {
 				t.Fatalf("iperf3 UDP: %v\n%s", err, out.String())
 			}
-			var r struct {
-				End struct {
-					Sum struct {
-						Lost    int `json:"lost_packets"`
-						Packets int `json:"packets"`
-					} `json:"sum"`
-				} `json:"end"`
-			}
-			if err := json.Unmarshal([]byte(out.String()), &r); err != nil {
+			r, err := iperf3.Parse([]byte(out.String()))
+			if err != nil {
 				t.Fatal(err)
 			}
-			res.lost, res.sent = r.End.Sum.Lost, r.End.Sum.Packets
+			res.lost, res.sent = int(r.LostPackets), int(r.Packets)
 		}
 	}
 	b := t

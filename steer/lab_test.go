@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/hosts"
-	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/sfc"
 	"github.com/sfclab/sfclab/steer"
 )
@@ -256,16 +256,7 @@ func (l *lab) settledCounters(t testing.TB) map[[2]uint32]uint64 {
 // rx is a node interface's received packet count.
 func (l *lab) rx(t testing.TB, node, ifname string) uint64 {
 	t.Helper()
-	ns, err := netdev.OpenNS(l.ns(node))
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	s, err := ns.LinkStats(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.RxPackets
+	return nettest.LinkStats(t, l.ns(node), ifname).RxPackets
 }
 
 // counters maps "path/hop" to packets.

@@ -1,6 +1,6 @@
 // Package nettest holds what tests of several packages do over TCP inside a deployed lab's
-// nodes (deploy's, the docker runtime's): listen and dial in a node's network namespace, and
-// check the fw example's firewall.
+// nodes (deploy's, the docker runtime's): listen and dial in a node's network namespace, read
+// an interface's counters there, and check the fw example's firewall.
 package nettest
 
 import (
@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/vnf/firewall"
@@ -53,6 +54,24 @@ func ServeIn(t testing.TB, n runtime.Node, addr string, handle func(net.Conn)) {
 			}()
 		}
 	}()
+}
+
+// LinkStats returns the counters of interface ifname in the network namespace called netns
+// ("" for this process's own); failing to open the namespace or to read them fails the test.
+//
+// Equivalent to: ip -n NETNS -s link show IFNAME
+func LinkStats(t testing.TB, netns, ifname string) netdev.LinkStats {
+	t.Helper()
+	ns, err := netdev.OpenNS(netns)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ns.Close()
+	s, err := ns.LinkStats(ifname)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return s
 }
 
 // CheckFirewallDrops checks a deployed examples/fw.yaml (client -> fw -> server, fw's first

@@ -32,6 +32,22 @@ func Load(t testing.TB, path string) *plan.Plan {
 	return build(t, lab)
 }
 
+// LoadAs reads the lab file at path, renames the lab (so that a test's lab never clashes
+// with a user's, nor with another test's copy of the same file), applies edits in order and
+// builds its plan; failing to read or to build fails the test.
+func LoadAs(t testing.TB, path, name string, edits ...func(*spec.Lab)) *plan.Plan {
+	t.Helper()
+	lab, err := spec.Load(path, kinds.Spec())
+	if err != nil {
+		t.Fatal(err)
+	}
+	lab.Name = name
+	for _, edit := range edits {
+		edit(lab)
+	}
+	return build(t, lab)
+}
+
 func build(t testing.TB, lab *spec.Lab) *plan.Plan {
 	t.Helper()
 	p, err := plan.Build(lab)

@@ -11,13 +11,11 @@ import (
 
 	"github.com/sfclab/sfclab/cgroup"
 	"github.com/sfclab/sfclab/deploy"
+	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/journal"
-	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/cpu"
 	"github.com/sfclab/sfclab/results"
-	"github.com/sfclab/sfclab/spec"
-	"github.com/sfclab/sfclab/vnf/kinds"
 )
 
 func TestParseSoftirq(t *testing.T) {
@@ -227,15 +225,7 @@ func BenchmarkSampler(b *testing.B) {
 	if os.Geteuid() != 0 {
 		b.Skip("SKIPPED LOUDLY: BenchmarkSampler deploys a lab and needs root")
 	}
-	lab, err := spec.Load("../../examples/chain-6.yaml", kinds.Spec())
-	if err != nil {
-		b.Fatal(err)
-	}
-	lab.Name = "t-probe-cpu"
-	p, err := plan.Build(lab)
-	if err != nil {
-		b.Fatal(err)
-	}
+	p := plantest.LoadAs(b, "../../examples/chain-6.yaml", "t-probe-cpu")
 	d := &deploy.Deployer{Journal: journal.Journal{Root: b.TempDir()}}
 	if _, err := d.Deploy(context.Background(), p, "bench"); err != nil {
 		b.Fatal(err)

@@ -30,6 +30,9 @@ type Result struct {
 	Reverse bool
 	// SentBPS and ReceivedBPS are the bit rates the sender and the receiver saw.
 	SentBPS, ReceivedBPS float64
+	// SentBytes and ReceivedBytes are the bytes the sender sent and the receiver received
+	// (the same summaries' "bytes").
+	SentBytes, ReceivedBytes int64
 	// Retransmits is the sender's TCP retransmission count (0 for UDP).
 	Retransmits int64
 	// HostCPU and RemoteCPU are iperf3's own CPU use in percent of one core: the client's
@@ -54,6 +57,7 @@ type Result struct {
 }
 
 type sum struct {
+	Bytes         int64    `json:"bytes"`
 	BitsPerSecond float64  `json:"bits_per_second"`
 	Retransmits   *int64   `json:"retransmits"`
 	JitterMS      *float64 `json:"jitter_ms"`
@@ -142,6 +146,7 @@ func Parse(out []byte) (Result, error) {
 		return Result{}, fmt.Errorf("decode iperf3 -J output: no end summary (end.sum_sent/sum_received/sum)")
 	}
 	r.SentBPS, r.ReceivedBPS = sent.BitsPerSecond, recv.BitsPerSecond
+	r.SentBytes, r.ReceivedBytes = sent.Bytes, recv.Bytes
 	if sent.Retransmits != nil {
 		r.Retransmits = *sent.Retransmits
 	}

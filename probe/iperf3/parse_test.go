@@ -30,10 +30,13 @@ func TestParse(t *testing.T) {
 	}{
 		{"tcp-fw.json", Result{}}, // checked loosely below
 		{"tcp-fwlb-P2-cubic.json", Result{Protocol: "tcp", Streams: 2, SentBPS: 4532340919.268088, ReceivedBPS: 4556987186.969173,
+			SentBytes: 568066048, ReceivedBytes: 568066048,
 			Retransmits: 0, HostCPU: 33.37060378125635, RemoteCPU: 19.05687691424196, SenderCC: "cubic", ReceiverCC: "cubic"}},
 		{"tcp-fwlb-reverse.json", Result{Protocol: "tcp", Streams: 1, Reverse: true, SentBPS: 2845759889.9318237, ReceivedBPS: 2695899125.9916363,
+			SentBytes: 357826560, ReceivedBytes: 337408288,
 			Retransmits: 160, HostCPU: 12.20497067081816, RemoteCPU: 29.095584658002128, SenderCC: "bbr", ReceiverCC: "bbr"}},
 		{"udp-fw-200M.json", Result{Protocol: "udp", Streams: 1, SentBPS: 198869877.32703748, ReceivedBPS: 197114421.51264793,
+			SentBytes: 24933112, ReceivedBytes: 24717360,
 			HostCPU: 34.42303338405154, RemoteCPU: 15.041836312623651, JitterMS: 0.2660874308819118, LostPercent: 0.865323189499971,
 			LostPackets: 149, Packets: 17219}},
 	}
@@ -44,14 +47,15 @@ func TestParse(t *testing.T) {
 				t.Fatal(err)
 			}
 			if tt.want.Protocol == "" {
-				if got.Protocol != "tcp" || got.Streams != 1 || got.SentBPS <= 0 || got.ReceivedBPS <= 0 || got.SenderCC == "" {
+				if got.Protocol != "tcp" || got.Streams != 1 || got.SentBPS <= 0 || got.ReceivedBPS <= 0 || got.ReceivedBytes <= 0 || got.SenderCC == "" {
 					t.Errorf("got %+v", got)
 				}
 				return
 			}
 			w := tt.want
 			if got.Protocol != w.Protocol || got.Streams != w.Streams || got.Reverse != w.Reverse || got.Retransmits != w.Retransmits ||
-				got.SenderCC != w.SenderCC || got.ReceiverCC != w.ReceiverCC || got.LostPackets != w.LostPackets || got.Packets != w.Packets {
+				got.SenderCC != w.SenderCC || got.ReceiverCC != w.ReceiverCC || got.LostPackets != w.LostPackets || got.Packets != w.Packets ||
+				got.SentBytes != w.SentBytes || got.ReceivedBytes != w.ReceivedBytes {
 				t.Errorf("got %+v\nwant %+v", got, w)
 			}
 			for _, f := range [][3]any{{"sent", got.SentBPS, w.SentBPS}, {"received", got.ReceivedBPS, w.ReceivedBPS},

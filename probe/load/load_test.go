@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
-	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/probe/load"
 )
@@ -149,16 +149,7 @@ func TestCPULoadEndsWithContext(t *testing.T) {
 
 func rxBytes(t *testing.T, p *plan.Plan, node, ifname string) uint64 {
 	t.Helper()
-	ns, err := netdev.OpenNS(p.Node(node).Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	s, err := ns.LinkStats(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.RxBytes
+	return nettest.LinkStats(t, p.Node(node).Netns, ifname).RxBytes
 }
 
 // TestNetworkLoad: streams from a node reach the chain's destination (or its source, when the

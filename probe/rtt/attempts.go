@@ -5,6 +5,7 @@ import (
 	"strconv"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -60,10 +61,10 @@ func AttemptSamples(attempts int, runs []*Result) []results.Sample {
 		return out
 	}
 	last := runs[len(runs)-1]
-	labels := map[string]string{"protocol": last.Protocol, "size": strconv.Itoa(last.Size), "rate": RateLabel(last.Requested),
+	labels := map[string]string{"protocol": last.Protocol, "size": strconv.Itoa(last.Size), "rate": echo.RateLabel(last.Requested),
 		"complete": strconv.FormatBool(last.Complete())}
 	out = append(out, probe.NewSample(Name, "attempts", "count", float64(len(runs)), labels))
-	capLabels := map[string]string{"protocol": last.Protocol, "size": strconv.Itoa(last.Size), "rate": RateLabel(last.Requested)}
+	capLabels := map[string]string{"protocol": last.Protocol, "size": strconv.Itoa(last.Size), "rate": echo.RateLabel(last.Requested)}
 	out = append(out, probe.NewSample(Name, "attempt_cap", "count", float64(attempts), capLabels))
 	return out
 }

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 )
 
 // lossy returns a measure function whose n-th run (1-based) loses lost[n-1] of 10 echoes
@@ -13,7 +15,7 @@ func lossy(calls *int, lost ...int) func(context.Context) (*Result, error) {
 	return func(context.Context) (*Result, error) {
 		*calls++
 		l := lost[min(*calls, len(lost))-1]
-		r := &Result{Protocol: ProtoICMP, Size: 64, Requested: 1000, Achieved: 1000, Sent: 10, Received: 10 - l}
+		r := &Result{Protocol: echo.ProtoICMP, Size: 64, Requested: 1000, Achieved: 1000, Sent: 10, Received: 10 - l}
 		for i := range 10 {
 			p := Packet{Seq: uint64(i), Sent: 1000, TXKernel: 2000, RXKernel: 30000, Recv: 40000}
 			if i < l {
@@ -102,14 +104,14 @@ func TestMeasureAttemptsError(t *testing.T) {
 }
 
 func TestAttemptsValidate(t *testing.T) {
-	for _, n := range []int{0, 1, MaxAttempts} {
+	for _, n := range []int{0, 1, echo.MaxAttempts} {
 		if err := (Config{Attempts: n}).Validate(); err != nil {
 			t.Errorf("attempts %d: %v", n, err)
 		}
 	}
-	for _, n := range []int{-1, MaxAttempts + 1} {
+	for _, n := range []int{-1, echo.MaxAttempts + 1} {
 		err := (Config{Attempts: n}).Validate()
-		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "attempts") {
+		if !errors.Is(err, echo.ErrConfig) || !strings.Contains(err.Error(), "attempts") {
 			t.Errorf("attempts %d: %v, want a configuration error naming attempts", n, err)
 		}
 	}

@@ -98,7 +98,7 @@ func BenchmarkCPU1Kpps(b *testing.B) {
 	var probeCPU, probeUser, pingCPU, probeWall, pingWall, pingF, wake time.Duration
 	const floodEchoes = 10_000
 	for b.Loop() {
-		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 1000, Rate: 1000})
+		r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 1000, Rate: 1000})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -134,7 +134,7 @@ func BenchmarkRate(b *testing.B) {
 	for b.Loop() {
 		for i, rate := range rates {
 			count := max(10_000, int(rate/2))
-			r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: count, Rate: rate})
+			r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: count, Rate: rate})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -163,7 +163,7 @@ func BenchmarkRateThreads(b *testing.B) {
 		for j, rate := range rates {
 			for i, th := range threads {
 				echo.ForceLanes = th
-				r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: max(10_000, int(rate/2)), Rate: rate})
+				r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: max(10_000, int(rate/2)), Rate: rate})
 				if err != nil {
 					b.Fatal(err)
 				}
@@ -200,7 +200,7 @@ func BenchmarkFloor(b *testing.B) {
 		avg, _ := strconv.ParseFloat(string(m[2]), 64)
 		pMin += mn * 1000
 		pMean += avg * 1000
-		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: Max})
+		r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: echo.Max})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -258,7 +258,7 @@ func BenchmarkEchoCost(b *testing.B) {
 			}
 		}
 		wake += float64(echo.WakeCost(1000).Nanoseconds()) / 1000
-		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: echoes, Rate: Max})
+		r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: echoes, Rate: echo.Max})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -296,7 +296,7 @@ func BenchmarkFloorAsPing(b *testing.B) {
 		}
 		avg, _ := strconv.ParseFloat(string(m[2]), 64)
 		pMean += avg * 1000
-		r, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: Max})
+		r, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), Config{Count: 10_000, Rate: echo.Max})
 		if err != nil {
 			b.Fatal(err)
 		}
@@ -365,8 +365,8 @@ func BenchmarkFloorTraced(b *testing.B) {
 			b.Fatalf("ping -f: %v", err)
 		}
 		pings[cmd.Process.Pid] = iters // ip and taskset exec in place: the same process
-		cfg := Config{Count: count, Rate: Max, CPUs: []int{core}}
-		if _, err := Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), cfg); err != nil {
+		cfg := Config{Count: count, Rate: echo.Max, CPUs: []int{core}}
+		if _, err := echo.Measure(context.Background(), n, netip.AddrPortFrom(dst, 0), cfg); err != nil {
 			b.Fatal(err)
 		}
 		iters++
@@ -383,7 +383,7 @@ func BenchmarkFloorTraced(b *testing.B) {
 		for i, e := range es {
 			ds[i] = f(e)
 		}
-		return float64(Median(ds).Nanoseconds()) / 1000
+		return float64(echo.Median(ds).Nanoseconds()) / 1000
 	}
 	mean := func(es []tracedEcho) float64 {
 		var s time.Duration
@@ -403,7 +403,7 @@ func BenchmarkFloorTraced(b *testing.B) {
 		probe, ping = append(probe, pr...), append(ping, pi...)
 		ratios = append(ratios, time.Duration(1e6*med(pr, total)/med(pi, total)))
 	}
-	b.ReportMetric(float64(Median(ratios))/1e6, "probe/ping-median-paired")
+	b.ReportMetric(float64(echo.Median(ratios))/1e6, "probe/ping-median-paired")
 	b.ReportMetric(med(ping, total), "ping-f-median-us")
 	b.ReportMetric(med(probe, total), "probe-median-us")
 	b.ReportMetric(med(probe, total)/med(ping, total), "probe/ping-median")

@@ -12,6 +12,7 @@ import (
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/probe"
 	"github.com/sfclab/sfclab/probe/rtt"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -46,7 +47,7 @@ func TestRunXDPToAGuest(t *testing.T) {
 		}
 		return nil, errors.New("test: the source is not reached")
 	}}
-	err = rtt.New(rtt.Config{Method: rtt.MethodXDP, Count: 10}).Run(context.Background(), env, func(results.Sample) {})
+	err = rtt.New(rtt.Config{Method: echo.MethodXDP, Count: 10}).Run(context.Background(), env, func(results.Sample) {})
 	if !errors.Is(err, rtt.ErrXDPGuest) {
 		t.Fatalf("run = %v, want %v", err, rtt.ErrXDPGuest)
 	}
@@ -92,10 +93,10 @@ func TestRunFromAGuest(t *testing.T) {
 		fallback string
 	}{
 		{"icmp", rtt.Config{Count: 10, Rate: 1000}, nil, ""},
-		{"icmp path_end socket", rtt.Config{Count: 10, Rate: 1000, PathEnd: rtt.PathEndSocket}, nil, ""},
+		{"icmp path_end socket", rtt.Config{Count: 10, Rate: 1000, PathEnd: echo.PathEndSocket}, nil, ""},
 		{"high rate, method unset", rtt.Config{Count: 10, Rate: 200_000}, nil, rtt.ErrXDPGuestSource.Error()},
-		{"method xdp", rtt.Config{Count: 10, Method: rtt.MethodXDP}, rtt.ErrXDPGuestSource, ""},
-		{"path_end tc", rtt.Config{Count: 10, PathEnd: rtt.PathEndTC}, rtt.ErrTCGuestSource, ""},
+		{"method xdp", rtt.Config{Count: 10, Method: echo.MethodXDP}, rtt.ErrXDPGuestSource, ""},
+		{"path_end tc", rtt.Config{Count: 10, PathEnd: echo.PathEndTC}, rtt.ErrTCGuestSource, ""},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			g := &guestSource{}
@@ -119,7 +120,7 @@ func TestRunFromAGuest(t *testing.T) {
 			if len(g.runs) != 2 || g.runs[0].Count != 1 || g.runs[1].Count != 10 {
 				t.Fatalf("runs in the guest %+v; want the warm-up's single echo, then the 10", g.runs)
 			}
-			if pe := g.runs[1].PathEnd; pe != rtt.PathEndSocket || g.runs[1].CPUs != nil || g.runs[1].Method == rtt.MethodXDP {
+			if pe := g.runs[1].PathEnd; pe != echo.PathEndSocket || g.runs[1].CPUs != nil || g.runs[1].Method == echo.MethodXDP {
 				t.Errorf("run asked of the guest %+v; want path_end socket, no host cores, no xdp", g.runs[1])
 			}
 			rtts := 0
@@ -133,7 +134,7 @@ func TestRunFromAGuest(t *testing.T) {
 				case "cpu_self":
 					t.Errorf("cpu_self %v from a guest source", s.Value)
 				case "path_end":
-					if s.Labels["end"] != rtt.PathEndSocket || (s.Labels["note"] == "") != (tt.cfg.PathEnd == rtt.PathEndSocket) {
+					if s.Labels["end"] != echo.PathEndSocket || (s.Labels["note"] == "") != (tt.cfg.PathEnd == echo.PathEndSocket) {
 						t.Errorf("path_end labels %v; want end socket, and why not tc when path_end was not asked", s.Labels)
 					}
 				}

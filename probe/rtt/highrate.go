@@ -13,6 +13,7 @@ import (
 
 	"github.com/sfclab/sfclab/pktgen"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/spec"
 )
@@ -24,7 +25,7 @@ import (
 // both ends, the same clock). Times are taken at the interfaces' XDP hooks, not in sockets:
 // the RTT is the path's alone.
 type HighRate struct {
-	// Rate is the requested rate in frames per second (e.g. 1e6), or Max: the generator's
+	// Rate is the requested rate in frames per second (e.g. 1e6), or echo.Max: the generator's
 	// ceiling into this chain.
 	Rate float64
 	// Duration is how long it sends; with Echoes set, the longest it sends.
@@ -69,7 +70,7 @@ const ceilingTime = 200 * time.Millisecond
 // before), and sampled (the share of frames timestamped, %). It fails with
 // pktgen.ErrUnsupported in the chain when XDP cannot run, the reason in the error.
 func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(results.Sample)) error {
-	if (h.Rate <= 0 && h.Rate != Max) || h.Duration <= 0 || h.Duration > 5*time.Minute {
+	if (h.Rate <= 0 && h.Rate != echo.Max) || h.Duration <= 0 || h.Duration > 5*time.Minute {
 		return fmt.Errorf("configure rtt at high rate: rate %v pps and duration %s: want both positive, at most 5m", h.Rate, h.Duration)
 	}
 	if h.SampleEvery <= 0 {
@@ -249,13 +250,13 @@ func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(resul
 	if _, err := gen.TakeEchoes(time.Second); err != nil {
 		return err
 	}
-	labels := map[string]string{"method": MethodXDPName, "sample_every": strconv.Itoa(h.SampleEvery), "frame": "64"}
+	labels := map[string]string{"method": echo.MethodXDPName, "sample_every": strconv.Itoa(h.SampleEvery), "frame": "64"}
 	for k, v := range h.Labels {
 		labels[k] = v
 	}
 	rate := h.Rate
 	switch {
-	case rate == Max:
+	case rate == echo.Max:
 		rate = 0 // unpaced: the ceiling
 	case rate > ceiling:
 		// Asked beyond what the generator offers into this chain: clamped, and said so.
@@ -307,12 +308,12 @@ func RunHighRate(ctx context.Context, env probe.Env, h HighRate, emit func(resul
 	for _, e := range echoes {
 		seq := strconv.FormatUint(uint64(e.Seq), 10)
 		emit(probe.NewSample(Name, "rtt", "ms", float64(e.RTT)/1e6, with("seq", seq)))
-		emit(probe.NewSample(Name, "path", "ms", float64(e.RTT)/1e6, with("seq", seq, "tx_stamp", PathEndXDP)))
+		emit(probe.NewSample(Name, "path", "ms", float64(e.RTT)/1e6, with("seq", seq, "tx_stamp", echo.PathEndXDP)))
 	}
-	emit(probe.NewSample(Name, "path_end", "count", float64(len(echoes)), with("end", PathEndXDP)))
+	emit(probe.NewSample(Name, "path_end", "count", float64(len(echoes)), with("end", echo.PathEndXDP)))
 	achieved := float64(sent) / took.Seconds()
-	reached := strconv.FormatBool(h.Rate == Max || achieved >= 0.99*h.Rate)
-	if h.Rate != Max {
+	reached := strconv.FormatBool(h.Rate == echo.Max || achieved >= 0.99*h.Rate)
+	if h.Rate != echo.Max {
 		emit(probe.NewSample(Name, "rate_requested", "pps", h.Rate, with("rate_reached", reached)))
 	}
 	emit(probe.NewSample(Name, "rate_achieved", "pps", achieved, with("rate_reached", reached)))

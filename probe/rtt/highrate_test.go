@@ -11,6 +11,7 @@ import (
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/pktgen"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -156,7 +157,7 @@ func TestMethodOnTwoHosts(t *testing.T) {
 				t.Fatal(err)
 			}
 			got := map[string][]results.Sample{}
-			cfg := Config{Protocol: ProtoUDP, Rate: 200e3, Count: 100, SampleEvery: 256}
+			cfg := Config{Protocol: echo.ProtoUDP, Rate: 200e3, Count: 100, SampleEvery: 256}
 			if err := New(cfg).Run(context.Background(), env, func(s results.Sample) { got[s.Metric] = append(got[s.Metric], s) }); err != nil {
 				t.Fatal(err)
 			}
@@ -169,16 +170,16 @@ func TestMethodOnTwoHosts(t *testing.T) {
 				t.Errorf("rate label %q", a.Labels["rate"])
 			}
 			if driver == "macvlan" {
-				if a.Labels["method"] != MethodSocket || !strings.Contains(a.Labels["fallback_reason"], "not a veth") {
+				if a.Labels["method"] != echo.MethodSocket || !strings.Contains(a.Labels["fallback_reason"], "not a veth") {
 					t.Errorf("labels %v: want the socket method and the reason", a.Labels)
 				}
-				cfg.Method = MethodXDP
+				cfg.Method = echo.MethodXDP
 				err := New(cfg).Run(context.Background(), env, func(results.Sample) {})
 				if !errors.Is(err, pktgen.ErrUnsupported) || !strings.Contains(err.Error(), "not a veth") {
 					t.Errorf("method xdp on macvlan: %v, want refused with the reason", err)
 				}
 			} else {
-				if a.Labels["method"] != MethodXDPName || a.Labels["fallback_reason"] != "" {
+				if a.Labels["method"] != echo.MethodXDPName || a.Labels["fallback_reason"] != "" {
 					t.Errorf("labels %v: want the xdp method", a.Labels)
 				}
 				if len(got["reflector_seen"]) != 1 || got["reflector_seen"][0].Value == 0 {
@@ -220,7 +221,7 @@ chains: [{name: c, from: client, to: server, hops: [f1], shaping: [{segment: `+t
 				t.Fatal(err)
 			}
 			got := map[string][]results.Sample{}
-			cfg := Config{Protocol: ProtoUDP, Rate: 100e3, Duration: time.Second}
+			cfg := Config{Protocol: echo.ProtoUDP, Rate: 100e3, Duration: time.Second}
 			if err := New(cfg).Run(context.Background(), env, func(s results.Sample) { got[s.Metric] = append(got[s.Metric], s) }); err != nil {
 				t.Fatal(err)
 			}
@@ -230,13 +231,13 @@ chains: [{name: c, from: client, to: server, hops: [f1], shaping: [{segment: `+t
 			a := got["rate_achieved"][0]
 			back := a.Value * (1 - got["loss"][0].Value/100)
 			t.Logf("method %s, fallback %q, achieved %.0f pps, came back %.0f pps, %d rtts", a.Labels["method"], a.Labels["fallback_reason"], a.Value, back, len(got["rtt"]))
-			if a.Labels["method"] != MethodSocket || !strings.Contains(a.Labels["fallback_reason"], "tbf") || !strings.Contains(a.Labels["fallback_reason"], tc.end) {
+			if a.Labels["method"] != echo.MethodSocket || !strings.Contains(a.Labels["fallback_reason"], "tbf") || !strings.Contains(a.Labels["fallback_reason"], tc.end) {
 				t.Errorf("labels %v: want the socket method, the reason naming tbf on the %s", a.Labels, tc.end)
 			}
 			if back > 1.3*shaperPPS {
 				t.Errorf("%.0f pps came back through a %.0f pps shaper", back, shaperPPS)
 			}
-			cfg.Method = MethodXDP
+			cfg.Method = echo.MethodXDP
 			err = New(cfg).Run(context.Background(), env, func(results.Sample) {})
 			if !errors.Is(err, pktgen.ErrUnsupported) || !strings.Contains(err.Error(), "tbf") {
 				t.Errorf("method xdp on a shaped %s: %v, want refused naming tbf", tc.end, err)

@@ -4,9 +4,11 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 )
 
-// TestMethodChoice: the default method is the XDP generator from HighRateFrom up and the
+// TestMethodChoice: the default method is the XDP generator from echo.HighRateFrom up and the
 // socket path below it and for a flood; an explicit method wins either way.
 func TestMethodChoice(t *testing.T) {
 	for _, c := range []struct {
@@ -15,13 +17,13 @@ func TestMethodChoice(t *testing.T) {
 		wantXDP bool
 	}{
 		{"1k default", Config{Rate: 1000}, false},
-		{"just below", Config{Rate: HighRateFrom - 1}, false},
-		{"threshold", Config{Rate: HighRateFrom}, true},
+		{"just below", Config{Rate: echo.HighRateFrom - 1}, false},
+		{"threshold", Config{Rate: echo.HighRateFrom}, true},
 		{"1M default", Config{Rate: 1e6}, true},
-		{"flood default", Config{Rate: Max}, false},
-		{"1M socket", Config{Rate: 1e6, Method: MethodSocket}, false},
-		{"1k xdp", Config{Rate: 1000, Method: MethodXDP}, true},
-		{"flood xdp", Config{Rate: Max, Method: MethodXDP}, true},
+		{"flood default", Config{Rate: echo.Max}, false},
+		{"1M socket", Config{Rate: 1e6, Method: echo.MethodSocket}, false},
+		{"1k xdp", Config{Rate: 1000, Method: echo.MethodXDP}, true},
+		{"flood xdp", Config{Rate: echo.Max, Method: echo.MethodXDP}, true},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			if got := c.cfg.WithDefaults().XDP(); got != c.wantXDP {
@@ -62,13 +64,13 @@ func TestMethodValidate(t *testing.T) {
 		cfg Config
 		ok  bool
 	}{
-		{Config{Method: MethodXDP, Rate: 1e6}, true},
-		{Config{Method: MethodSocket}, true},
+		{Config{Method: echo.MethodXDP, Rate: 1e6}, true},
+		{Config{Method: echo.MethodSocket}, true},
 		{Config{Method: "afxdp"}, false},
 		{Config{SampleEvery: -1}, false},
 	} {
 		err := c.cfg.Validate()
-		if (err == nil) != c.ok || (err != nil && !errors.Is(err, ErrConfig)) {
+		if (err == nil) != c.ok || (err != nil && !errors.Is(err, echo.ErrConfig)) {
 			t.Errorf("%+v: %v", c.cfg, err)
 		}
 	}

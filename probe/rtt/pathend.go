@@ -8,19 +8,20 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/probe/rtt/tcstamp"
 	"github.com/sfclab/sfclab/results"
 )
 
-// measurePathEnd is Measure with the path's end points of cfg.PathEnd: the tc stamps attached
+// measurePathEnd is echo.Measure with the path's end points of cfg.PathEnd: the tc stamps attached
 // to the sender's interface towards dst (in src's namespace) for the run and detached before
 // it returns, on every path out; without tcx, PathEnd "" falls back to the socket's stamps
 // (Result.PathEndNote says why) and PathEnd "tc" fails.
 func measurePathEnd(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) (*Result, error) {
-	if cfg.PathEnd == PathEndSocket {
-		r, err := Measure(ctx, src, dst, cfg)
+	if cfg.PathEnd == echo.PathEndSocket {
+		r, err := echo.Measure(ctx, src, dst, cfg)
 		if r != nil {
-			r.PathEnd = PathEndSocket
+			r.PathEnd = echo.PathEndSocket
 		}
 		return r, err
 	}
@@ -34,22 +35,22 @@ func measurePathEnd(ctx context.Context, src Doer, dst netip.AddrPort, cfg Confi
 		return err
 	})
 	if aerr != nil {
-		if cfg.PathEnd == PathEndTC {
+		if cfg.PathEnd == echo.PathEndTC {
 			return nil, fmt.Errorf("measure rtt to %s with path_end tc: %w", dst, aerr)
 		}
-		r, err := Measure(ctx, src, dst, cfg)
+		r, err := echo.Measure(ctx, src, dst, cfg)
 		if r != nil {
-			r.PathEnd, r.PathEndNote = PathEndSocket, aerr.Error()
+			r.PathEnd, r.PathEndNote = echo.PathEndSocket, aerr.Error()
 		}
 		return r, err
 	}
 	defer st.Close()
-	r, err := Measure(ctx, src, dst, cfg)
+	r, err := echo.Measure(ctx, src, dst, cfg)
 	if r == nil {
 		return r, err
 	}
 	if rerr := applyWire(r, st); rerr != nil {
-		r.PathEnd, r.PathEndNote = PathEndSocket, rerr.Error()
+		r.PathEnd, r.PathEndNote = echo.PathEndSocket, rerr.Error()
 		return r, err
 	}
 	return r, err
@@ -73,7 +74,7 @@ func applyWire(r *Result, st *tcstamp.Stamps) error {
 			p.WireOut, p.WireIn = s.Out, s.In
 		}
 	}
-	r.PathEnd = PathEndTC
+	r.PathEnd = echo.PathEndTC
 	return nil
 }
 
@@ -85,7 +86,7 @@ func applyWire(r *Result, st *tcstamp.Stamps) error {
 func pathEndSamples(r *Result, with func(kv ...string) map[string]string) []results.Sample {
 	end := r.PathEnd
 	if end == "" {
-		end = PathEndSocket
+		end = echo.PathEndSocket
 	}
 	n := 0
 	var tx, rx []time.Duration
@@ -111,8 +112,8 @@ func pathEndSamples(r *Result, with func(kv ...string) map[string]string) []resu
 		slices.Sort(tx)
 		slices.Sort(rx)
 		out = append(out,
-			probe.NewSample(Name, "socket_tx_offset", "ms", ms(Median(tx)), with("end", end)),
-			probe.NewSample(Name, "socket_rx_offset", "ms", ms(Median(rx)), with("end", end)))
+			probe.NewSample(Name, "socket_tx_offset", "ms", ms(echo.Median(tx)), with("end", end)),
+			probe.NewSample(Name, "socket_rx_offset", "ms", ms(echo.Median(rx)), with("end", end)))
 	}
 	return out
 }

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/probe/rtt/tcstamp"
 )
 
@@ -75,14 +76,14 @@ func TestPathEndPerDriver(t *testing.T) {
 				t.Fatal(err)
 			}
 			before := tcxCount(t, n, dst)
-			r, err := measurePathEnd(context.Background(), n, target, Config{Count: 500, Rate: 1000, PathEnd: PathEndTC})
+			r, err := measurePathEnd(context.Background(), n, target, Config{Count: 500, Rate: 1000, PathEnd: echo.PathEndTC})
 			if errors.Is(err, tcstamp.ErrUnsupported) {
 				t.Skipf("SKIPPED LOUDLY: %v", err)
 			}
 			if err != nil {
 				t.Fatal(err)
 			}
-			if r.PathEnd != PathEndTC {
+			if r.PathEnd != echo.PathEndTC {
 				t.Fatalf("path end %q (%s), want tc", r.PathEnd, r.PathEndNote)
 			}
 			stamped := 0
@@ -107,7 +108,7 @@ func TestPathEndPerDriver(t *testing.T) {
 				t.Fatalf("%d of %d replies have tc stamps (%d sent)", stamped, r.Received, r.Sent)
 			}
 			t.Logf("%s: tc path median %s; socket path median %s; socket TX stamp - tc egress %s, socket RX stamp - tc ingress %s (medians over %d echoes; %d with a device-layer TX stamp)",
-				driver, Median(path), Median(sock), Median(txOff), Median(rxOff), len(sock), r.TXSched)
+				driver, echo.Median(path), echo.Median(sock), echo.Median(txOff), echo.Median(rxOff), len(sock), r.TXSched)
 			if got := tcxCount(t, n, dst); got != before {
 				t.Errorf("%d tcx programs on the interface after the run, %d before", got, before)
 			}

@@ -4,6 +4,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -13,7 +14,7 @@ import (
 // the socket's path is labelled end=socket.
 func TestSamplesPathEnd(t *testing.T) {
 	us := func(n int64) int64 { return 1_000_000_000_000 + n*1000 }
-	wire := &Result{Protocol: ProtoICMP, Size: 64, Requested: 1000, Sent: 2, Received: 2, PathEnd: PathEndTC, Packets: []Packet{
+	wire := &Result{Protocol: echo.ProtoICMP, Size: 64, Requested: 1000, Sent: 2, Received: 2, PathEnd: echo.PathEndTC, Packets: []Packet{
 		// sent 0, tc out 5, socket TX 6, socket RX 30 (macvlan-like: before the interface), tc in 52, read 60
 		{Seq: 0, Sent: us(0), WireOut: us(5), TXKernel: us(6), RXKernel: us(30), WireIn: us(52), Recv: us(60), Wire: true},
 		{Seq: 1, Sent: us(1000), TXKernel: us(1006), RXKernel: us(1030), Recv: us(1060), Wire: true}, // no tc stamps
@@ -42,7 +43,7 @@ func TestSamplesPathEnd(t *testing.T) {
 		t.Errorf("socket_tx_offset %+v: want 1 µs", o)
 	}
 
-	sock := &Result{Protocol: ProtoICMP, Size: 64, Requested: 1000, Sent: 1, Received: 1, PathEnd: PathEndSocket, PathEndNote: "no tcx",
+	sock := &Result{Protocol: echo.ProtoICMP, Size: 64, Requested: 1000, Sent: 1, Received: 1, PathEnd: echo.PathEndSocket, PathEndNote: "no tcx",
 		Packets: []Packet{{Seq: 0, Sent: us(0), TXKernel: us(6), RXKernel: us(30), Recv: us(60)}}}
 	got = map[string][]results.Sample{}
 	for _, s := range Samples(sock) {
@@ -60,7 +61,7 @@ func TestSamplesPathEnd(t *testing.T) {
 }
 
 func TestPathEndValidate(t *testing.T) {
-	for _, pe := range []string{"", PathEndTC, PathEndSocket} {
+	for _, pe := range []string{"", echo.PathEndTC, echo.PathEndSocket} {
 		if err := (Config{PathEnd: pe}).Validate(); err != nil {
 			t.Errorf("path_end %q: %v", pe, err)
 		}

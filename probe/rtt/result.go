@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/probe"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -16,7 +17,7 @@ import (
 // (count of echoes with both kernel timestamps) and "cpu_self" (cores the sfclab process used
 // over the run). Every sample carries labels protocol, size and rate.
 func Samples(r *Result) []results.Sample {
-	base := map[string]string{"protocol": r.Protocol, "size": strconv.Itoa(r.Size), "rate": RateLabel(r.Requested)}
+	base := map[string]string{"protocol": r.Protocol, "size": strconv.Itoa(r.Size), "rate": echo.RateLabel(r.Requested)}
 	with := func(kv ...string) map[string]string {
 		l := make(map[string]string, len(base)+len(kv)/2)
 		for k, v := range base {
@@ -62,7 +63,7 @@ func Samples(r *Result) []results.Sample {
 	out = append(out, pathEndSamples(r, with)...)
 	out = append(out, probe.NewSample(Name, "loss", "%", r.Loss(), with()))
 	reached := strconv.FormatBool(r.RateReached())
-	if r.Requested != Max {
+	if r.Requested != echo.Max {
 		out = append(out, probe.NewSample(Name, "rate_requested", "pps", r.Requested, with("rate_reached", reached)))
 	}
 	out = append(out, probe.NewSample(Name, "rate_achieved", "pps", r.Achieved, with("rate_reached", reached)))

@@ -32,11 +32,11 @@ const Name = "rtt"
 
 // Errors of a VM guest end.
 var (
-	// ErrXDPGuest is why MethodXDP does not run to a VM guest destination.
+	// ErrXDPGuest is why echo.MethodXDP does not run to a VM guest destination.
 	ErrXDPGuest = errors.New("the destination is a VM guest, where the XDP reflector cannot be attached from the host (its network stack is the guest's kernel's): use method socket")
-	// ErrXDPGuestSource is why MethodXDP does not run from a VM guest source.
+	// ErrXDPGuestSource is why echo.MethodXDP does not run from a VM guest source.
 	ErrXDPGuestSource = errors.New("the source is a VM guest, where pktgen's XDP generator cannot be attached from the host (its network stack is the guest's kernel's): use method socket, whose echoes the guest's agent sends")
-	// ErrTCGuestSource is why PathEndTC does not run from a VM guest source.
+	// ErrTCGuestSource is why echo.PathEndTC does not run from a VM guest source.
 	ErrTCGuestSource = errors.New("the source is a VM guest, where the tc path-end programs cannot be attached from the host (its interface is the guest kernel's): use path_end socket")
 )
 
@@ -44,16 +44,16 @@ var (
 // taken by the guest's clock, in the guest's stack.
 const GuestClock = "guest"
 
-// measureGuest runs Measure in a VM guest source's agent (echo.Guest): the socket's
-// timestamps (PathEndSocket; unset falls back to it, saying why), every one by the guest's
+// measureGuest runs echo.Measure in a VM guest source's agent (echo.Guest): the socket's
+// timestamps (echo.PathEndSocket; unset falls back to it, saying why), every one by the guest's
 // clock. The run's CPU is the guest agent's, on the guest's (emulated) CPU, not the sfclab
 // process's: it is left out (no cpu_self sample).
 func measureGuest(ctx context.Context, g echo.Guest, dst netip.AddrPort, cfg Config) (*Result, error) {
 	asked := cfg.PathEnd
-	cfg.PathEnd = PathEndSocket
+	cfg.PathEnd = echo.PathEndSocket
 	r, err := g.Echo(ctx, dst, cfg)
 	if r != nil {
-		r.PathEnd = PathEndSocket
+		r.PathEnd = echo.PathEndSocket
 		if asked == "" {
 			r.PathEndNote = ErrTCGuestSource.Error()
 		}
@@ -70,7 +70,7 @@ const WarmTime = 3 * time.Second
 // freshly deployed link's qdisc, which the kernel attaches up to a second after the link came
 // up (until then packets are dropped). No reply is not an error: a chain may have no echo path.
 func Warm(ctx context.Context, src Doer, dst netip.AddrPort, cfg Config) error {
-	return warm(ctx, func(ctx context.Context, cfg Config) (*Result, error) { return Measure(ctx, src, dst, cfg) }, cfg)
+	return warm(ctx, func(ctx context.Context, cfg Config) (*Result, error) { return echo.Measure(ctx, src, dst, cfg) }, cfg)
 }
 
 // warm is Warm with measure sending the echoes (from a namespace, or a guest's agent).
@@ -91,14 +91,14 @@ func warm(ctx context.Context, measure func(context.Context, Config) (*Result, e
 	return ctx.Err()
 }
 
-// runXDP runs MethodXDP on the chain, samples labelled as the socket path's (protocol, size,
+// runXDP runs echo.MethodXDP on the chain, samples labelled as the socket path's (protocol, size,
 // rate).
 func runXDP(ctx context.Context, env probe.Env, cfg Config, emit func(results.Sample)) error {
 	h := HighRate{Rate: cfg.Rate, Duration: cfg.Duration, SampleEvery: cfg.SampleEvery, CPUs: cfg.CPUs}
 	if cfg.Duration == 0 {
 		h.Duration, h.Echoes = MaxEchoTime, cfg.Count
 	}
-	h.Labels = map[string]string{"protocol": ProtoUDP, "size": "26", "rate": RateLabel(cfg.Rate)}
+	h.Labels = map[string]string{"protocol": echo.ProtoUDP, "size": "26", "rate": echo.RateLabel(cfg.Rate)}
 	return RunHighRate(ctx, env, h, emit)
 }
 
@@ -140,7 +140,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			}
 		}
 	}
-	if cfg.XDP() && guest != nil && cfg.Method == MethodXDP {
+	if cfg.XDP() && guest != nil && cfg.Method == echo.MethodXDP {
 		return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuest)
 	}
 	what := fmt.Sprintf("run rtt (%s) from %s to %s", cfg.Protocol, c.Path[0], dest)
@@ -157,14 +157,14 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			return fmt.Errorf("run rtt on chain %s: source %s is a guest that sends no echoes", c.Name, c.Path[0])
 		}
 		cfg.CPUs = nil // the host's cores mean nothing in the guest
-		if cfg.PathEnd == PathEndTC {
+		if cfg.PathEnd == echo.PathEndTC {
 			return fmt.Errorf("%s with path_end tc: %w", what, ErrTCGuestSource)
 		}
 	}
 	var fallback string
 	switch {
 	case cfg.XDP() && sg != nil:
-		if cfg.Method == MethodXDP {
+		if cfg.Method == echo.MethodXDP {
 			return fmt.Errorf("run rtt (xdp) on chain %s: %w", c.Name, ErrXDPGuestSource)
 		}
 		fallback = ErrXDPGuestSource.Error()
@@ -172,7 +172,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 		fallback = ErrXDPGuest.Error()
 	case cfg.XDP():
 		err := runXDP(ctx, env, cfg, emit)
-		if err == nil || cfg.Method == MethodXDP || !errors.Is(err, pktgen.ErrUnsupported) {
+		if err == nil || cfg.Method == echo.MethodXDP || !errors.Is(err, pktgen.ErrUnsupported) {
 			if err != nil {
 				return fmt.Errorf("run rtt (xdp) from %s: %w", c.Path[0], err)
 			}
@@ -186,7 +186,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			if s.Labels == nil {
 				s.Labels = map[string]string{}
 			}
-			s.Labels["method"], s.Labels["fallback_reason"] = MethodSocket, fallback
+			s.Labels["method"], s.Labels["fallback_reason"] = echo.MethodSocket, fallback
 			inner(s)
 		}
 	}
@@ -202,7 +202,7 @@ func (p *prober) Run(ctx context.Context, env probe.Env, emit func(results.Sampl
 			inner(s)
 		}
 	}
-	if cfg.Protocol == ProtoUDP {
+	if cfg.Protocol == echo.ProtoUDP {
 		dn, err := env.Node(dests[0])
 		if err != nil {
 			return fmt.Errorf("%s: %w", what, err)

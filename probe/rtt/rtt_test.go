@@ -10,6 +10,7 @@ import (
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/probe"
 	pingprobe "github.com/sfclab/sfclab/probe/ping"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/results"
 )
 
@@ -65,7 +66,7 @@ func TestAgainstPing(t *testing.T) {
 	var pings, paths, pingDefs, rtts []time.Duration
 	for range 3 {
 		pings = append(pings, pingRTTs(t, l, dst, 1000, time.Millisecond)...)
-		r, err := Measure(context.Background(), l.Node(t, "client"), target, Config{Count: 1000, Rate: 1000, Busy: true})
+		r, err := echo.Measure(context.Background(), l.Node(t, "client"), target, Config{Count: 1000, Rate: 1000, Busy: true})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -81,7 +82,7 @@ func TestAgainstPing(t *testing.T) {
 	}
 	low := func(ds []time.Duration) time.Duration { return slices.Min(ds) }
 	t.Logf("fastest (median) of 3,000: ping %s (%s); probe path %s (%s), stack_tx+path %s (%s), rtt %s (%s)",
-		low(pings), Median(pings), low(paths), Median(paths), low(pingDefs), Median(pingDefs), low(rtts), Median(rtts))
+		low(pings), echo.Median(pings), low(paths), echo.Median(paths), low(pingDefs), echo.Median(pingDefs), low(rtts), echo.Median(rtts))
 	slack := func(d time.Duration) time.Duration { return d/10 + 2*time.Microsecond }
 	ping, path, rtt := low(pings), low(paths), low(rtts)
 	if ping < path-slack(path) || ping > rtt+slack(rtt) {
@@ -102,7 +103,7 @@ func TestProbeUDP(t *testing.T) {
 	env := l.ProbeEnv(t, "direct")
 	var got []results.Sample
 	// Run warms the path up first (the lab was just deployed): no echo of the run is lost.
-	if err := New(Config{Protocol: ProtoUDP, Count: 300, Rate: 2000, Port: 7007}).Run(context.Background(), env, func(s results.Sample) { got = append(got, s) }); err != nil {
+	if err := New(Config{Protocol: echo.ProtoUDP, Count: 300, Rate: 2000, Port: 7007}).Run(context.Background(), env, func(s results.Sample) { got = append(got, s) }); err != nil {
 		t.Fatal(err)
 	}
 	counts := map[string]int{}
@@ -112,7 +113,7 @@ func TestProbeUDP(t *testing.T) {
 		values[s.Metric] = s.Value
 		// UDP echoes are timed at the sender's interface too (tc egress to port 7007, tc
 		// ingress from it).
-		if s.Metric == "path_end" && (s.Labels["end"] != PathEndTC || s.Value < 270) {
+		if s.Metric == "path_end" && (s.Labels["end"] != echo.PathEndTC || s.Value < 270) {
 			t.Errorf("path end %v %v: want tc for nearly every echo", s.Value, s.Labels)
 		}
 		if s.Probe != Name || s.Labels["protocol"] != "udp" || s.Labels["rate"] != "2000" {
@@ -147,7 +148,7 @@ func TestLossAndRate(t *testing.T) {
 	dst := probe.DestinationAddr(env.Plan, env.Chain)
 	nobody := dst.Next().Next().Next() // in the segment's subnet, not assigned
 	t0 := time.Now()
-	r, err := Measure(context.Background(), l.Node(t, "client"), netip.AddrPortFrom(nobody, 0), Config{Count: 20, Rate: 100, Timeout: 300 * time.Millisecond})
+	r, err := echo.Measure(context.Background(), l.Node(t, "client"), netip.AddrPortFrom(nobody, 0), Config{Count: 20, Rate: 100, Timeout: 300 * time.Millisecond})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +157,7 @@ func TestLossAndRate(t *testing.T) {
 	}
 
 	labtest.Exclusive(t)
-	r, err = Measure(context.Background(), l.Node(t, "client"), netip.AddrPortFrom(dst, 0), Config{Count: 5000, Rate: 5_000_000})
+	r, err = echo.Measure(context.Background(), l.Node(t, "client"), netip.AddrPortFrom(dst, 0), Config{Count: 5000, Rate: 5_000_000})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -3,11 +3,13 @@ package rtt
 import (
 	"testing"
 	"time"
+
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 )
 
 func TestSamples(t *testing.T) {
 	ms := int64(time.Millisecond)
-	r := &Result{Protocol: ProtoICMP, Size: 64, Requested: 1000, Achieved: 800, Sent: 3, Received: 2, Reordered: 1,
+	r := &Result{Protocol: echo.ProtoICMP, Size: 64, Requested: 1000, Achieved: 800, Sent: 3, Received: 2, Reordered: 1,
 		Wall: time.Second, CPU: 10 * time.Millisecond,
 		Packets: []Packet{
 			{Seq: 0, Sent: 1 * ms, TXKernel: 1*ms + 10_000, RXKernel: 2*ms - 20_000, Recv: 2 * ms},
@@ -44,13 +46,13 @@ func TestSamples(t *testing.T) {
 	if l := got["loss"]; len(l) != 1 || l[0] < 33.33 || l[0] > 33.34 {
 		t.Errorf("loss %v", l)
 	}
-	if (&Result{Requested: Max, Achieved: 5}).RateReached() != true {
+	if (&Result{Requested: echo.Max, Achieved: 5}).RateReached() != true {
 		t.Error("a flood has no rate to miss")
 	}
-	if RateLabel(Max) != "max" || RateLabel(1e6) != "1000000" {
+	if echo.RateLabel(echo.Max) != "max" || echo.RateLabel(1e6) != "1000000" {
 		t.Error("RateLabel")
 	}
-	if Median([]time.Duration{3, 1, 2, 10}) != 2 || Median(nil) != 0 {
+	if echo.Median([]time.Duration{3, 1, 2, 10}) != 2 || echo.Median(nil) != 0 {
 		t.Error("Median")
 	}
 }

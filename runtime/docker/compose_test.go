@@ -20,6 +20,7 @@ import (
 	"github.com/sfclab/sfclab/internal/plantest"
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/plan"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/vnf/httpserver"
@@ -63,11 +64,11 @@ func TestComposeExportRuns(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the exported firewall: %v\n%s", err, out)
 	}
-	var res iperfResult
-	if err := json.Unmarshal([]byte(out), &res); err != nil {
+	res, err := iperf3probe.Parse([]byte(out))
+	if err != nil {
 		t.Fatalf("decode iperf3: %v\n%s", err, out)
 	}
-	if res.End.SumReceived.BitsPerSecond <= 0 {
+	if res.ReceivedBPS <= 0 {
 		t.Fatal("no throughput through the exported chain")
 	}
 	rules, _ := dockerExec(fw, "iptables", "-w", "-t", "nat", "-L", "POSTROUTING", "-v", "-n")
@@ -78,7 +79,7 @@ func TestComposeExportRuns(t *testing.T) {
 	if strings.Contains(routes, "default") {
 		t.Errorf("client keeps a default route:\n%s", routes)
 	}
-	t.Logf("exported fw via docker-compose: iperf3 %.2f Gbit/s to %s", res.End.SumReceived.BitsPerSecond/1e9, target)
+	t.Logf("exported fw via docker-compose: iperf3 %.2f Gbit/s to %s", res.ReceivedBPS/1e9, target)
 }
 
 // TestComposeScript checks the generated script of a node: interfaces found by address,

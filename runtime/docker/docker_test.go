@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -28,6 +27,7 @@ import (
 	"github.com/sfclab/sfclab/lb"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
 	nsrt "github.com/sfclab/sfclab/runtime/netns"
@@ -101,20 +101,12 @@ func deployer(t testing.TB) *deploy.Deployer {
 // loadLab reads a lab file, names the lab for the test and runs it on docker.
 func loadLab(t testing.TB, path, name string, edit func(*spec.Lab)) *plan.Plan {
 	t.Helper()
-	lab, err := spec.Load(path, kinds.Spec())
-	if err != nil {
-		t.Fatal(err)
-	}
-	lab.Name = name
-	lab.Runtime = spec.RuntimeDocker
-	if edit != nil {
-		edit(lab)
-	}
-	p, err := plan.Build(lab)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return p
+	return plantest.LoadAs(t, path, name, func(lab *spec.Lab) {
+		lab.Runtime = spec.RuntimeDocker
+		if edit != nil {
+			edit(lab)
+		}
+	})
 }
 
 // deployLab deploys and registers the lab's destruction, checking nothing is left.
@@ -172,22 +164,9 @@ func linkStats(t *testing.T, n *docker.Node, ifname string) netdev.LinkStats {
 	return s
 }
 
-type iperfResult struct {
-	Start struct {
-		Connected []struct {
-			RemoteHost string `json:"remote_host"`
-		} `json:"connected"`
-	} `json:"start"`
-	End struct {
-		SumReceived struct {
-			BitsPerSecond float64 `json:"bits_per_second"`
-		} `json:"sum_received"`
-	} `json:"end"`
-}
-
 // iperf3 starts a one-off iperf3 server on the chain's destination (as a daemon logging to the
 // lab's node directory) and runs a TCP test from the source to target:port.
-func iperf3(t *testing.T, d *deploy.Deployer, p *plan.Plan, c *plan.Chain, seconds int) (iperfResult, string) {
+func iperf3(t *testing.T, d *deploy.Deployer, p *plan.Plan, c *plan.Chain, seconds int) (iperf3probe.Result, string) {
 	t.Helper()
 	server := node(t, d, p, c.To)
 	log := filepath.Join(d.Journal.NodeDir(p.Lab), c.To+".iperf3.log")
@@ -211,9 +190,9 @@ func iperf3(t *testing.T, d *deploy.Deployer, p *plan.Plan, c *plan.Chain, secon
 	if err != nil {
 		t.Fatalf("iperf3 through %s: %v\n%s", c.Name, err, out)
 	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
+		t.Fatal(err)
 	}
 	for i := 0; i < 50 && processAlive(pid); i++ {
 		time.Sleep(20 * time.Millisecond)
@@ -309,7 +288,7 @@ func TestFwLBCarriesTraffic(t *testing.T) {
 	iperfStart := time.Now()
 	res, _ := iperf3(t, d, p, c, 2)
 	iperfWall := time.Since(iperfStart)
-	bps := res.End.SumReceived.BitsPerSecond
+	bps := res.ReceivedBPS
 	t.Logf("fw-lb on docker: iperf3 %.2f Gbit/s through %s", bps/1e9, strings.Join(c.Path, " -> "))
 	if bps <= 0 {
 		t.Fatal("no throughput through fw-lb")
@@ -564,7 +543,7 @@ chains:
 	io0 := procIO(t, proxy)
 	res, serverLog := iperf3(t, d, p, c, 1)
 	io1 := procIO(t, proxy)
-	bps := res.End.SumReceived.BitsPerSecond
+	bps := res.ReceivedBPS
 	if bps <= 0 {
 		t.Fatal("no throughput through the published port")
 	}

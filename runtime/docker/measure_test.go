@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"strings"
@@ -11,6 +10,7 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/plan"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/spec"
 )
 
@@ -94,9 +94,9 @@ func measureIperf(t testing.TB, d *deploy.Deployer, p *plan.Plan) float64 {
 	if err != nil {
 		t.Fatalf("iperf3: %v\n%s", err, out)
 	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
 		t.Fatal(err)
 	}
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }

@@ -2,7 +2,6 @@ package docker_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"regexp"
@@ -20,6 +19,7 @@ import (
 	"github.com/sfclab/sfclab/hosts"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/spec"
 	"github.com/sfclab/sfclab/steer"
@@ -245,12 +245,12 @@ func transparentIperf(b *testing.B, d *deploy.Deployer, p *plan.Plan, port int) 
 	if err != nil {
 		b.Fatalf("iperf3 to port %d on %s: %v\n%s", port, p.Runtime, err, out)
 	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		b.Fatalf("decode iperf3 output: %v", err)
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
+		b.Fatal(err)
 	}
 	time.Sleep(200 * time.Millisecond) // the one-off server exits
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // TestTransparentOnDockerHosts deploys examples/transparent-docker-hosts.yaml: containers
@@ -365,14 +365,14 @@ func iperfAcross(t *testing.T, d *deploy.Deployer, p *plan.Plan, from, to *docke
 	if err != nil {
 		t.Fatalf("iperf3 from %s to %s: %v\n%s", from.Name, to.Name, err, out)
 	}
-	var res iperfResult
-	if err := json.Unmarshal(out, &res); err != nil {
-		t.Fatalf("decode iperf3 output: %v", err)
+	res, err := iperf3probe.Parse(out)
+	if err != nil {
+		t.Fatal(err)
 	}
-	if res.End.SumReceived.BitsPerSecond <= 0 {
+	if res.ReceivedBPS <= 0 {
 		t.Errorf("iperf3 from %s to %s: nothing received", from.Name, to.Name)
 	}
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // hopPackets reads a lab's steering counters: packets by {path, hop}.

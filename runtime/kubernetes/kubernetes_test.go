@@ -2,7 +2,6 @@ package kubernetes_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/netip"
@@ -20,6 +19,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	iperf3probe "github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/docker"
@@ -311,20 +311,14 @@ func iperf3(t testing.TB, src, dstNode runtime.Node, dst netip.Addr, port int, l
 	if err != nil {
 		t.Fatalf("iperf3 to %s:%d: %v\n%s", dst, port, err, out)
 	}
-	var r struct {
-		End struct {
-			SumReceived struct {
-				BitsPerSecond float64 `json:"bits_per_second"`
-			} `json:"sum_received"`
-		} `json:"end"`
-	}
-	if err := json.Unmarshal(out, &r); err != nil {
+	r, err := iperf3probe.Parse(out)
+	if err != nil {
 		t.Fatalf("iperf3 output: %v\n%s", err, out)
 	}
-	if r.End.SumReceived.BitsPerSecond <= 0 {
+	if r.ReceivedBPS <= 0 {
 		t.Fatalf("iperf3 to %s moved nothing:\n%s", dst, out)
 	}
-	return r.End.SumReceived.BitsPerSecond
+	return r.ReceivedBPS
 }
 
 // TestRoutedChain6 deploys chain-6 (six forwarders in a row) on the cluster and on netns: ping

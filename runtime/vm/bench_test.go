@@ -2,31 +2,21 @@ package vm_test
 
 import (
 	"context"
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
 
-// iperf3Report is what the tests read of an iperf3 client's JSON report (-J).
-type iperf3Report struct {
-	End struct {
-		SumReceived struct {
-			Bytes         int64   `json:"bytes"`
-			BitsPerSecond float64 `json:"bits_per_second"`
-		} `json:"sum_received"`
-	} `json:"end"`
-}
-
 // iperf3Once starts a one-shot iperf3 server on node server, bound to dst port 5201 (its log
 // in a temporary directory), and runs a TCP client of secs seconds from node client to it,
 // retrying for a bounded time while the server binds. It returns the client's JSON report
-// (iperf3Report) and its error; a server that does not start fails the test.
+// (for iperf3.Parse) and its error; a server that does not start fails the test.
 func iperf3Once(t testing.TB, ctx context.Context, client, server runtime.Node, dst, secs string) ([]byte, error) {
 	t.Helper()
 	if _, err := server.Daemon([]string{"iperf3", "-s", "-B", dst, "-p", "5201", "-1"}, t.TempDir()+"/iperf3.log"); err != nil {
@@ -53,11 +43,11 @@ func iperf3Gbps(b testing.TB, l *labtest.Lab, secs string) float64 {
 	if err != nil {
 		b.Fatal(err)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(out, &res); err != nil {
+	res, err := iperf3.Parse(out)
+	if err != nil {
 		b.Fatal(err)
 	}
-	return res.End.SumReceived.BitsPerSecond / 1e9
+	return res.ReceivedBPS / 1e9
 }
 
 // BenchmarkVMForwarder deploys a 1-VM forwarder chain, measures TCP through it, destroys it,

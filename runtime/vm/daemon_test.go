@@ -3,7 +3,6 @@ package vm_test
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"io"
 	"net"
 	"net/http"
@@ -17,6 +16,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/spec"
@@ -249,11 +249,11 @@ func iperfThrough(ctx context.Context, t *testing.T, l *labtest.Lab) float64 {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM's balancer: %v", err)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.BitsPerSecond <= 0 {
+	res, err := iperf3.Parse(out)
+	if err != nil || res.ReceivedBPS <= 0 {
 		t.Fatalf("iperf3 result %v: %.200s", err, out)
 	}
-	return res.End.SumReceived.BitsPerSecond
+	return res.ReceivedBPS
 }
 
 // TestVMHAProxy deploys HAProxy (l4lb) in a VM, started and health-checked in the guest by the
@@ -288,11 +288,11 @@ func TestVMHAProxy(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM's HAProxy: %v", err)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.BitsPerSecond <= 0 {
+	res, err := iperf3.Parse(out)
+	if err != nil || res.ReceivedBPS <= 0 {
 		t.Fatalf("iperf3 result %v: %.200s", err, out)
 	}
-	t.Logf("TCP through HAProxy in the VM (TCG: not comparable): %.2f Gbit/s", res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("TCP through HAProxy in the VM (TCG: not comparable): %.2f Gbit/s", res.ReceivedBPS/1e9)
 	env := l.VnfEnv(t, "lb")
 	data, err := os.ReadFile(env.Path(".haproxy.pid"))
 	if err != nil {

@@ -2,7 +2,6 @@ package vm_test
 
 import (
 	"context"
-	"encoding/json"
 	"os"
 	"path/filepath"
 	"slices"
@@ -12,6 +11,7 @@ import (
 
 	"github.com/sfclab/sfclab/deploy"
 	"github.com/sfclab/sfclab/internal/labtest"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/runtime/runtimes"
 	"github.com/sfclab/sfclab/runtime/vm"
@@ -149,11 +149,11 @@ func TestDebianVMForwarder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the Debian VM forwarder: %v\n%s", err, iperfOut)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(iperfOut, &res); err != nil || res.End.SumReceived.Bytes == 0 {
+	res, err := iperf3.Parse(iperfOut)
+	if err != nil || res.ReceivedBytes == 0 {
 		t.Fatalf("iperf3 through the Debian VM forwarder moved nothing (%v):\n%s", err, iperfOut)
 	}
-	t.Logf("iperf3 TCP through the Debian VM forwarder (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 TCP through the Debian VM forwarder (%s): %.2f Gbit/s", accel.TCGMark, res.ReceivedBPS/1e9)
 
 	// Destroy leaves nothing: no QEMU, no run directory (sockets, console), no namespace;
 	// the overlay's writes were guest memory.

@@ -2,7 +2,6 @@ package vm_test
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
@@ -19,6 +18,7 @@ import (
 	"github.com/sfclab/sfclab/journal"
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/docker"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
@@ -123,14 +123,14 @@ func TestDockerVMForwarder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM forwarder: %v\n%s", err, iperfOut)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(iperfOut, &res); err != nil {
+	res, err := iperf3.Parse(iperfOut)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if res.End.SumReceived.Bytes == 0 {
+	if res.ReceivedBytes == 0 {
 		t.Fatalf("iperf3 through the VM forwarder moved nothing:\n%s", iperfOut)
 	}
-	t.Logf("iperf3 TCP client container -> VM forwarders -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 TCP client container -> VM forwarders -> server container (%s): %.2f Gbit/s", accel.TCGMark, res.ReceivedBPS/1e9)
 
 	if cpu, err := fwd.CPU(); err != nil || cpu.User+cpu.System == 0 {
 		t.Errorf("CPU of the VM node (QEMU in its cgroup) = %+v, %v; want some time", cpu, err)
@@ -379,11 +379,11 @@ func TestDockerTransparentVMFunction(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM function: %v\n%s", err, out)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(out, &res); err != nil || res.End.SumReceived.Bytes == 0 {
+	res, err := iperf3.Parse(out)
+	if err != nil || res.ReceivedBytes == 0 {
 		t.Fatalf("iperf3 through the VM function moved nothing (%v):\n%s", err, out)
 	}
-	t.Logf("iperf3 TCP through the transparent VM function (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 TCP through the transparent VM function (%s): %.2f Gbit/s", accel.TCGMark, res.ReceivedBPS/1e9)
 
 	info, err := l.D.Inspect(ctx, l.P.Lab)
 	if err != nil {

@@ -322,7 +322,7 @@ func checkGuestICMP(t *testing.T, samples []results.Sample, s string) {
 	var rtts []float64
 	var received, sent float64 = -1, -1
 	for _, x := range samples {
-		if x.Scenario != s || x.Probe != rtt.Name || x.Labels["protocol"] != rtt.ProtoICMP {
+		if x.Scenario != s || x.Probe != rtt.Name || x.Labels["protocol"] != echo.ProtoICMP {
 			continue
 		}
 		switch x.Metric {

@@ -2,7 +2,6 @@ package vm_test
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"os"
@@ -16,6 +15,7 @@ import (
 
 	"github.com/sfclab/sfclab/internal/labtest"
 	"github.com/sfclab/sfclab/lb"
+	"github.com/sfclab/sfclab/probe/iperf3"
 	"github.com/sfclab/sfclab/runtime/vm"
 	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
@@ -215,14 +215,14 @@ func TestRoutedVMForwarder(t *testing.T) {
 	if err != nil {
 		t.Fatalf("iperf3 through the VM forwarder: %v", err)
 	}
-	var res iperf3Report
-	if err := json.Unmarshal(iperfOut, &res); err != nil {
+	res, err := iperf3.Parse(iperfOut)
+	if err != nil {
 		t.Fatal(err)
 	}
-	if res.End.SumReceived.Bytes == 0 {
+	if res.ReceivedBytes == 0 {
 		t.Fatalf("iperf3 through the VM forwarder moved nothing:\n%s", iperfOut)
 	}
-	t.Logf("iperf3 TCP through the VM forwarder (%s): %.2f Gbit/s", accel.TCGMark, res.End.SumReceived.BitsPerSecond/1e9)
+	t.Logf("iperf3 TCP through the VM forwarder (%s): %.2f Gbit/s", accel.TCGMark, res.ReceivedBPS/1e9)
 
 	// The deny rule, set up in the guest, drops a connection to its port, and inspect reads
 	// its counter from the guest.

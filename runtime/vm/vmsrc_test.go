@@ -11,6 +11,7 @@ import (
 	httpprobe "github.com/sfclab/sfclab/probe/http"
 	"github.com/sfclab/sfclab/probe/ndr"
 	"github.com/sfclab/sfclab/probe/rtt"
+	"github.com/sfclab/sfclab/probe/rtt/echo"
 	"github.com/sfclab/sfclab/report"
 	"github.com/sfclab/sfclab/results"
 	"github.com/sfclab/sfclab/results/metric"
@@ -62,7 +63,7 @@ func TestBenchRTTNDRVMSource(t *testing.T) {
 	for _, c := range []struct {
 		scenario, proto string
 		n               float64
-	}{{"vmsrc-udp", rtt.ProtoUDP, 30}, {"vmsrc-icmp", rtt.ProtoICMP, 20}} {
+	}{{"vmsrc-udp", echo.ProtoUDP, 30}, {"vmsrc-icmp", echo.ProtoICMP, 20}} {
 		var rtts []float64
 		var sent, received float64 = -1, -1
 		for _, x := range samples {
@@ -82,7 +83,7 @@ func TestBenchRTTNDRVMSource(t *testing.T) {
 			case "cpu_self":
 				t.Errorf("%s: a cpu_self sample from a guest source (the guest agent's CPU is not sfclab's)", c.scenario)
 			case "path_end":
-				if x.Labels["end"] != rtt.PathEndSocket || !strings.Contains(x.Labels["note"], "VM guest") {
+				if x.Labels["end"] != echo.PathEndSocket || !strings.Contains(x.Labels["note"], "VM guest") {
 					t.Errorf("%s: path_end labels %v; want end socket and why not tc", c.scenario, x.Labels)
 				}
 			}

@@ -15,7 +15,7 @@ import (
 	"time"
 
 	"github.com/sfclab/sfclab/internal/labtest"
-	"github.com/sfclab/sfclab/netdev"
+	"github.com/sfclab/sfclab/internal/nettest"
 	"github.com/sfclab/sfclab/plan"
 	"github.com/sfclab/sfclab/runtime"
 	"github.com/sfclab/sfclab/spec"
@@ -75,16 +75,7 @@ func want(size int64) []byte {
 
 func txBytes(t *testing.T, p *plan.Plan, node, ifname string) uint64 {
 	t.Helper()
-	ns, err := netdev.OpenNS(p.Node(node).Netns)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ns.Close()
-	s, err := ns.LinkStats(ifname)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return s.TxBytes
+	return nettest.LinkStats(t, p.Node(node).Netns, ifname).TxBytes
 }
 
 // TestProxyForwards deploys client -> squid (cache off) -> apache and fetches both objects
