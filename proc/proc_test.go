@@ -98,7 +98,12 @@ func TestRuns(t *testing.T) {
 		}
 	}
 	in.Write([]byte("go\n"))
-	time.Sleep(100 * time.Millisecond)
+	// The shell runs setsid when it has read the line: wait for the group it then leads (at
+	// most 5 s), not a fixed 100 ms a loaded host may exceed. Runs sees "37" in the shell's
+	// own command line from the start; GroupRuns only once setsid has run.
+	for deadline := time.Now().Add(5 * time.Second); !GroupRuns(pid, "37") && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 	if !GroupRuns(pid, "37") || !Runs(pid, "37") {
 		t.Errorf("after setsid: GroupRuns %v, Runs %v; want both", GroupRuns(pid, "37"), Runs(pid, "37"))
 	}

@@ -130,3 +130,13 @@ func isNotFound(err error) bool { return cerrdefs.IsNotFound(err) }
 func cleanupCtx() (context.Context, context.CancelFunc) {
 	return context.WithTimeout(context.Background(), 2*time.Minute)
 }
+
+// createCtx is the context of a request that makes something on the engine (a network, a
+// container, an endpoint, a start): the engine of API 1.41 carries such a request out even when
+// its client goes away, so a deploy cancelled meanwhile (Ctrl-C) waits for the answer, at most
+// as long as cleanupCtx allows, and its undo then knows every object that exists. Without
+// this, an object whose request was cancelled in flight could appear after the undo's last
+// look for the lab's objects. Callers check ctx first, so nothing new starts once it is done.
+func createCtx(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+}

@@ -545,8 +545,13 @@ func (r Runtime) removeAll(objs []engineObject, remove func(id, name string) err
 func (r Runtime) createNetwork(ctx context.Context, cli *client.Client, p *plan.Plan, s *plan.Segment, made *madeObjects) (string, bool, error) {
 	name := NetworkName(p.Lab, s.Name)
 	internal := !published(p, s)
+	if err := ctx.Err(); err != nil {
+		return "", false, fmt.Errorf("create network %s (%s): %w", name, s.Subnet.Masked(), err)
+	}
+	cctx, cancel := createCtx(ctx)
+	defer cancel()
 	t0 := time.Now()
-	res, err := cli.NetworkCreate(ctx, name, client.NetworkCreateOptions{
+	res, err := cli.NetworkCreate(cctx, name, client.NetworkCreateOptions{
 		Driver:   "bridge",
 		Internal: internal,
 		IPAM: &network.IPAM{Driver: "default", Config: []network.IPAMConfig{{
@@ -655,8 +660,13 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 		cfg.ExposedPorts[port] = struct{}{}
 		hc.PortBindings[port] = append(hc.PortBindings[port], network.PortBinding{HostIP: pub.HostIP, HostPort: strconv.Itoa(int(pub.HostPort))})
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("create container %s: %w", name, err)
+	}
+	cctx, cancel := createCtx(ctx)
+	defer cancel()
 	t0 := time.Now()
-	res, err := cli.ContainerCreate(ctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
+	res, err := cli.ContainerCreate(cctx, client.ContainerCreateOptions{Name: name, Config: cfg, HostConfig: hc, NetworkingConfig: nc})
 	if err != nil {
 		return nil, fmt.Errorf("create container %s: %w", name, err)
 	}
@@ -671,8 +681,11 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 			}
 		}
 	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("start container %s: %w", name, err)
+	}
 	t0 = time.Now()
-	if _, err := cli.ContainerStart(ctx, res.ID, client.ContainerStartOptions{}); err != nil {
+	if _, err := cli.ContainerStart(cctx, res.ID, client.ContainerStartOptions{}); err != nil {
 		return nil, fmt.Errorf("start container %s: %w", name, err)
 	}
 	r.trace(StepStart, t0)
@@ -719,8 +732,13 @@ func (r Runtime) createContainer(ctx context.Context, cli *client.Client, p *pla
 // Equivalent to: docker network connect --ip A sfc.LAB.SEG sfc.LAB.NODE
 func (r Runtime) connect(ctx context.Context, cli *client.Client, p *plan.Plan, id, name string, ifc *plan.Interface) error {
 	netName := NetworkName(p.Lab, ifc.Segment)
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("connect container %s to network %s: %w", name, netName, err)
+	}
+	cctx, cancel := createCtx(ctx)
+	defer cancel()
 	t0 := time.Now()
-	_, err := cli.NetworkConnect(ctx, netName, client.NetworkConnectOptions{Container: id,
+	_, err := cli.NetworkConnect(cctx, netName, client.NetworkConnectOptions{Container: id,
 		EndpointConfig: &network.EndpointSettings{IPAMConfig: &network.EndpointIPAMConfig{IPv4Address: ifc.Address.Addr()}}})
 	if err != nil {
 		return fmt.Errorf("connect container %s to network %s: %w", name, netName, err)

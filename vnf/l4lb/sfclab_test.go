@@ -360,7 +360,13 @@ func testSfclabLB(t *testing.T, lab, loop string) {
 			t.Errorf("refused %d, active %d; want 1, 2", st.Refused, st.Active)
 		}
 		held[0].Close()
-		time.Sleep(100 * time.Millisecond)
+		// The balancer counts the connection gone once its proxy has seen the close: wait for
+		// that (the count maxconn is checked against), not a fixed time a loaded host may exceed.
+		for deadline := time.Now().Add(2 * time.Second); stats(t, venv).Active > 1; time.Sleep(10 * time.Millisecond) {
+			if time.Now().After(deadline) {
+				t.Fatal("a closed connection still counted active 2 s after its client closed it")
+			}
+		}
 		if _, err := hello(t, l, vaddr); err != nil {
 			t.Errorf("after one of maxconn connections closed, a new one: %v", err)
 		}
