@@ -9,7 +9,9 @@
 # tests run last, once the binaries exist. Before this (the build and the images first, then
 # all tests), a fresh 2-core machine took 17 min 25 s (2026-11-27: 416 s of it the cluster's
 # build, 554 s the tests); with this overlap, 14 min 33 s from a cold Go cache with no images
-# and no cluster binaries (apt done; it took 2 min 34 s fresh). The README keeps the figures.
+# and no cluster binaries (apt done; it took 2 min 34 s fresh), and 17 min 36 s on a machine
+# with nothing installed (2026-11-28, with more tests: the cluster's 586 s niced build ended
+# before the other packages' tests did). The README keeps the figures.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 GO=${GO:-go}
