@@ -91,6 +91,9 @@ func tcgLegend(name string, tcg bool) string {
 // mark.
 const tcgTitleLine = "\n(TCG): VMs under TCG, " + EmulatedMark
 
+// tcgCaption ends the caption of a chart whose title has tcgTitleLine.
+const tcgCaption = " (entries marked (TCG): VMs under TCG, " + EmulatedMark + ")"
+
 var (
 	colUser    = palette[0]
 	colSystem  = palette[1]
@@ -158,7 +161,13 @@ func (r *Report) charts() ([]chart, error) {
 		if err != nil {
 			return fmt.Errorf("render chart %s: %w", name, err)
 		}
-		out = append(out, chart{name: name, title: r.markedTitle(name), svg: svg})
+		title := r.markedTitle(name)
+		if strings.Contains(p.Title.Text, tcgTitleLine) && !strings.Contains(title, EmulatedMark) {
+			// The caption under the chart says what its legend's short mark means, as the
+			// chart's own title does.
+			title += tcgCaption
+		}
+		out = append(out, chart{name: name, title: title, svg: svg})
 		return nil
 	}
 	for _, f := range r.figures() {

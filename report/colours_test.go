@@ -139,4 +139,20 @@ func TestSeriesColourByNameAcrossCharts(t *testing.T) {
 	if !strings.Contains(cdf, c2) || !strings.Contains(cdf, "c2 (TCG) (n=10)") || !strings.Contains(cdf, "(TCG): VMs under TCG, "+EmulatedMark) {
 		t.Errorf("TCP RTT CDF: c2 (TCG) in %s with the mark in its legend and title expected", c2)
 	}
+	// The caption under each chart (HTML) says what the short mark means where the chart's
+	// legend has it (the CDF here), as the chart's own title does.
+	cs, _ := r.charts()
+	captioned := 0
+	for _, c := range cs {
+		if !strings.Contains(string(c.svg), "(TCG): VMs under TCG") {
+			continue
+		}
+		captioned++
+		if !strings.Contains(c.title, EmulatedMark) {
+			t.Errorf("chart %s: its legend marks TCG entries, its caption %q does not say so", c.name, c.title)
+		}
+	}
+	if captioned == 0 {
+		t.Error("no chart with TCG entries in its legend; the TCP RTT CDF has c2's")
+	}
 }
