@@ -234,7 +234,7 @@ func (r *Runner) trial(ctx context.Context, e *experiment.Experiment, s *experim
 	// Runs after the checks below (they may fail the trial too) and before the destroy.
 	defer func() {
 		if err != nil && keep != "" {
-			err = keepLogs(err, logDir, keep, r.Deployer, p)
+			err = keepLogs(context.WithoutCancel(ctx), err, logDir, keep, r.Deployer, p)
 		}
 		os.RemoveAll(logDir)
 	}()
@@ -351,7 +351,7 @@ func runStep(ctx context.Context, env probe.Env, st experiment.Step, emit func(r
 
 // keepLogs copies a failed trial's probe logs (logDir's files) and its lab's machine logs
 // into keep and returns the trial's error, saying where they are when there were any.
-func keepLogs(err error, logDir, keep string, d *deploy.Deployer, p *plan.Plan) error {
+func keepLogs(ctx context.Context, err error, logDir, keep string, d *deploy.Deployer, p *plan.Plan) error {
 	kept := 0
 	ents, _ := os.ReadDir(logDir)
 	for _, e := range ents {
@@ -364,7 +364,7 @@ func keepLogs(err error, logDir, keep string, d *deploy.Deployer, p *plan.Plan) 
 		}
 		kept++
 	}
-	n, merr := d.KeepMachineLogs(p, keep)
+	n, merr := d.KeepMachineLogs(ctx, p, keep)
 	kept += n
 	switch {
 	case merr != nil:

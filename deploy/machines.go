@@ -2,9 +2,7 @@ package deploy
 
 import (
 	"context"
-	"fmt"
-	"os"
-	"path/filepath"
+	"errors"
 
 	"github.com/sfclab/sfclab/netdev"
 	"github.com/sfclab/sfclab/plan"
@@ -56,10 +54,11 @@ func (d *Deployer) MachinesDown(p *plan.Plan) map[string]string {
 	return down
 }
 
-// KeepMachineLogs copies the log files of a deployed lab's machines (a VM's guest console and
-// QEMU log) into dir as NODE-FILE, before the lab is destroyed with them, and returns how many
-// it copied. A runtime without machines keeps none; a file that is gone is skipped.
-func (d *Deployer) KeepMachineLogs(p *plan.Plan, dir string) (int, error) {
+// KeepMachineLogs writes the logs of a deployed lab's machines (a VM's guest console, QEMU
+// log and, while the guest answers, its kernel's messages and counters) into dir as NODE-WHAT,
+// before the lab is destroyed with them, and returns how many files it wrote. A runtime
+// without machines keeps none.
+func (d *Deployer) KeepMachineLogs(ctx context.Context, p *plan.Plan, dir string) (int, error) {
 	rt, err := d.Runtime(p.Runtime)
 	if err != nil {
 		return 0, nil
@@ -69,20 +68,13 @@ func (d *Deployer) KeepMachineLogs(p *plan.Plan, dir string) (int, error) {
 		return 0, nil
 	}
 	kept := 0
+	var errs []error
 	for _, n := range p.Nodes {
-		for _, f := range ml.MachineLogs(p, n.Name) {
-			data, err := os.ReadFile(f)
-			if err != nil {
-				continue
-			}
-			if err := os.MkdirAll(dir, 0o755); err != nil {
-				return kept, fmt.Errorf("keep machine logs: %w", err)
-			}
-			if err := os.WriteFile(filepath.Join(dir, n.Name+"-"+filepath.Base(f)), data, 0o644); err != nil {
-				return kept, fmt.Errorf("keep machine logs: %w", err)
-			}
-			kept++
+		k, err := ml.KeepMachineLogs(ctx, p, n.Name, dir)
+		kept += k
+		if err != nil {
+			errs = append(errs, err)
 		}
 	}
-	return kept, nil
+	return kept, errors.Join(errs...)
 }

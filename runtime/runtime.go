@@ -71,12 +71,13 @@ type MachineDescriber interface {
 	DescribeMachine(p *plan.Plan, node string) (desc, down string)
 }
 
-// MachineLogger is a runtime whose nodes may be machines that keep logs of their own on the
-// host (runtime vm: a guest's serial console and QEMU's log): a failed bench trial keeps
-// them beside its probes' logs, since they go with the lab.
+// MachineLogger is a runtime whose nodes may be machines with logs and a state of their own
+// (runtime vm: a guest's serial console, QEMU's log, the guest kernel's messages and counters):
+// a failed bench trial keeps them beside its probes' logs, since they go with the lab.
 type MachineLogger interface {
-	// MachineLogs lists the log files of a deployed node (none when it is not a machine).
-	MachineLogs(p *plan.Plan, node string) []string
+	// KeepMachineLogs writes a deployed node's logs into dir, each file named NODE-WHAT, and
+	// returns how many it wrote (none when the node is not a machine).
+	KeepMachineLogs(ctx context.Context, p *plan.Plan, node, dir string) (int, error)
 }
 
 // SubnetHolder is a runtime whose labs share one address space on the host (Docker: the

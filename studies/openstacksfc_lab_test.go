@@ -2,6 +2,7 @@ package studies
 
 import (
 	"context"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"os"
 	"path/filepath"
 	"regexp"
@@ -58,6 +59,7 @@ func TestOpenStackSFCQuickSubset(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.Failed > 0 {
+		benchtest.LogKeptLogs(t, dir)
 		t.Errorf("%d trials failed", out.Failed)
 	}
 	for _, s := range e.Scenarios {

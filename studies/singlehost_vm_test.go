@@ -2,6 +2,7 @@ package studies
 
 import (
 	"context"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -77,6 +78,7 @@ func TestSingleHostChainVM(t *testing.T) {
 		t.Fatal(err)
 	}
 	if out.Failed > 0 {
+		benchtest.LogKeptLogs(t, dir)
 		t.Errorf("%d trials failed", out.Failed)
 	}
 	var names []string

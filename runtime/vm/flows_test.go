@@ -3,6 +3,7 @@ package vm_test
 import (
 	"context"
 	"errors"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"net/netip"
 	"slices"
 	"strconv"
@@ -75,6 +76,7 @@ func TestBenchFlowsVMServer(t *testing.T) {
 		t.Logf("trial %s/%d took %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
 	if outcome.Failed != 0 || len(trials) != 2 {
+		benchtest.LogKeptLogs(t, outcome.Dir)
 		t.Fatalf("outcome %+v, %d trials; want 2 passed", outcome, len(trials))
 	}
 	samples, _ := store.Samples()

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"bytes"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"strings"
 	"testing"
 
@@ -42,6 +43,7 @@ func TestBenchHTTPVMSource(t *testing.T) {
 		"  http: {requests: 20, objects: [1k], concurrency: [1, 2]}\n", nil)
 	trials, _ := store.Trials()
 	if outcome.Failed != 0 || len(trials) != 1 || trials[0].Status != results.TrialOK {
+		benchtest.LogKeptLogs(t, outcome.Dir)
 		t.Fatalf("outcome %+v, trials %+v; want 1 passed", outcome, trials)
 	}
 	tr := trials[0]

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"fmt"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"maps"
 	"os"
 	"os/exec"
@@ -77,24 +78,19 @@ chains:
 type benchScenario struct{ name, lab, probes string }
 
 // trialsPassed fails t unless the run's outcome has no failure and its store want trials, every
-// one ok; it logs each trial's time (deploy, probes, destroy) and, for a failed one, the end of
-// every log the trial kept (bench.FailedDir: its servers' logs, its guests' consoles).
+// one ok; it logs each trial's time (deploy, probes, destroy) and, when one failed, the end of
+// every log the failed trials kept (benchtest.LogKeptLogs).
 func trialsPassed(t *testing.T, outcome *bench.Outcome, store *results.Store, want int) {
 	t.Helper()
 	trials, _ := store.Trials()
 	for _, tr := range trials {
 		if tr.Status != results.TrialOK {
 			t.Errorf("trial %s/%d: %s: %s", tr.Scenario, tr.Trial, tr.Status, tr.Error)
-			logs, _ := filepath.Glob(filepath.Join(outcome.Dir, bench.FailedDir, fmt.Sprintf("%s-%d", tr.Scenario, tr.Trial), "*"))
-			for _, f := range logs {
-				data, _ := os.ReadFile(f)
-				lines := strings.Split(strings.TrimRight(string(data), "\n"), "\n")
-				t.Logf("kept %s, its last lines:\n%s", filepath.Base(f), strings.Join(lines[max(0, len(lines)-20):], "\n"))
-			}
 		}
 		t.Logf("trial %s/%d: %.1f s (deploy, probes, destroy)", tr.Scenario, tr.Trial, tr.Ended.Sub(tr.Started).Seconds())
 	}
 	if outcome.Failed != 0 || len(trials) != want {
+		benchtest.LogKeptLogs(t, outcome.Dir)
 		t.Fatalf("outcome %+v, %d trials; want %d passed", outcome, len(trials), want)
 	}
 }
@@ -445,3 +441,30 @@ var (
 	_ echo.Guest   = (*vm.Node)(nil) // rtt's echoes from a VM source
 	_ send.Guest   = (*vm.Node)(nil) // ndr's sender in a VM source
 )
+
+// TestBenchFailedTrialKeepsGuestState: a trial that fails while its guest runs (iperf3 refused
+// by a VM firewall's reject rule) keeps the guest's console and, read through its agent, the
+// guest's state (kernel messages, interfaces' counters, interrupts, TCP counters) in the run's
+// failed/ directory, named in the trial's error.
+func TestBenchFailedTrialKeepsGuestState(t *testing.T) {
+	requireVM(t)
+	t.Parallel() // beside the package's other VM tests (vm_test.go)
+	labtest.Exclusive(t)
+	lab := strings.NewReplacer("t-vmfwd", "t-vmkeep", "action: deny, protocol: tcp, port: 9999", "action: reject, protocol: tcp, port: 5201").Replace(routedLab)
+	outcome, store, _ := runBench(t, []benchScenario{{"refused", lab, ""}}, "  iperf3: {duration: 1s}\n", nil)
+	trials, _ := store.Trials()
+	if outcome.Failed != 1 || len(trials) != 1 {
+		t.Fatalf("outcome %+v, trials %+v; want the trial failed (iperf3 refused by the guest's firewall)", outcome, trials)
+	}
+	keep := filepath.Join(outcome.Dir, bench.FailedDir, "refused-1")
+	state, err := os.ReadFile(filepath.Join(keep, "fwd-guest-state.txt"))
+	_, cerr := os.Stat(filepath.Join(keep, "fwd-console.log"))
+	if !strings.Contains(trials[0].Error, "its logs are kept in "+keep) || err != nil || cerr != nil {
+		t.Fatalf("trial error %q; guest state: %v, console: %v; want both kept in %s, named in the error", trials[0].Error, err, cerr, keep)
+	}
+	for _, want := range []string{"### dmesg\n", "Linux version", "### ip -s link\n", "ingress", "egress", "### cat /proc/interrupts\n", "virtio", "### cat /proc/net/snmp\n", "Tcp:"} {
+		if !strings.Contains(string(state), want) {
+			t.Errorf("kept guest state lacks %q:\n%s", want, state)
+		}
+	}
+}

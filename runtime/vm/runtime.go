@@ -711,15 +711,65 @@ func waitAgent(ctx context.Context, sock string, exited <-chan struct{}) (*Boot,
 // consoleLines is how much of a failed guest's console and QEMU's log an error shows.
 const consoleLines = 15
 
-// MachineLogs lists a VM node's guest console and QEMU log (runtime.MachineLogger); none for
+// KeepMachineLogs writes a VM node's logs into dir (runtime.MachineLogger): its guest
+// console and QEMU log as they are (NODE-console.log, NODE-qemu.log) and, while its guest
+// answers, the guest's state read through the agent within guestStateFor
+// (NODE-guest-state.txt: the kernel's messages, the interfaces' counters, the interrupts and
+// the TCP/UDP counters), the data a stalled path or a hung guest is diagnosed from. Nothing for
 // a node that is not a VM.
-func (Runtime) MachineLogs(p *plan.Plan, node string) []string {
+func (Runtime) KeepMachineLogs(ctx context.Context, p *plan.Plan, node, dir string) (int, error) {
 	n := p.Node(node)
 	if n == nil || n.VM == nil {
-		return nil
+		return 0, nil
 	}
-	dir := runDir(p.Lab, node)
-	return []string{filepath.Join(dir, consoleFile), filepath.Join(dir, qemuLogFile)}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return 0, fmt.Errorf("keep logs of VM node %s: %w", node, err)
+	}
+	kept := 0
+	rd := runDir(p.Lab, node)
+	for _, f := range []string{consoleFile, qemuLogFile} {
+		data, err := os.ReadFile(filepath.Join(rd, f))
+		if err != nil {
+			continue
+		}
+		if err := os.WriteFile(filepath.Join(dir, node+"-"+f), data, 0o644); err != nil {
+			return kept, fmt.Errorf("keep logs of VM node %s: %w", node, err)
+		}
+		kept++
+	}
+	if !qemuRunning(p.Lab, node) {
+		return kept, nil
+	}
+	ctx, cancel := context.WithTimeout(ctx, guestStateFor)
+	defer cancel()
+	g := &Node{Name: node, Lab: p.Lab, Netns: n.Netns, sock: filepath.Join(rd, sockFile)}
+	var b strings.Builder
+	for _, argv := range guestStateCommands {
+		out, err := g.Output(ctx, nil, argv...)
+		fmt.Fprintf(&b, "### %s\n%s", strings.Join(argv, " "), out)
+		if err != nil {
+			fmt.Fprintf(&b, "(%v)\n", err)
+		}
+		if ctx.Err() != nil {
+			break
+		}
+	}
+	if err := os.WriteFile(filepath.Join(dir, node+"-guest-state.txt"), []byte(b.String()), 0o644); err != nil {
+		return kept, fmt.Errorf("keep logs of VM node %s: %w", node, err)
+	}
+	return kept + 1, nil
+}
+
+// guestStateFor bounds the reading of a guest's state for a failed trial's logs.
+const guestStateFor = 20 * time.Second
+
+// guestStateCommands are what KeepMachineLogs runs in a guest: programs every guest image has.
+var guestStateCommands = [][]string{
+	{"dmesg"},
+	{"ip", "-s", "link"},
+	{"cat", "/proc/interrupts"},
+	{"cat", "/proc/net/snmp"},
+	{"cat", "/proc/net/netstat"},
 }
 
 // lastLines is the end of a VM's console and QEMU log, for errors.

@@ -2,6 +2,7 @@ package vm_test
 
 import (
 	"bytes"
+	"github.com/sfclab/sfclab/internal/benchtest"
 	"os"
 	"slices"
 	"strings"
@@ -165,6 +166,7 @@ func TestBenchABVMSource(t *testing.T) {
 		"  http: {requests: 20, objects: [1k], concurrency: [1], ab: true}\n", nil, withImageRoot(cache))
 	trials, _ := store.Trials()
 	if outcome.Failed != 0 || len(trials) != 1 || trials[0].Status != results.TrialOK {
+		benchtest.LogKeptLogs(t, outcome.Dir)
 		t.Fatalf("outcome %+v, trials %+v; want 1 passed", outcome, trials)
 	}
 	t.Logf("trial: %.1f s (deploy, probes, destroy)", trials[0].Ended.Sub(trials[0].Started).Seconds())
