@@ -113,49 +113,12 @@ func TestPruneBuilds(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	run := filepath.Join(tmp, "run")
-	if err := os.MkdirAll(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	m := machine{Name: "imagegc-t.fwd", VM: plan.VM{CPUs: 1, Memory: 256}, Accel: accel.Decision{Accel: accel.TCG, Reason: "test"},
-		Image: a, Socket: filepath.Join(run, sockFile), Console: filepath.Join(run, consoleFile), PIDFile: filepath.Join(run, pidFile)}
-	argv := append(m.args(), "-S") // paused: the guest never runs, QEMU holds the image as a VM does
-	qemu := exec.Command(argv[0], argv[1:]...)
-	var qlog strings.Builder
-	qemu.Stdout, qemu.Stderr = &qlog, &qlog
-	if err := qemu.Start(); err != nil {
-		t.Fatal(err)
-	}
-	exited := make(chan error, 1)
-	go func() { exited <- qemu.Wait() }()
-	t.Cleanup(func() {
-		_ = qemu.Process.Kill()
-		<-exited
-	})
-	deadline := time.Now().Add(time.Minute)
-	for {
-		use, err := Builder{Root: root}.InUse()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(use[a.Key], []string{m.Name}) {
-			break
-		}
-		select {
-		case err := <-exited:
-			exited <- err
-			t.Fatalf("QEMU exited: %v: %s", err, qlog.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("InUse = %v, want %s used by %s (QEMU %v)", use, a.Key, m.Name, argv)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
+	const vmName = "imagegc-t.fwd"
+	pausedQEMU(t, root, tmp, vmName, a) // the guest never runs, QEMU holds the image as a VM does
 
 	c := build("C", nil)
 	l := pruned()
-	for _, want := range []string{"removed 1 superseded busybox guest image(s)", b.Key, "kept superseded " + a.Key + " (in use by " + m.Name + ")"} {
+	for _, want := range []string{"removed 1 superseded busybox guest image(s)", b.Key, "kept superseded " + a.Key + " (in use by " + vmName + ")"} {
 		if !strings.Contains(l, want) {
 			t.Errorf("build C's line %q lacks %q", l, want)
 		}
@@ -171,5 +134,56 @@ func TestPruneBuilds(t *testing.T) {
 	}
 	if left, _ := filepath.Glob(filepath.Join(root, ".*")); len(left) > 0 {
 		t.Errorf("left in the image root: %v", left)
+	}
+}
+
+// pausedQEMU starts QEMU on image im as sfclab starts a VM (machine.args), but paused (-S):
+// the guest never runs and QEMU holds the image's files as a VM does. It waits (at most a
+// minute) until the builder at root finds the image in use by the VM named name, and
+// returns a function that kills QEMU and waits for it (also called at the test's end).
+func pausedQEMU(t *testing.T, root, tmp, name string, im *Image) (stop func()) {
+	t.Helper()
+	run := filepath.Join(tmp, "run")
+	if err := os.MkdirAll(run, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	m := machine{Name: name, VM: plan.VM{CPUs: 1, Memory: 256}, Accel: accel.Decision{Accel: accel.TCG, Reason: "test"},
+		Image: im, Socket: filepath.Join(run, sockFile), Console: filepath.Join(run, consoleFile), PIDFile: filepath.Join(run, pidFile)}
+	argv := append(m.args(), "-S")
+	qemu := exec.Command(argv[0], argv[1:]...)
+	var qlog strings.Builder
+	qemu.Stdout, qemu.Stderr = &qlog, &qlog
+	if err := qemu.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- qemu.Wait() }()
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = qemu.Process.Kill()
+			<-exited
+		})
+	}
+	t.Cleanup(stop)
+	deadline := time.Now().Add(time.Minute)
+	for {
+		use, err := Builder{Root: root}.InUse()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if slices.Equal(use[im.Key], []string{name}) {
+			return stop
+		}
+		select {
+		case err := <-exited:
+			exited <- err
+			t.Fatalf("QEMU exited: %v: %s", err, qlog.String())
+		default:
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("InUse = %v, want %s used by %s (QEMU %v)", use, im.Key, name, argv)
+		}
+		time.Sleep(100 * time.Millisecond)
 	}
 }

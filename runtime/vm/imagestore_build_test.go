@@ -12,9 +12,6 @@ import (
 	"syscall"
 	"testing"
 	"time"
-
-	"github.com/sfclab/sfclab/plan"
-	"github.com/sfclab/sfclab/runtime/vm/accel"
 )
 
 // killedBuildEnv makes TestKilledBuildChild, in a child process, a build that holds its
@@ -229,46 +226,9 @@ func TestSharedKernelBuilds(t *testing.T) {
 
 	// A VM boots image other (paused, as sfclab starts it): `images rm all` keeps it and
 	// the kernel; once it is gone, all goes.
-	run := filepath.Join(tmp, "run")
-	if err := os.MkdirAll(run, 0o700); err != nil {
-		t.Fatal(err)
-	}
-	m := machine{Name: "imagedisk-t.fwd", VM: plan.VM{CPUs: 1, Memory: 256}, Accel: accel.Decision{Accel: accel.TCG, Reason: "test"},
-		Image: other, Socket: filepath.Join(run, sockFile), Console: filepath.Join(run, consoleFile), PIDFile: filepath.Join(run, pidFile)}
-	argv := append(m.args(), "-S")
-	qemu := exec.Command(argv[0], argv[1:]...)
-	var qlog strings.Builder
-	qemu.Stdout, qemu.Stderr = &qlog, &qlog
-	if err := qemu.Start(); err != nil {
-		t.Fatal(err)
-	}
-	qexited := make(chan error, 1)
-	go func() { qexited <- qemu.Wait() }()
-	t.Cleanup(func() {
-		_ = qemu.Process.Kill()
-		<-qexited
-	})
-	deadline := time.Now().Add(time.Minute)
-	for {
-		use, err := Builder{Root: root}.InUse()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if slices.Equal(use[other.Key], []string{m.Name}) {
-			break
-		}
-		select {
-		case err := <-qexited:
-			qexited <- err
-			t.Fatalf("QEMU exited: %v: %s", err, qlog.String())
-		default:
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("InUse = %v, want %s used by %s", use, other.Key, m.Name)
-		}
-		time.Sleep(100 * time.Millisecond)
-	}
-	if err := (Builder{Root: root}).Remove("all"); err == nil || !strings.Contains(err.Error(), other.Key+" (in use by "+m.Name+")") {
+	const vmName = "imagedisk-t.fwd"
+	stopQEMU := pausedQEMU(t, root, tmp, vmName, other)
+	if err := (Builder{Root: root}).Remove("all"); err == nil || !strings.Contains(err.Error(), other.Key+" (in use by "+vmName+")") {
 		t.Errorf("images rm all with a VM: %v, want it to keep %s in use", err, other.Key)
 	}
 	if !exists(other.VMLinux()) || !exists(kernel) || links(kernel) != 2 {
@@ -279,9 +239,7 @@ func TestSharedKernelBuilds(t *testing.T) {
 			t.Errorf("after rm all: image %s not in use stayed", im.Key)
 		}
 	}
-	_ = qemu.Process.Kill()
-	<-qexited
-	qexited <- nil
+	stopQEMU()
 	if err := (Builder{Root: root}).Remove("all"); err != nil {
 		t.Errorf("images rm all without a VM: %v", err)
 	}
