@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"net/netip"
+	"strings"
 	"testing"
 	"time"
 
@@ -14,17 +15,8 @@ import (
 	"github.com/sfclab/sfclab/runtime/vm"
 )
 
-// A VM source (busybox) in front of a namespace forwarder and a namespace server.
-const cancelLab = `
-name: t-gocancel
-endpoints:
-  client: {kind: client, vm: {cpus: 1, memory: 512}}
-  server: {kind: server}
-functions:
-  fwd: {kind: forwarder}
-chains:
-  - {name: c, from: client, to: server, hops: [fwd]}
-`
+// vmsrcLab (a busybox VM source, a namespace forwarder and server) under a lab name of its own.
+var cancelLab = strings.Replace(vmsrcLab, "name: vmsrc-rn", "name: t-gocancel", 1)
 
 // TestVMSourceCancelled runs the rtt probe's echoes (ICMP, 200/s, 100,000 of them: over
 // eight minutes) and an ndr trial (5 minutes) from a VM source and cancels each once the
