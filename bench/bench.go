@@ -355,8 +355,11 @@ func keepLogs(ctx context.Context, err error, logDir, keep string, d *deploy.Dep
 	kept := 0
 	ents, _ := os.ReadDir(logDir)
 	for _, e := range ents {
+		if !e.Type().IsRegular() {
+			continue
+		}
 		data, rerr := os.ReadFile(filepath.Join(logDir, e.Name()))
-		if rerr != nil || !e.Type().IsRegular() {
+		if rerr != nil {
 			continue
 		}
 		if os.MkdirAll(keep, 0o755) != nil || os.WriteFile(filepath.Join(keep, e.Name()), data, 0o644) != nil {

@@ -717,7 +717,7 @@ const consoleLines = 15
 // (NODE-guest-state.txt: the kernel's messages, the interfaces' counters, the interrupts and
 // the TCP/UDP counters), the data a stalled path or a hung guest is diagnosed from. Nothing for
 // a node that is not a VM.
-func (Runtime) KeepMachineLogs(ctx context.Context, p *plan.Plan, node, dir string) (int, error) {
+func (r Runtime) KeepMachineLogs(ctx context.Context, p *plan.Plan, node, dir string) (int, error) {
 	n := p.Node(node)
 	if n == nil || n.VM == nil {
 		return 0, nil
@@ -742,7 +742,10 @@ func (Runtime) KeepMachineLogs(ctx context.Context, p *plan.Plan, node, dir stri
 	}
 	ctx, cancel := context.WithTimeout(ctx, guestStateFor)
 	defer cancel()
-	g := &Node{Name: node, Lab: p.Lab, Netns: n.Netns, sock: filepath.Join(rd, sockFile)}
+	g, err := r.Node(ctx, p, node)
+	if err != nil {
+		return kept, fmt.Errorf("keep logs of VM node %s: %w", node, err)
+	}
 	var b strings.Builder
 	for _, argv := range guestStateCommands {
 		out, err := g.Output(ctx, nil, argv...)
